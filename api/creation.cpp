@@ -1,0 +1,96 @@
+#include "api/creation.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "api/operands.h"
+#include "ir/trace.h"
+
+namespace fluxion {
+
+namespace detail {
+Array array_from_host(const void* data, DType dtype, const Shape& shape, size_t count, SourceLoc loc) {
+  for (int64_t d : shape)
+    if (d < 0) throw ShapeError("ShapeError: array at " + loc.str() + ": negative dimension in shape " + shape.str());
+  if (int64_t(count) != shape.numel())
+    throw ShapeError("ShapeError: array at " + loc.str() + ": " + std::to_string(count) +
+                     " elements cannot have shape " + shape.str() + " (" + std::to_string(shape.numel()) +
+                     " elements)");
+  return make_concrete(AbstractArray{shape, dtype, false}, data);
+}
+}  // namespace detail
+
+namespace {
+void check_shape(std::string_view op, const Shape& shape, SourceLoc loc) {
+  for (int64_t d : shape)
+    if (d < 0) {
+      std::vector<AbstractArray> none;
+      op_error(ErrorKind::Shape, op, none, loc, "negative dimension in shape " + shape.str());
+    }
+}
+Array fill(std::string_view op, const Shape& shape, const Literal& value, SourceLoc loc) {
+  check_shape(op, shape, loc);
+  return bind1(Prim::broadcast_in_dim, {literal_array(value)},
+               Params{{"shape", shape.dims()}, {"broadcast_dimensions", IntList{}}}, loc);
+}
+}  // namespace
+
+Array zeros(const Shape& shape, DType dtype, SourceLoc loc) { return fill("zeros", shape, Literal::of_int(0, dtype), loc); }
+Array ones(const Shape& shape, DType dtype, SourceLoc loc) { return fill("ones", shape, Literal::of_int(1, dtype), loc); }
+
+Array full(const Shape& shape, const ArrayLike& value, SourceLoc loc) {
+  if (value.is_scalar()) {
+    DType d = value.scalar_kind();
+    Literal l = d == DType::float32 ? Literal::of_double(value.scalar_double(), d) : Literal::of_int(value.scalar_int(), d);
+    return fill("full", shape, l, loc);
+  }
+  return full(shape, value, value.dtype(), loc);
+}
+Array full(const Shape& shape, const ArrayLike& value, DType dtype, SourceLoc loc) {
+  check_shape("full", shape, loc);
+  Array v = detail::as_array(value, dtype, false, loc);
+  return broadcast_to(v, shape, loc);
+}
+Array zeros_like(const Array& x, SourceLoc loc) { return zeros(x.shape(), x.dtype(), loc); }
+Array ones_like(const Array& x, SourceLoc loc) { return ones(x.shape(), x.dtype(), loc); }
+Array full_like(const Array& x, const ArrayLike& value, SourceLoc loc) { return full(x.shape(), value, x.dtype(), loc); }
+
+Array iota(DType dtype, const Shape& shape, int64_t dimension, SourceLoc loc) {
+  check_shape("iota", shape, loc);
+  return bind1(Prim::iota, {}, Params{{"dtype", dtype}, {"shape", shape.dims()}, {"dimension", dimension}}, loc);
+}
+
+Array arange(int64_t n, DType dtype, SourceLoc loc) {
+  if (n < 0) n = 0;
+  return iota(dtype, Shape{n}, 0, loc);
+}
+
+Array arange(double start, double stop, double step, DType dtype, SourceLoc loc) {
+  if (step == 0) throw ValueError("ValueError: arange at " + loc.str() + ": step must not be zero");
+  int64_t n = std::max<int64_t>(0, int64_t(std::ceil((stop - start) / step)));
+  Array i = iota(dtype, Shape{n}, 0, loc);
+  if (start == 0 && step == 1) return i;
+  return add(multiply(i, step, loc), start, loc);
+}
+
+Array linspace(double start, double stop, int64_t n, DType dtype, SourceLoc loc) {
+  if (n < 0) throw ValueError("ValueError: linspace at " + loc.str() + ": the number of samples must be >= 0");
+  if (!is_float(dtype)) {
+    return astype(linspace(start, stop, n, float64, loc), dtype, loc);
+  }
+  Array i = iota(dtype, Shape{n}, 0, loc);
+  double step = n > 1 ? (stop - start) / double(n - 1) : 0.0;
+  // Pin the last sample to `stop` exactly, as numpy does.
+  Array v = add(multiply(i, step, loc), start, loc);
+  if (n > 1) v = where(equal(i, double(n - 1), loc), stop, v, loc);
+  return v;
+}
+Array linspace(float start, float stop, int64_t n, SourceLoc loc) { return linspace(double(start), double(stop), n, float32, loc); }
+
+Array eye(int64_t n, DType dtype, SourceLoc loc) { return eye(n, n, dtype, loc); }
+Array eye(int64_t n, int64_t m, DType dtype, SourceLoc loc) {
+  Array r = iota(int32, Shape{n, m}, 0, loc), c = iota(int32, Shape{n, m}, 1, loc);
+  return astype(equal(r, c, loc), dtype, loc);
+}
+
+}  // namespace fluxion

@@ -1,0 +1,114 @@
+// Creating arrays: from host data (fx::array), and by shape (zeros, ones, full, arange, ...).
+// Shape-driven constructors bind primitives (broadcast_in_dim, iota), so inside a transformation
+// they are staged into the program rather than baked in as large constants.
+#pragma once
+#include <initializer_list>
+#include <vector>
+
+#include "api/elementwise.h"
+#include "ir/array.h"
+
+namespace fluxion {
+
+/// An array holding a copy of host data of a supported element type, with the given shape
+/// (default: 1-D). ShapeError if the sizes disagree.
+template <class T>
+Array array(const std::vector<T>& data, const Shape& shape, FLUXION_LOC);
+template <class T>
+Array array(const std::vector<T>& data, FLUXION_LOC) {
+  return array(data, Shape{int64_t(data.size())}, loc);
+}
+/// Nested brace lists: fx::array({1.f, 2.f}), fx::array({{1.0, 2.0}, {3.0, 4.0}}).
+template <class T>
+Array array(std::initializer_list<T> data, FLUXION_LOC) {
+  return array(std::vector<T>(data), loc);
+}
+template <class T>
+Array array(std::initializer_list<std::initializer_list<T>> rows, FLUXION_LOC);
+template <class T>
+Array array(std::initializer_list<std::initializer_list<std::initializer_list<T>>> blocks, FLUXION_LOC);
+
+/// A 0-d array: scalar(2.5f) is float32[], scalar(2.5) float64[], scalar(3) int32[].
+template <Scalar T>
+Array scalar(T v, FLUXION_LOC);
+template <Scalar T>
+Array scalar(T v, DType dtype, FLUXION_LOC);
+
+Array zeros(const Shape& shape, DType dtype = float32, FLUXION_LOC);
+Array ones(const Shape& shape, DType dtype = float32, FLUXION_LOC);
+/// full(shape, value): the dtype is the value's (float -> float32, double -> float64, int -> int32).
+Array full(const Shape& shape, const ArrayLike& value, FLUXION_LOC);
+Array full(const Shape& shape, const ArrayLike& value, DType dtype, FLUXION_LOC);
+Array zeros_like(const Array& x, FLUXION_LOC);
+Array ones_like(const Array& x, FLUXION_LOC);
+Array full_like(const Array& x, const ArrayLike& value, FLUXION_LOC);
+/// 0, 1, ..., n-1 as int32 (or the given dtype).
+Array arange(int64_t n, DType dtype = int32, FLUXION_LOC);
+/// start, start+step, ... below stop (numpy semantics; float if any argument is).
+Array arange(double start, double stop, double step = 1.0, DType dtype = float32, FLUXION_LOC);
+/// n evenly spaced values from start to stop inclusive.
+Array linspace(double start, double stop, int64_t n, DType dtype = float32, FLUXION_LOC);
+Array linspace(float start, float stop, int64_t n, FLUXION_LOC);
+/// The n x n identity (or n x m with `m`).
+Array eye(int64_t n, DType dtype = float32, FLUXION_LOC);
+Array eye(int64_t n, int64_t m, DType dtype, FLUXION_LOC);
+/// lax.iota: 0..n-1 along `dimension` of an array of `shape`.
+Array iota(DType dtype, const Shape& shape, int64_t dimension = 0, FLUXION_LOC);
+
+namespace detail {
+Array array_from_host(const void* data, DType dtype, const Shape& shape, size_t count, SourceLoc loc);
+}
+
+// ---- template definitions ------------------------------------------------------------------------
+template <class T>
+Array array(const std::vector<T>& data, const Shape& shape, SourceLoc loc) {
+  if constexpr (std::is_same_v<T, bool>) {
+    std::vector<uint8_t> bytes(data.begin(), data.end());
+    return detail::array_from_host(bytes.data(), DType::bool_, shape, bytes.size(), loc);
+  } else {
+    return detail::array_from_host(data.data(), dtype_of_v<T>, shape, data.size(), loc);
+  }
+}
+template <class T>
+Array array(std::initializer_list<std::initializer_list<T>> rows, SourceLoc loc) {
+  std::vector<T> flat;
+  int64_t width = rows.size() ? int64_t(rows.begin()->size()) : 0;
+  for (const auto& r : rows) {
+    if (int64_t(r.size()) != width)
+      throw ShapeError("ShapeError: array at " + loc.str() + ": rows of a nested list must have equal lengths (" +
+                       std::to_string(width) + " and " + std::to_string(r.size()) + ")");
+    flat.insert(flat.end(), r.begin(), r.end());
+  }
+  return array(flat, Shape{int64_t(rows.size()), width}, loc);
+}
+template <class T>
+Array array(std::initializer_list<std::initializer_list<std::initializer_list<T>>> blocks, SourceLoc loc) {
+  std::vector<T> flat;
+  int64_t rows = blocks.size() ? int64_t(blocks.begin()->size()) : 0;
+  int64_t width = rows ? int64_t(blocks.begin()->begin()->size()) : 0;
+  for (const auto& b : blocks) {
+    if (int64_t(b.size()) != rows)
+      throw ShapeError("ShapeError: array at " + loc.str() + ": blocks of a nested list must have equal lengths");
+    for (const auto& r : b) {
+      if (int64_t(r.size()) != width)
+        throw ShapeError("ShapeError: array at " + loc.str() + ": rows of a nested list must have equal lengths");
+      flat.insert(flat.end(), r.begin(), r.end());
+    }
+  }
+  return array(flat, Shape{int64_t(blocks.size()), rows, width}, loc);
+}
+template <Scalar T>
+Array scalar(T v, SourceLoc loc) {
+  if constexpr (std::is_same_v<T, bool>) {
+    uint8_t b = v;
+    return detail::array_from_host(&b, DType::bool_, Shape{}, 1, loc);
+  } else {
+    return detail::array_from_host(&v, dtype_of_v<T>, Shape{}, 1, loc);
+  }
+}
+template <Scalar T>
+Array scalar(T v, DType dtype, SourceLoc loc) {
+  return astype(scalar(v, loc), dtype, loc);
+}
+
+}  // namespace fluxion

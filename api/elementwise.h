@@ -1,0 +1,106 @@
+// Elementwise math with numpy broadcasting and JAX type promotion (jax.numpy names), and the C++
+// operators. Every function records the caller's line for error messages.
+#pragma once
+#include <source_location>
+
+#include "ir/array.h"
+
+namespace fluxion {
+
+#define FLUXION_LOC ::fluxion::SourceLoc loc = std::source_location::current()
+
+// ---- unary (integer inputs to float functions are promoted to float32, as in jax.numpy) -------
+Array negative(const ArrayLike& x, FLUXION_LOC);
+Array sign(const ArrayLike& x, FLUXION_LOC);
+Array floor(const ArrayLike& x, FLUXION_LOC);
+Array ceil(const ArrayLike& x, FLUXION_LOC);
+Array round(const ArrayLike& x, FLUXION_LOC);  // half to even, as numpy
+Array isfinite(const ArrayLike& x, FLUXION_LOC);
+Array exp(const ArrayLike& x, FLUXION_LOC);
+Array exp2(const ArrayLike& x, FLUXION_LOC);
+Array log(const ArrayLike& x, FLUXION_LOC);
+Array log1p(const ArrayLike& x, FLUXION_LOC);
+Array expm1(const ArrayLike& x, FLUXION_LOC);
+Array tanh(const ArrayLike& x, FLUXION_LOC);
+Array sigmoid(const ArrayLike& x, FLUXION_LOC);
+Array sin(const ArrayLike& x, FLUXION_LOC);
+Array cos(const ArrayLike& x, FLUXION_LOC);
+Array tan(const ArrayLike& x, FLUXION_LOC);
+Array arcsin(const ArrayLike& x, FLUXION_LOC);
+Array arccos(const ArrayLike& x, FLUXION_LOC);
+Array arctan(const ArrayLike& x, FLUXION_LOC);
+Array sinh(const ArrayLike& x, FLUXION_LOC);
+Array cosh(const ArrayLike& x, FLUXION_LOC);
+Array arcsinh(const ArrayLike& x, FLUXION_LOC);
+Array arccosh(const ArrayLike& x, FLUXION_LOC);
+Array arctanh(const ArrayLike& x, FLUXION_LOC);
+Array sqrt(const ArrayLike& x, FLUXION_LOC);
+Array rsqrt(const ArrayLike& x, FLUXION_LOC);
+Array cbrt(const ArrayLike& x, FLUXION_LOC);
+Array abs(const ArrayLike& x, FLUXION_LOC);
+Array erf(const ArrayLike& x, FLUXION_LOC);
+Array lgamma(const ArrayLike& x, FLUXION_LOC);
+Array square(const ArrayLike& x, FLUXION_LOC);
+Array reciprocal(const ArrayLike& x, FLUXION_LOC);
+Array logical_not(const ArrayLike& x, FLUXION_LOC);
+Array bitwise_not(const ArrayLike& x, FLUXION_LOC);
+/// x ** n for a static integer n (lax.integer_pow): exact for integers, cheap to differentiate.
+Array integer_pow(const ArrayLike& x, int64_t n, FLUXION_LOC);
+/// The identity whose derivative is zero.
+Array stop_gradient(const ArrayLike& x, FLUXION_LOC);
+
+// ---- binary -------------------------------------------------------------------------------------
+Array add(const ArrayLike& x, const ArrayLike& y, FLUXION_LOC);
+Array subtract(const ArrayLike& x, const ArrayLike& y, FLUXION_LOC);
+Array multiply(const ArrayLike& x, const ArrayLike& y, FLUXION_LOC);
+Array divide(const ArrayLike& x, const ArrayLike& y, FLUXION_LOC);  // true division
+Array floor_divide(const ArrayLike& x, const ArrayLike& y, FLUXION_LOC);
+Array remainder(const ArrayLike& x, const ArrayLike& y, FLUXION_LOC);  // numpy mod: sign of y
+Array fmod(const ArrayLike& x, const ArrayLike& y, FLUXION_LOC);       // C fmod: sign of x
+Array power(const ArrayLike& x, const ArrayLike& y, FLUXION_LOC);
+Array pow(const ArrayLike& x, const ArrayLike& y, FLUXION_LOC);
+Array maximum(const ArrayLike& x, const ArrayLike& y, FLUXION_LOC);
+Array minimum(const ArrayLike& x, const ArrayLike& y, FLUXION_LOC);
+Array arctan2(const ArrayLike& x, const ArrayLike& y, FLUXION_LOC);
+Array logical_and(const ArrayLike& x, const ArrayLike& y, FLUXION_LOC);
+Array logical_or(const ArrayLike& x, const ArrayLike& y, FLUXION_LOC);
+Array logical_xor(const ArrayLike& x, const ArrayLike& y, FLUXION_LOC);
+Array bitwise_and(const ArrayLike& x, const ArrayLike& y, FLUXION_LOC);
+Array bitwise_or(const ArrayLike& x, const ArrayLike& y, FLUXION_LOC);
+Array bitwise_xor(const ArrayLike& x, const ArrayLike& y, FLUXION_LOC);
+Array equal(const ArrayLike& x, const ArrayLike& y, FLUXION_LOC);
+Array not_equal(const ArrayLike& x, const ArrayLike& y, FLUXION_LOC);
+Array less(const ArrayLike& x, const ArrayLike& y, FLUXION_LOC);
+Array less_equal(const ArrayLike& x, const ArrayLike& y, FLUXION_LOC);
+Array greater(const ArrayLike& x, const ArrayLike& y, FLUXION_LOC);
+Array greater_equal(const ArrayLike& x, const ArrayLike& y, FLUXION_LOC);
+
+/// where(cond, x, y): x where cond is true, else y (broadcasting all three).
+Array where(const ArrayLike& cond, const ArrayLike& x, const ArrayLike& y, FLUXION_LOC);
+/// clip(x, lo, hi) = minimum(maximum(x, lo), hi).
+Array clip(const ArrayLike& x, const ArrayLike& lo, const ArrayLike& hi, FLUXION_LOC);
+
+// ---- operators (the left operand's conversion records the line) ---------------------------------
+Array operator-(const ArrayLike& x);
+Array operator+(const ArrayLike& x, const ArrayLike& y);
+Array operator-(const ArrayLike& x, const ArrayLike& y);
+Array operator*(const ArrayLike& x, const ArrayLike& y);
+Array operator/(const ArrayLike& x, const ArrayLike& y);
+Array operator%(const ArrayLike& x, const ArrayLike& y);
+Array operator==(const ArrayLike& x, const ArrayLike& y);
+Array operator!=(const ArrayLike& x, const ArrayLike& y);
+Array operator<(const ArrayLike& x, const ArrayLike& y);
+Array operator<=(const ArrayLike& x, const ArrayLike& y);
+Array operator>(const ArrayLike& x, const ArrayLike& y);
+Array operator>=(const ArrayLike& x, const ArrayLike& y);
+Array operator&(const ArrayLike& x, const ArrayLike& y);
+Array operator|(const ArrayLike& x, const ArrayLike& y);
+Array operator^(const ArrayLike& x, const ArrayLike& y);
+Array operator~(const ArrayLike& x);
+Array operator!(const ArrayLike& x);
+Array& operator+=(Array& x, const ArrayLike& y);
+Array& operator-=(Array& x, const ArrayLike& y);
+Array& operator*=(Array& x, const ArrayLike& y);
+Array& operator/=(Array& x, const ArrayLike& y);
+
+}  // namespace fluxion

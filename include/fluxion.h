@@ -1,0 +1,18 @@
+// Fluxion: composable function transformations for C++ (JAX for C++).
+//
+//   #include <fluxion.h>
+//   namespace fx = fluxion;
+//
+// This umbrella header pulls in the whole user API and no MLIR, LLVM or CUDA header.
+#pragma once
+
+#include "api/creation.h"
+#include "api/elementwise.h"
+#include "api/operands.h"
+#include "api/tree.h"
+#include "ir/array.h"
+#include "ir/dtype.h"
+#include "ir/error.h"
+#include "ir/program.h"
+#include "ir/shape.h"
+#include "transforms/make_ir.h"

@@ -1,0 +1,131 @@
+// Array: the value-semantic handle users compute with. It is either concrete (a host buffer) or a
+// tracer (a variable of the program that an enclosing transformation is tracing).
+#pragma once
+#include <concepts>
+#include <iosfwd>
+#include <memory>
+#include <source_location>
+#include <type_traits>
+#include <vector>
+
+#include "ir/error.h"
+#include "ir/shape.h"
+
+namespace fluxion {
+
+struct Buffer;
+struct TraceState;
+
+/// Shared state behind an Array handle (internal; users see Array).
+struct ArrayImpl {
+  AbstractArray aval;
+  std::shared_ptr<Buffer> buffer;     // concrete arrays
+  std::shared_ptr<TraceState> trace;  // tracers: the trace that owns `var` (possibly ended)
+  int32_t var = -1;
+  SourceLoc loc;  // where a tracer was created (for ConcretizationError)
+};
+
+class Array {
+ public:
+  /// An empty handle; using it in an op raises ValueError.
+  Array() = default;
+  explicit Array(std::shared_ptr<ArrayImpl> impl) : impl_(std::move(impl)) {}
+
+  const AbstractArray& aval() const { return checked().aval; }
+  const Shape& shape() const { return checked().aval.shape; }
+  DType dtype() const { return checked().aval.dtype; }
+  bool weak_type() const { return checked().aval.weak_type; }
+  int ndim() const { return checked().aval.shape.rank(); }
+  int64_t size() const { return checked().aval.shape.numel(); }
+
+  bool valid() const { return impl_ != nullptr; }
+  bool is_tracer() const { return impl_ && impl_->trace != nullptr; }
+
+  /// The value of a one-element array, converted to T. Raises ConcretizationError on a tracer.
+  template <class T>
+  T item(std::source_location loc = std::source_location::current()) const {
+    T out{};
+    read(&out, dtype_of_v<T>, 1, "item", loc);
+    return out;
+  }
+  /// All elements in row-major order, converted to T. Raises ConcretizationError on a tracer.
+  template <class T>
+  std::vector<T> to_vector(std::source_location loc = std::source_location::current()) const {
+    const size_t n = static_cast<size_t>(size());
+    if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> has no data()
+      std::unique_ptr<bool[]> tmp(new bool[n]);
+      read(tmp.get(), DType::bool_, n, "to_vector", loc);
+      return std::vector<bool>(tmp.get(), tmp.get() + n);
+    } else {
+      std::vector<T> out(n);
+      read(out.data(), dtype_of_v<T>, n, "to_vector", loc);
+      return out;
+    }
+  }
+  /// Waits for device work producing this array. Execution on the CPU is synchronous.
+  void block_until_ready() const {}
+  /// The truth value of a one-element array, as `if (x > 0)` asks for it.
+  explicit operator bool() const;
+
+  /// Raw host data of a concrete array (internal; raises ConcretizationError on a tracer).
+  const void* data(SourceLoc loc = {}) const;
+
+  const std::shared_ptr<ArrayImpl>& impl() const { return impl_; }
+
+ private:
+  const ArrayImpl& checked() const;
+  void read(void* dst, DType as, size_t count, const char* what, SourceLoc loc) const;
+  std::shared_ptr<ArrayImpl> impl_;
+};
+
+/// numpy-like printing of a concrete array; a tracer prints as "Traced<f32[3]>".
+std::ostream& operator<<(std::ostream& os, const Array& a);
+
+template <class T>
+concept Scalar = std::is_arithmetic_v<T>;
+
+/// An operand of the numpy-style API: an Array or a weakly typed C++ scalar. Implicit conversion
+/// into it records the caller's line, which is how operators (which cannot take a defaulted
+/// source_location parameter) know the user's line.
+class ArrayLike {
+ public:
+  ArrayLike(const Array& a, std::source_location loc = std::source_location::current())  // NOLINT
+      : array_(a), loc_(loc) {}
+  template <Scalar T>
+  ArrayLike(T v, std::source_location loc = std::source_location::current())  // NOLINT
+      : loc_(loc), is_scalar_(true) {
+    if constexpr (std::is_same_v<T, bool>) {
+      kind_ = DType::bool_;
+      i_ = v;
+    } else if constexpr (std::is_integral_v<T>) {
+      kind_ = DType::int32;
+      i_ = int64_t(v);
+    } else {
+      kind_ = DType::float32;
+      d_ = double(v);
+    }
+  }
+
+  bool is_scalar() const { return is_scalar_; }
+  const Array& array() const { return array_; }
+  SourceLoc loc() const { return loc_; }
+  /// For a scalar: bool_, int32 (any C++ integer) or float32 (any C++ float) -- the weak kind.
+  DType scalar_kind() const { return kind_; }
+  double scalar_double() const { return kind_ == DType::float32 ? d_ : double(i_); }
+  int64_t scalar_int() const { return kind_ == DType::float32 ? int64_t(d_) : i_; }
+  /// Type as it enters promotion: the array's aval, or a weak 0-d of the scalar's kind.
+  DType dtype() const { return is_scalar_ ? kind_ : array_.dtype(); }
+  bool weak() const { return is_scalar_ ? kind_ != DType::bool_ : array_.weak_type(); }
+  Shape shape() const { return is_scalar_ ? Shape{} : array_.shape(); }
+  AbstractArray aval() const { return is_scalar_ ? AbstractArray{Shape{}, kind_, weak()} : array_.aval(); }
+
+ private:
+  Array array_;
+  SourceLoc loc_;
+  bool is_scalar_ = false;
+  DType kind_ = DType::float32;
+  int64_t i_ = 0;
+  double d_ = 0;
+};
+
+}  // namespace fluxion

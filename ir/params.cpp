@@ -1,0 +1,90 @@
+#include "ir/params.h"
+
+#include <algorithm>
+#include <functional>
+#include <stdexcept>
+
+#include "ir/program.h"
+
+namespace fluxion {
+
+Params::Params(std::initializer_list<Entry> entries) {
+  for (const Entry& e : entries) set(e.first, e.second);
+}
+
+void Params::set(std::string key, ParamValue value) {
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), key,
+                             [](const Entry& e, const std::string& k) { return e.first < k; });
+  if (it != entries_.end() && it->first == key)
+    it->second = std::move(value);
+  else
+    entries_.insert(it, Entry{std::move(key), std::move(value)});
+}
+
+const ParamValue* Params::find(std::string_view key) const {
+  for (const Entry& e : entries_)
+    if (e.first == key) return &e.second;
+  return nullptr;
+}
+
+void Params::missing(std::string_view key) {
+  throw std::logic_error("fluxion internal error: param '" + std::string(key) + "' missing or of the wrong type");
+}
+
+namespace {
+size_t hash_value(const ParamValue& v) {
+  size_t h = v.index();
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, IntList>) {
+          for (int64_t i : x) h = hash_combine(h, std::hash<int64_t>()(i));
+        } else if constexpr (std::is_same_v<T, ProgramRef>) {
+          h = hash_combine(h, x ? x->hash() : 0);
+        } else if constexpr (std::is_same_v<T, ProgramList>) {
+          for (const ProgramRef& p : x) h = hash_combine(h, p ? p->hash() : 0);
+        } else if constexpr (std::is_same_v<T, DType>) {
+          h = hash_combine(h, size_t(x));
+        } else {
+          h = hash_combine(h, std::hash<T>()(x));
+        }
+      },
+      v);
+  return h;
+}
+
+bool programs_equal(const ProgramRef& a, const ProgramRef& b) {
+  if (a == b) return true;
+  if (!a || !b) return false;
+  return *a == *b;
+}
+
+bool values_equal(const ParamValue& a, const ParamValue& b) {
+  if (a.index() != b.index()) return false;
+  if (auto* pa = std::get_if<ProgramRef>(&a)) return programs_equal(*pa, std::get<ProgramRef>(b));
+  if (auto* la = std::get_if<ProgramList>(&a)) {
+    const ProgramList& lb = std::get<ProgramList>(b);
+    if (la->size() != lb.size()) return false;
+    for (size_t i = 0; i < la->size(); ++i)
+      if (!programs_equal((*la)[i], lb[i])) return false;
+    return true;
+  }
+  return a == b;
+}
+}  // namespace
+
+size_t Params::hash() const {
+  size_t h = entries_.size();
+  for (const Entry& e : entries_) h = hash_combine(hash_combine(h, std::hash<std::string>()(e.first)), hash_value(e.second));
+  return h;
+}
+
+bool operator==(const Params& a, const Params& b) {
+  if (a.entries_.size() != b.entries_.size()) return false;
+  for (size_t i = 0; i < a.entries_.size(); ++i)
+    if (a.entries_[i].first != b.entries_[i].first || !values_equal(a.entries_[i].second, b.entries_[i].second))
+      return false;
+  return true;
+}
+
+}  // namespace fluxion

@@ -1,0 +1,62 @@
+// The closed set of primitives. Every table over primitives is indexed by `Prim`, and a registry
+// test checks that each table is complete, so adding a primitive here is the one place to start.
+#pragma once
+#include <cstdint>
+#include <string_view>
+
+namespace fluxion {
+
+// X(enumerator, printed name)
+#define FLUXION_PRIMITIVES(X)                                                                      \
+  /* elementwise unary (prims/unary.cpp) */                                                        \
+  X(neg, "neg") X(sign, "sign") X(floor, "floor") X(ceil, "ceil") X(round, "round")                \
+  X(is_finite, "is_finite") X(exp, "exp") X(exp2, "exp2") X(log, "log") X(log1p, "log1p")          \
+  X(expm1, "expm1") X(tanh, "tanh") X(logistic, "logistic") X(sin, "sin") X(cos, "cos")            \
+  X(tan, "tan") X(asin, "asin") X(acos, "acos") X(atan, "atan") X(sinh, "sinh") X(cosh, "cosh")    \
+  X(asinh, "asinh") X(acosh, "acosh") X(atanh, "atanh") X(sqrt, "sqrt") X(rsqrt, "rsqrt")          \
+  X(cbrt, "cbrt") X(abs, "abs") X(not_, "not") X(erf, "erf") X(lgamma, "lgamma")                   \
+  X(integer_pow, "integer_pow") X(stop_gradient, "stop_gradient")                                  \
+  /* elementwise binary (prims/binary.cpp) */                                                      \
+  X(add, "add") X(sub, "sub") X(mul, "mul") X(div, "div") X(rem, "rem") X(pow, "pow")              \
+  X(max, "max") X(min, "min") X(atan2, "atan2") X(and_, "and") X(or_, "or") X(xor_, "xor")         \
+  /* comparison and selection (prims/compare.cpp) */                                               \
+  X(eq, "eq") X(ne, "ne") X(lt, "lt") X(le, "le") X(gt, "gt") X(ge, "ge") X(select, "select")      \
+  X(clamp, "clamp")                                                                                \
+  /* conversion (prims/convert.cpp) */                                                             \
+  X(convert_element_type, "convert_element_type")                                                  \
+  /* shape (prims/shape.cpp) */                                                                    \
+  X(broadcast_in_dim, "broadcast_in_dim") X(reshape, "reshape") X(transpose, "transpose")          \
+  X(squeeze, "squeeze") X(rev, "rev") X(concatenate, "concatenate") X(pad, "pad") X(iota, "iota")  \
+  X(slice, "slice")                                                                                \
+  /* indexing (prims/indexing.cpp) */                                                              \
+  X(dynamic_slice, "dynamic_slice") X(dynamic_update_slice, "dynamic_update_slice")                \
+  X(gather, "gather") X(scatter, "scatter") X(scatter_add, "scatter_add")                          \
+  /* reductions and scans (prims/reduce.cpp) */                                                    \
+  X(reduce_sum, "reduce_sum") X(reduce_max, "reduce_max") X(reduce_min, "reduce_min")              \
+  X(reduce_prod, "reduce_prod") X(argmax, "argmax") X(argmin, "argmin") X(reduce_and, "reduce_and") \
+  X(reduce_or, "reduce_or") X(cumsum, "cumsum")                                                    \
+  /* sorting (prims/sort.cpp) */                                                                   \
+  X(sort, "sort")                                                                                  \
+  /* linear algebra (prims/dot_general.cpp) */                                                     \
+  X(dot_general, "dot_general")                                                                    \
+  /* random bits (prims/random.cpp) */                                                             \
+  X(threefry2x32, "threefry2x32")
+
+enum class Prim : uint16_t {
+#define FLUXION_X(id, name) id,
+  FLUXION_PRIMITIVES(FLUXION_X)
+#undef FLUXION_X
+};
+
+inline constexpr int kNumPrims = 0
+#define FLUXION_X(id, name) +1
+    FLUXION_PRIMITIVES(FLUXION_X)
+#undef FLUXION_X
+    ;
+
+/// The printed name ("add", "reduce_sum", "not").
+std::string_view prim_name(Prim p);
+/// Looks a printed name up; returns false if there is no such primitive.
+bool parse_prim(std::string_view name, Prim* out);
+
+}  // namespace fluxion

@@ -1,0 +1,146 @@
+#include "ir/program.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "ir/array.h"
+
+namespace fluxion {
+
+// ---- Literal ------------------------------------------------------------------------------------
+Literal Literal::of_double(double v, DType d, bool weak) {
+  Literal l;
+  l.dtype = d;
+  l.weak = weak;
+  if (is_float(d)) {
+    // Round to the dtype's precision so that the literal is exactly the value the kernels see.
+    l.f = dispatch_dtype(d, [&](auto z) -> double {
+      using T = decltype(z);
+      if constexpr (std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>)
+        return double(float(T(float(v))));
+      else
+        return double(T(v));
+    });
+  } else if (d == DType::bool_) {
+    l.i = v != 0;
+  } else if (is_unsigned_int(d)) {
+    l.u = uint64_t(int64_t(v));
+  } else {
+    l.i = int64_t(v);
+  }
+  return l;
+}
+
+Literal Literal::of_int(int64_t v, DType d, bool weak) {
+  if (is_float(d)) return of_double(double(v), d, weak);
+  Literal l;
+  l.dtype = d;
+  l.weak = weak;
+  if (d == DType::bool_) {
+    l.i = v != 0;
+  } else {
+    // Wrap to the dtype's width, as a store and load would.
+    l = load(&v, DType::int64, weak);
+    int64_t tmp = v;
+    dispatch_dtype(d, [&](auto z) {
+      using T = decltype(z);
+      if constexpr (std::is_integral_v<T>) {
+        T t = T(tmp);
+        l = load(&t, d, weak);
+      }
+    });
+  }
+  return l;
+}
+
+Literal Literal::load(const void* p, DType d, bool weak) {
+  Literal l;
+  l.dtype = d;
+  l.weak = weak;
+  dispatch_dtype(d, [&](auto z) {
+    using T = decltype(z);
+    T t;
+    std::memcpy(&t, p, sizeof(T));
+    if constexpr (std::is_same_v<T, bool>) l.i = t ? 1 : 0;
+    else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) l.i = t;
+    else if constexpr (std::is_integral_v<T>) l.u = t;
+    else l.f = double(static_cast<compute_t<T>>(t));
+  });
+  return l;
+}
+
+void Literal::store(void* p) const {
+  dispatch_dtype(dtype, [&](auto z) {
+    using T = decltype(z);
+    T t;
+    if constexpr (std::is_same_v<T, bool>) t = i != 0;
+    else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) t = T(i);
+    else if constexpr (std::is_integral_v<T>) t = T(u);
+    else if constexpr (std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>) t = T(float(f));
+    else t = T(f);
+    std::memcpy(p, &t, sizeof(T));
+  });
+}
+
+double Literal::as_double() const {
+  if (is_float(dtype)) return f;
+  if (is_unsigned_int(dtype)) return double(u);
+  return double(i);
+}
+
+std::string Literal::value_str() const {
+  if (dtype == DType::bool_) return i ? "True" : "False";
+  if (is_signed_int(dtype)) return std::to_string(i);
+  if (is_unsigned_int(dtype)) return std::to_string(u);
+  if (std::isnan(f)) return "nan";
+  if (std::isinf(f)) return f > 0 ? "inf" : "-inf";
+  char buf[64];
+  std::to_chars_result r = dtype == DType::float64 ? std::to_chars(buf, buf + sizeof buf, f)
+                                                   : std::to_chars(buf, buf + sizeof buf, float(f));
+  std::string s(buf, r.ptr);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+bool operator==(const Literal& a, const Literal& b) {
+  if (a.dtype != b.dtype || a.weak != b.weak) return false;
+  if (is_float(a.dtype)) return std::memcmp(&a.f, &b.f, sizeof(double)) == 0;
+  return a.i == b.i;
+}
+
+// ---- Program ------------------------------------------------------------------------------------
+Program::Program() = default;
+Program::~Program() = default;
+Program::Program(const Program&) = default;
+Program::Program(Program&&) noexcept = default;
+Program& Program::operator=(const Program&) = default;
+Program& Program::operator=(Program&&) noexcept = default;
+
+std::vector<AbstractArray> Program::in_avals() const {
+  std::vector<AbstractArray> r;
+  r.reserve(invars.size());
+  for (int32_t v : invars) r.push_back(types[size_t(v)]);
+  return r;
+}
+
+std::vector<AbstractArray> Program::out_avals() const {
+  std::vector<AbstractArray> r;
+  r.reserve(outvars.size());
+  for (const Atom& a : outvars) r.push_back(aval(a));
+  return r;
+}
+
+size_t Program::hash() const { return std::hash<std::string>()(str()); }
+
+bool operator==(const Program& a, const Program& b) {
+  if (&a == &b) return true;
+  if (a.eqns.size() != b.eqns.size() || a.invars.size() != b.invars.size() || a.outvars.size() != b.outvars.size())
+    return false;
+  return a.str() == b.str();
+}
+
+std::ostream& operator<<(std::ostream& os, const Program& p) { return os << p.str(); }
+
+}  // namespace fluxion

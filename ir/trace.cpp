@@ -1,0 +1,224 @@
+#include "ir/trace.h"
+
+#include <cstring>
+
+#include "prims/registry.h"
+#include "runtime/buffer.h"
+
+namespace fluxion {
+
+namespace {
+thread_local std::vector<TraceState*> t_stack;
+
+[[noreturn]] void leaked(const ArrayImpl& a, Prim p, SourceLoc loc) {
+  throw TracerLeakError("TracerLeakError: " + std::string(prim_name(p)) + " at " + loc.str() +
+                        ": an operand is a tracer (" + a.aval.str() + ", created at " + a.loc.str() +
+                        ") of a trace that has already ended. A traced value escaped its transformation "
+                        "(stored in a global or a captured variable); return it from the function instead.");
+}
+
+bool owned_by(const ArrayImpl& a, const TraceState* t) { return a.trace.get() == t; }
+
+// The var of `a` in trace `t`, lifting it (as constvar or literal) if it comes from outside.
+Atom atom_in(TraceState& t, const Array& a, Prim p, SourceLoc loc) {
+  const ArrayImpl& impl = *a.impl();
+  if (owned_by(impl, &t)) return Atom(impl.var);
+  if (impl.trace) {
+    const TraceState& owner = *impl.trace;
+    if (!owner.alive || owner.depth >= t_stack.size() || t_stack[owner.depth] != &owner) leaked(impl, p, loc);
+  } else if (impl.aval.shape.rank() == 0) {
+    return Atom(Literal::load(impl.buffer->data, impl.aval.dtype, impl.aval.weak_type));
+  }
+  auto it = t.lifted.find(&impl);
+  if (it != t.lifted.end()) return Atom(it->second);
+  int32_t v = t.program.new_var(impl.aval);
+  t.program.constvars.push_back(v);
+  t.program.consts.push_back(a);
+  t.lifted.emplace(&impl, v);
+  return Atom(v);
+}
+
+Array tracer(const std::shared_ptr<TraceState>& t, int32_t var, SourceLoc loc) {
+  auto impl = std::make_shared<ArrayImpl>();
+  impl->aval = t->program.type(var);
+  impl->trace = t;
+  impl->var = var;
+  impl->loc = loc;
+  return Array(std::move(impl));
+}
+
+// Owning pointers to the TraceStates on the stack, so tracers can hold them.
+thread_local std::vector<std::shared_ptr<TraceState>> t_owners;
+
+const ArrayImpl& operand(const Array& a, Prim p, size_t i, SourceLoc loc) {
+  if (!a.valid())
+    throw ValueError("ValueError: " + std::string(prim_name(p)) + " at " + loc.str() + ": operand " +
+                     std::to_string(i) + " is an empty Array handle (default-constructed or moved from)");
+  return *a.impl();
+}
+}  // namespace
+
+// ---- TraceScope ---------------------------------------------------------------------------------
+TraceScope::TraceScope() : state_(std::make_shared<TraceState>()) {
+  state_->depth = t_stack.size();
+  t_stack.push_back(state_.get());
+  t_owners.push_back(state_);
+}
+
+TraceScope::~TraceScope() {
+  if (state_->alive) {
+    state_->alive = false;
+    t_stack.pop_back();
+    t_owners.pop_back();
+  }
+}
+
+Array TraceScope::new_input(const AbstractArray& aval, SourceLoc loc) {
+  int32_t v = state_->program.new_var(aval);
+  state_->program.invars.push_back(v);
+  return tracer(state_, v, loc);
+}
+
+Program TraceScope::finish(std::span<const Array> outputs) {
+  TraceState& t = *state_;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const ArrayImpl& impl = operand(outputs[i], Prim::neg, i, {});
+    if (owned_by(impl, &t)) {
+      t.program.outvars.push_back(Atom(impl.var));
+    } else if (!impl.trace && impl.aval.shape.rank() == 0) {
+      t.program.outvars.push_back(Atom(Literal::load(impl.buffer->data, impl.aval.dtype, impl.aval.weak_type)));
+    } else {
+      t.program.outvars.push_back(atom_in(t, outputs[i], Prim::neg, {}));
+    }
+  }
+  t.alive = false;
+  t_stack.pop_back();
+  t_owners.pop_back();
+  t.lifted.clear();
+  return std::move(t.program);
+}
+
+bool is_tracing() { return !t_stack.empty(); }
+
+// ---- bind ---------------------------------------------------------------------------------------
+std::vector<AbstractArray> abstract_eval(Prim p, std::span<const AbstractArray> in, const Params& params,
+                                         SourceLoc loc) {
+  try {
+    return rules(p).shape(in, params);
+  } catch (const RuleError& e) {
+    op_error(e.kind, prim_name(p), in, loc, e.detail);
+  }
+}
+
+std::vector<Array> bind(Prim p, std::span<const Array> inputs, const Params& params, SourceLoc loc) {
+  const PrimitiveRules& r = rules(p);
+  std::vector<AbstractArray> in_avals;
+  in_avals.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) in_avals.push_back(operand(inputs[i], p, i, loc).aval);
+  std::vector<AbstractArray> out_avals = abstract_eval(p, in_avals, params, loc);
+
+  std::vector<Array> outs;
+  outs.reserve(out_avals.size());
+  if (t_stack.empty()) {
+    // Eager: run the reference kernel now.
+    std::vector<View> in_views(inputs.size()), out_views(out_avals.size());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const ArrayImpl& a = *inputs[i].impl();
+      if (a.trace) leaked(a, p, loc);
+      in_views[i] = View{a.buffer->data, &a.aval};
+    }
+    for (size_t i = 0; i < out_avals.size(); ++i) {
+      auto impl = std::make_shared<ArrayImpl>();
+      impl->aval = std::move(out_avals[i]);
+      impl->buffer = Buffer::allocate(impl->aval.nbytes());
+      out_views[i] = View{impl->buffer->data, &impl->aval};
+      outs.emplace_back(std::move(impl));
+    }
+    r.kernel(in_views, out_views, params);
+    return outs;
+  }
+
+  TraceState& t = *t_stack.back();
+  Eqn e;
+  e.prim = p;
+  e.params = params;
+  e.loc = loc;
+  e.inputs.reserve(inputs.size());
+  for (const Array& a : inputs) e.inputs.push_back(atom_in(t, a, p, loc));
+  e.outputs.reserve(out_avals.size());
+  for (AbstractArray& av : out_avals) e.outputs.push_back(t.program.new_var(std::move(av)));
+  const std::shared_ptr<TraceState>& owner = t_owners.back();
+  for (int32_t v : e.outputs) outs.push_back(tracer(owner, v, loc));
+  t.program.eqns.push_back(std::move(e));
+  return outs;
+}
+
+Array bind1(Prim p, std::span<const Array> inputs, const Params& params, SourceLoc loc) {
+  std::vector<Array> r = bind(p, inputs, params, loc);
+  return std::move(r[0]);
+}
+
+// ---- concrete arrays ----------------------------------------------------------------------------
+Array make_uninitialized(const AbstractArray& aval) {
+  auto impl = std::make_shared<ArrayImpl>();
+  impl->aval = aval;
+  impl->buffer = Buffer::allocate(aval.nbytes());
+  return Array(std::move(impl));
+}
+
+Array make_concrete(const AbstractArray& aval, const void* data) {
+  Array a = make_uninitialized(aval);
+  if (aval.nbytes()) std::memcpy(a.impl()->buffer->data, data, aval.nbytes());
+  return a;
+}
+
+Array literal_array(const Literal& lit) {
+  Array a = make_uninitialized(lit.aval());
+  lit.store(a.impl()->buffer->data);
+  return a;
+}
+
+// ---- the interpreter ----------------------------------------------------------------------------
+std::vector<Array> eval_program(const Program& p, std::span<const Array> args) {
+  if (args.size() != p.invars.size())
+    throw TypeError("TypeError: eval: the program takes " + std::to_string(p.invars.size()) +
+                    " arguments, got " + std::to_string(args.size()));
+  if (p.consts.size() != p.constvars.size())
+    throw ValueError("ValueError: eval: the program has " + std::to_string(p.constvars.size()) +
+                     " constvars but only " + std::to_string(p.consts.size()) +
+                     " values for them (a parsed program must be given its constants)");
+  std::vector<Array> env(p.types.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    const AbstractArray& want = p.type(p.invars[i]);
+    if (!args[i].valid() || !args[i].aval().same_type(want))
+      throw TypeError("TypeError: eval: argument " + std::to_string(i) + " has type " +
+                      (args[i].valid() ? args[i].aval().str() : std::string("<empty>")) + ", the program expects " +
+                      want.str());
+    env[size_t(p.invars[i])] = args[i];
+  }
+  for (size_t i = 0; i < p.consts.size(); ++i) env[size_t(p.constvars[i])] = p.consts[i];
+  // Free each intermediate after its last use.
+  std::vector<int32_t> last_use(p.types.size(), -1);
+  for (size_t k = 0; k < p.eqns.size(); ++k)
+    for (const Atom& a : p.eqns[k].inputs)
+      if (!a.is_literal()) last_use[size_t(a.var)] = int32_t(k);
+  for (const Atom& a : p.outvars)
+    if (!a.is_literal()) last_use[size_t(a.var)] = int32_t(p.eqns.size());
+  auto read = [&](const Atom& a) { return a.is_literal() ? literal_array(a.lit) : env[size_t(a.var)]; };
+  std::vector<Array> ins;
+  for (size_t k = 0; k < p.eqns.size(); ++k) {
+    const Eqn& e = p.eqns[k];
+    ins.clear();
+    for (const Atom& a : e.inputs) ins.push_back(read(a));
+    std::vector<Array> outs = bind(e.prim, ins, e.params, e.loc);
+    for (size_t j = 0; j < outs.size(); ++j) env[size_t(e.outputs[j])] = std::move(outs[j]);
+    for (const Atom& a : e.inputs)
+      if (!a.is_literal() && last_use[size_t(a.var)] == int32_t(k)) env[size_t(a.var)] = Array();
+  }
+  std::vector<Array> result;
+  result.reserve(p.outvars.size());
+  for (const Atom& a : p.outvars) result.push_back(read(a));
+  return result;
+}
+
+}  // namespace fluxion

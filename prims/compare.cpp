@@ -1,0 +1,97 @@
+// Comparisons (bool results), select and clamp.
+#include "prims/elementwise.h"
+
+namespace fluxion {
+namespace {
+using namespace elementwise;
+
+#define FLUXION_COMPARE(Name, Expr) \
+  struct Name {                     \
+    template <class C>              \
+    static bool f(C x, C y) {       \
+      return Expr;                  \
+    }                               \
+  };
+FLUXION_COMPARE(Eq, x == y)
+FLUXION_COMPARE(Ne, x != y)
+FLUXION_COMPARE(Lt, x < y)
+FLUXION_COMPARE(Le, x <= y)
+FLUXION_COMPARE(Gt, x > y)
+FLUXION_COMPARE(Ge, x >= y)
+#undef FLUXION_COMPARE
+
+std::vector<AbstractArray> compare_rule(std::span<const AbstractArray> in, const Params&) {
+  if (in.size() != 2) rule_error(ErrorKind::Type, "expects 2 operands, got " + std::to_string(in.size()));
+  Shape s = nary_shape(in);
+  same_dtype(in);
+  return {AbstractArray{std::move(s), DType::bool_, false}};
+}
+
+template <class Op>
+void compare_kernel(std::span<const View> in, std::span<const View> out, const Params&) {
+  dispatch_dtype(in[0].dtype(), [&](auto z) {
+    using T = decltype(z);
+    using C = compute_t<T>;
+    map2<T, bool>(in[0], in[1], out[0], [](C x, C y) { return Op::f(x, y); });
+  });
+}
+
+// select(pred, on_true, on_false): pred is bool; the cases share a dtype; rank-0 operands broadcast.
+std::vector<AbstractArray> select_rule(std::span<const AbstractArray> in, const Params&) {
+  if (in.size() != 3) rule_error(ErrorKind::Type, "expects 3 operands (pred, on_true, on_false)");
+  if (in[0].dtype != DType::bool_)
+    rule_error(ErrorKind::Type, "the predicate must be bool, got " + std::string(dtype_name(in[0].dtype)));
+  Shape s = nary_shape(in);
+  DType d = same_dtype(in.subspan(1));
+  return {AbstractArray{std::move(s), d, in[1].weak_type && in[2].weak_type}};
+}
+
+void select_kernel(std::span<const View> in, std::span<const View> out, const Params&) {
+  dispatch_dtype(in[1].dtype(), [&](auto z) {
+    using T = decltype(z);
+    map3<bool, T, T, T>(in[0], in[1], in[2], out[0], [](bool p, T a, T b) { return p ? a : b; });
+  });
+}
+
+// clamp(lo, x, hi) = min(max(x, lo), hi), with lax's operand order.
+std::vector<AbstractArray> clamp_rule(std::span<const AbstractArray> in, const Params&) {
+  if (in.size() != 3) rule_error(ErrorKind::Type, "expects 3 operands (min, x, max)");
+  Shape s = nary_shape(in);
+  DType d = same_dtype(in);
+  if (is_bool(d)) rule_error(ErrorKind::Type, "expects a numeric dtype, got bool");
+  if (in[0].shape.rank() != 0 && !(in[0].shape == in[1].shape))
+    rule_error(ErrorKind::Shape, "min must be a scalar or have the operand's shape");
+  return {AbstractArray{std::move(s), d, in[1].weak_type}};
+}
+
+void clamp_kernel(std::span<const View> in, std::span<const View> out, const Params&) {
+  dispatch_dtype(in[1].dtype(), [&](auto z) {
+    using T = decltype(z);
+    using C = compute_t<T>;
+    map3<T, T, T, T>(in[0], in[1], in[2], out[0], [](T lo, T x, T hi) {
+      C v = static_cast<C>(x), l = static_cast<C>(lo), h = static_cast<C>(hi);
+      if (v != v) return x;  // NaN passes through
+      return static_cast<T>(v < l ? l : v > h ? h : v);
+    });
+  });
+}
+
+template <class Op>
+void set_compare(RuleTable& t, Prim p) {
+  t[size_t(p)].shape = &compare_rule;
+  t[size_t(p)].kernel = &compare_kernel<Op>;
+}
+}  // namespace
+
+void register_compare_prims(RuleTable& t) {
+  set_compare<Eq>(t, Prim::eq);
+  set_compare<Ne>(t, Prim::ne);
+  set_compare<Lt>(t, Prim::lt);
+  set_compare<Le>(t, Prim::le);
+  set_compare<Gt>(t, Prim::gt);
+  set_compare<Ge>(t, Prim::ge);
+  t[size_t(Prim::select)] = {&select_rule, &select_kernel};
+  t[size_t(Prim::clamp)] = {&clamp_rule, &clamp_kernel};
+}
+
+}  // namespace fluxion

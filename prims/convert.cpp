@@ -1,0 +1,51 @@
+// convert_element_type[new_dtype=... weak_type=...]: numpy's astype. Float to integer truncates
+// toward zero and saturates (NaN gives 0), so no conversion is undefined behaviour.
+#include <cmath>
+#include <limits>
+
+#include "prims/elementwise.h"
+
+namespace fluxion {
+namespace {
+using namespace elementwise;
+
+std::vector<AbstractArray> convert_rule(std::span<const AbstractArray> in, const Params& params) {
+  if (in.size() != 1) rule_error(ErrorKind::Type, "expects 1 operand");
+  return {AbstractArray{in[0].shape, params.get_dtype("new_dtype"), params.get_bool("weak_type")}};
+}
+
+template <class To, class From>
+To convert_one(From v) {
+  using C = compute_t<From>;
+  C x = static_cast<C>(v);
+  if constexpr (std::is_same_v<To, bool>) {
+    return x != C(0);
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<C>) {
+    if (x != x) return To(0);
+    if (x <= C(std::numeric_limits<To>::min())) return std::numeric_limits<To>::min();
+    if (x >= C(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
+    return To(x);
+  } else if constexpr (std::is_same_v<To, float16_t> || std::is_same_v<To, bfloat16_t>) {
+    return To(float(x));
+  } else {
+    return To(x);
+  }
+}
+
+void convert_kernel(std::span<const View> in, std::span<const View> out, const Params&) {
+  dispatch_dtype(in[0].dtype(), [&](auto a) {
+    using From = decltype(a);
+    dispatch_dtype(out[0].dtype(), [&](auto b) {
+      using To = decltype(b);
+      const From* x = in[0].as<const From>();
+      To* y = out[0].as<To>();
+      const int64_t n = out[0].size();
+      for (int64_t i = 0; i < n; ++i) y[i] = convert_one<To>(x[i]);
+    });
+  });
+}
+}  // namespace
+
+void register_convert_prims(RuleTable& t) { t[size_t(Prim::convert_element_type)] = {&convert_rule, &convert_kernel}; }
+
+}  // namespace fluxion

@@ -1,0 +1,117 @@
+// Shared pieces of the elementwise families (unary, binary, compare): dtype classes, the common
+// shape rules, and the loops the reference kernels are made of.
+#pragma once
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ir/error.h"
+#include "prims/registry.h"
+
+namespace fluxion::elementwise {
+
+enum class Accepts : uint8_t { Float, Numeric, Integer, BoolOrInt, Any };
+
+inline bool accepts(Accepts a, DType d) {
+  switch (a) {
+    case Accepts::Float: return is_float(d);
+    case Accepts::Numeric: return !is_bool(d);
+    case Accepts::Integer: return is_integer(d);
+    case Accepts::BoolOrInt: return is_bool(d) || is_integer(d);
+    case Accepts::Any: return true;
+  }
+  return false;
+}
+inline const char* accepts_name(Accepts a) {
+  switch (a) {
+    case Accepts::Float: return "a floating dtype";
+    case Accepts::Numeric: return "a numeric (non-bool) dtype";
+    case Accepts::Integer: return "an integer dtype";
+    case Accepts::BoolOrInt: return "a bool or integer dtype";
+    case Accepts::Any: return "any dtype";
+  }
+  return "";
+}
+
+inline void check_dtype(Accepts a, DType d) {
+  if (!accepts(a, d))
+    rule_error(ErrorKind::Type, std::string("expects ") + accepts_name(a) + ", got " + std::string(dtype_name(d)));
+}
+
+/// Operands of an n-ary elementwise primitive: equal shapes, except that rank-0 operands broadcast
+/// (so `mul x 2.0:f32[]` needs no broadcast eqn). Returns the common shape.
+inline Shape nary_shape(std::span<const AbstractArray> in) {
+  const Shape* shape = nullptr;
+  for (const AbstractArray& a : in) {
+    if (a.shape.rank() == 0) continue;
+    if (!shape) shape = &a.shape;
+    else if (!(*shape == a.shape))
+      rule_error(ErrorKind::Shape, "operands must have equal shapes (or be scalars), got " + shape->str() + " and " +
+                                       a.shape.str());
+  }
+  return shape ? *shape : Shape{};
+}
+
+/// Operands of an elementwise primitive must share one dtype (promotion happens in the API).
+inline DType same_dtype(std::span<const AbstractArray> in) {
+  for (const AbstractArray& a : in)
+    if (a.dtype != in[0].dtype)
+      rule_error(ErrorKind::Type, "operands must have the same dtype, got " + std::string(dtype_name(in[0].dtype)) +
+                                      " and " + std::string(dtype_name(a.dtype)));
+  return in[0].dtype;
+}
+
+inline bool all_weak(std::span<const AbstractArray> in) {
+  for (const AbstractArray& a : in)
+    if (!a.weak_type) return false;
+  return true;
+}
+
+// ---- loops --------------------------------------------------------------------------------------
+// Arithmetic happens in compute_t<T> (float for the 16-bit floats) and is stored back as Out.
+
+template <class In, class Out, class F>
+void map1(const View& x, const View& y, F f) {
+  const In* a = x.as<const In>();
+  Out* o = y.as<Out>();
+  const int64_t n = y.size();
+  for (int64_t i = 0; i < n; ++i) o[i] = static_cast<Out>(f(static_cast<compute_t<In>>(a[i])));
+}
+
+/// Binary loop where either operand may be a broadcast scalar. The three shapes of the loop are
+/// written out so the compiler vectorizes each.
+template <class In, class Out, class F>
+void map2(const View& x, const View& y, const View& z, F f) {
+  using C = compute_t<In>;
+  const In* a = x.as<const In>();
+  const In* b = y.as<const In>();
+  Out* o = z.as<Out>();
+  const int64_t n = z.size();
+  const bool sa = x.size() == 1 && n != 1, sb = y.size() == 1 && n != 1;
+  if (!sa && !sb) {
+    for (int64_t i = 0; i < n; ++i) o[i] = static_cast<Out>(f(static_cast<C>(a[i]), static_cast<C>(b[i])));
+  } else if (sa && !sb) {
+    const C av = static_cast<C>(a[0]);
+    for (int64_t i = 0; i < n; ++i) o[i] = static_cast<Out>(f(av, static_cast<C>(b[i])));
+  } else if (!sa && sb) {
+    const C bv = static_cast<C>(b[0]);
+    for (int64_t i = 0; i < n; ++i) o[i] = static_cast<Out>(f(static_cast<C>(a[i]), bv));
+  } else {
+    const C av = static_cast<C>(a[0]), bv = static_cast<C>(b[0]);
+    for (int64_t i = 0; i < n; ++i) o[i] = static_cast<Out>(f(av, bv));
+  }
+}
+
+/// Elementwise loop over three operands (select, clamp), each possibly a broadcast scalar.
+template <class A, class B, class C, class Out, class F>
+void map3(const View& x, const View& y, const View& z, const View& w, F f) {
+  const A* a = x.as<const A>();
+  const B* b = y.as<const B>();
+  const C* c = z.as<const C>();
+  Out* o = w.as<Out>();
+  const int64_t n = w.size();
+  const int64_t ia = x.size() == 1 ? 0 : 1, ib = y.size() == 1 ? 0 : 1, ic = z.size() == 1 ? 0 : 1;
+  for (int64_t i = 0; i < n; ++i) o[i] = f(a[i * ia], b[i * ib], c[i * ic]);
+}
+
+}  // namespace fluxion::elementwise

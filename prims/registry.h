@@ -1,0 +1,51 @@
+// The rules of every primitive, in one table indexed by Prim. Each prims/<family>.cpp fills the
+// records of its primitives side by side (shape rule, reference kernel, and -- as the transforms
+// land -- jvp, transpose and batching rules); the transforms read them from here.
+#pragma once
+#include <span>
+#include <vector>
+
+#include "ir/params.h"
+#include "ir/primitive.h"
+#include "ir/shape.h"
+
+namespace fluxion {
+
+/// Abstract evaluation: the output types for these input types, or rule_error(...) (ir/error.h).
+using ShapeRule = std::vector<AbstractArray> (*)(std::span<const AbstractArray> in, const Params& params);
+
+/// A typed view of one kernel operand: contiguous row-major data.
+struct View {
+  void* data;
+  const AbstractArray* aval;
+  template <class T>
+  T* as() const { return static_cast<T*>(data); }
+  int64_t size() const { return aval->size(); }
+  const Shape& shape() const { return aval->shape; }
+  DType dtype() const { return aval->dtype; }
+};
+
+/// The reference CPU kernel: reads `in`, writes every element of `out` (buffers already sized).
+using Kernel = void (*)(std::span<const View> in, std::span<const View> out, const Params& params);
+
+struct PrimitiveRules {
+  ShapeRule shape = nullptr;
+  Kernel kernel = nullptr;
+};
+
+/// The rules of p (the table is filled once, on first use, by the register_* functions below).
+const PrimitiveRules& rules(Prim p);
+
+using RuleTable = std::vector<PrimitiveRules>;  // indexed by Prim
+void register_unary_prims(RuleTable& t);
+void register_binary_prims(RuleTable& t);
+void register_compare_prims(RuleTable& t);
+void register_convert_prims(RuleTable& t);
+void register_shape_prims(RuleTable& t);
+void register_indexing_prims(RuleTable& t);
+void register_reduce_prims(RuleTable& t);
+void register_sort_prims(RuleTable& t);
+void register_dot_general_prims(RuleTable& t);
+void register_random_prims(RuleTable& t);
+
+}  // namespace fluxion

@@ -1,0 +1,24 @@
+#include <doctest/doctest.h>
+#include <fluxion.h>
+
+#include <cmath>
+#include <sstream>
+
+namespace fx = fluxion;
+
+TEST_CASE("eager elementwise and tracing") {
+  fx::Array a = fx::array({1.f, 2.f, 3.f});
+  CHECK(a.shape() == fx::Shape{3});
+  CHECK(a.dtype() == fx::float32);
+  fx::Array y = a * 2.f + fx::sin(a);
+  auto v = y.to_vector<float>();
+  CHECK(v[1] == doctest::Approx(4 + std::sin(2.f)));
+  auto f = [](const fx::Array& x, const fx::Array& z) { return fx::sin(x * z) + 1.f; };
+  fx::Program p = fx::make_ir(f)(a, a);
+  std::ostringstream os;
+  os << p;
+  MESSAGE(os.str());
+  CHECK(p.eqns.size() == 3);
+  auto r = fx::eval(p, {a, a});
+  CHECK(r[0].to_vector<float>()[2] == doctest::Approx(std::sin(9.f) + 1));
+}
