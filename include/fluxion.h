@@ -8,7 +8,13 @@
 
 #include "api/creation.h"
 #include "api/elementwise.h"
+#include "api/indexing.h"
+#include "api/linalg.h"
+#include "api/nn.h"
 #include "api/operands.h"
+#include "api/random.h"
+#include "api/reductions.h"
+#include "api/shape_ops.h"
 #include "api/tree.h"
 #include "ir/array.h"
 #include "ir/dtype.h"

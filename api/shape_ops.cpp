@@ -1,0 +1,1 @@
+#include "api/shape_ops.h"
