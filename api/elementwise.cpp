@@ -251,7 +251,6 @@ Array operator&(const ArrayLike& x, const ArrayLike& y) { return bitwise_and(x, 
 Array operator|(const ArrayLike& x, const ArrayLike& y) { return bitwise_or(x, y, x.loc()); }
 Array operator^(const ArrayLike& x, const ArrayLike& y) { return bitwise_xor(x, y, x.loc()); }
 Array operator~(const ArrayLike& x) { return bitwise_not(x, x.loc()); }
-Array operator!(const ArrayLike& x) { return logical_not(x, x.loc()); }
 Array& operator+=(Array& x, const ArrayLike& y) { return x = add(x, y, y.loc()); }
 Array& operator-=(Array& x, const ArrayLike& y) { return x = subtract(x, y, y.loc()); }
 Array& operator*=(Array& x, const ArrayLike& y) { return x = multiply(x, y, y.loc()); }

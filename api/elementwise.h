@@ -97,7 +97,8 @@ Array operator&(const ArrayLike& x, const ArrayLike& y);
 Array operator|(const ArrayLike& x, const ArrayLike& y);
 Array operator^(const ArrayLike& x, const ArrayLike& y);
 Array operator~(const ArrayLike& x);
-Array operator!(const ArrayLike& x);
+// No operator!: as in Python, `!x` asks for the truth value (ConcretizationError on a tracer).
+// Use fx::logical_not for the elementwise negation.
 Array& operator+=(Array& x, const ArrayLike& y);
 Array& operator-=(Array& x, const ArrayLike& y);
 Array& operator*=(Array& x, const ArrayLike& y);
