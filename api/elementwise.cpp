@@ -96,6 +96,11 @@ FLUXION_FLOAT_UNARY(erf, erf)
 FLUXION_FLOAT_UNARY(lgamma, lgamma)
 #undef FLUXION_FLOAT_UNARY
 
+Array digamma(const ArrayLike& x, SourceLoc loc) { return polygamma(0, x, loc); }
+Array polygamma(int64_t m, const ArrayLike& x, SourceLoc loc) {
+  if (m < 0) type_error("polygamma", {x}, loc, "the order m must be >= 0, got " + std::to_string(m));
+  return unary_float(Prim::polygamma, x, loc, Params{{"m", m}});
+}
 Array abs(const ArrayLike& x, SourceLoc loc) {
   if (x.dtype() == DType::bool_) return detail::as_array(x, DType::bool_, false, loc);
   return unary_same(Prim::abs, x, loc);

@@ -40,6 +40,9 @@ Array cbrt(const ArrayLike& x, FLUXION_LOC);
 Array abs(const ArrayLike& x, FLUXION_LOC);
 Array erf(const ArrayLike& x, FLUXION_LOC);
 Array lgamma(const ArrayLike& x, FLUXION_LOC);
+Array digamma(const ArrayLike& x, FLUXION_LOC);
+/// The m-th derivative of digamma (m >= 0, static).
+Array polygamma(int64_t m, const ArrayLike& x, FLUXION_LOC);
 Array square(const ArrayLike& x, FLUXION_LOC);
 Array reciprocal(const ArrayLike& x, FLUXION_LOC);
 Array logical_not(const ArrayLike& x, FLUXION_LOC);

@@ -15,10 +15,11 @@ namespace fluxion {
   X(tan, "tan") X(asin, "asin") X(acos, "acos") X(atan, "atan") X(sinh, "sinh") X(cosh, "cosh")    \
   X(asinh, "asinh") X(acosh, "acosh") X(atanh, "atanh") X(sqrt, "sqrt") X(rsqrt, "rsqrt")          \
   X(cbrt, "cbrt") X(abs, "abs") X(not_, "not") X(erf, "erf") X(lgamma, "lgamma")                   \
-  X(integer_pow, "integer_pow") X(stop_gradient, "stop_gradient")                                  \
+  X(integer_pow, "integer_pow") X(stop_gradient, "stop_gradient") X(polygamma, "polygamma")                                  \
   /* elementwise binary (prims/binary.cpp) */                                                      \
   X(add, "add") X(sub, "sub") X(mul, "mul") X(div, "div") X(rem, "rem") X(pow, "pow")              \
   X(max, "max") X(min, "min") X(atan2, "atan2") X(and_, "and") X(or_, "or") X(xor_, "xor")         \
+  X(add_any, "add_any") /* tangent accumulation: add, but only ever of tangents */                \
   /* comparison and selection (prims/compare.cpp) */                                               \
   X(eq, "eq") X(ne, "ne") X(lt, "lt") X(le, "le") X(gt, "gt") X(ge, "ge") X(select, "select")      \
   X(clamp, "clamp")                                                                                \

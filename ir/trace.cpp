@@ -9,6 +9,8 @@ namespace fluxion {
 
 namespace {
 thread_local std::vector<TraceState*> t_stack;
+thread_local bool t_has_loc = false;
+thread_local SourceLoc t_loc;
 
 [[noreturn]] void leaked(const ArrayImpl& a, Prim p, SourceLoc loc) {
   throw TracerLeakError("TracerLeakError: " + std::string(prim_name(p)) + " at " + loc.str() +
@@ -100,6 +102,15 @@ Program TraceScope::finish(std::span<const Array> outputs) {
 
 bool is_tracing() { return !t_stack.empty(); }
 
+LocationScope::LocationScope(SourceLoc loc) : saved_(t_loc), had_(t_has_loc) {
+  t_loc = loc;
+  t_has_loc = true;
+}
+LocationScope::~LocationScope() {
+  t_loc = saved_;
+  t_has_loc = had_;
+}
+
 // ---- bind ---------------------------------------------------------------------------------------
 std::vector<AbstractArray> abstract_eval(Prim p, std::span<const AbstractArray> in, const Params& params,
                                          SourceLoc loc) {
@@ -111,6 +122,7 @@ std::vector<AbstractArray> abstract_eval(Prim p, std::span<const AbstractArray> 
 }
 
 std::vector<Array> bind(Prim p, std::span<const Array> inputs, const Params& params, SourceLoc loc) {
+  if (t_has_loc) loc = t_loc;
   const PrimitiveRules& r = rules(p);
   std::vector<AbstractArray> in_avals;
   in_avals.reserve(inputs.size());

@@ -41,6 +41,21 @@ class TraceScope {
   std::shared_ptr<TraceState> state_;
 };
 
+/// While alive, every bind on this thread records `loc` instead of the location it is given. The
+/// transforms hold one while a rule runs, so that eqns emitted by a JVP, transpose or batching
+/// rule carry the user's line rather than the rule's.
+class LocationScope {
+ public:
+  explicit LocationScope(SourceLoc loc);
+  ~LocationScope();
+  LocationScope(const LocationScope&) = delete;
+  LocationScope& operator=(const LocationScope&) = delete;
+
+ private:
+  SourceLoc saved_;
+  bool had_;
+};
+
 /// True when an op would be recorded rather than run.
 bool is_tracing();
 

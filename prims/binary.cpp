@@ -2,6 +2,9 @@
 // broadcast); the API layer (api/) promotes and broadcasts before binding.
 #include <cmath>
 
+#include "api/creation.h"
+#include "api/elementwise.h"
+#include "api/operands.h"
 #include "prims/elementwise.h"
 
 namespace fluxion {
@@ -113,10 +116,101 @@ void set(RuleTable& t, Prim p) {
   t[size_t(p)].shape = &shape_rule<Op>;
   t[size_t(p)].kernel = &kernel<Op>;
 }
+
+// ---- derivatives --------------------------------------------------------------------------------
+// JVP rules get (a, b), tangents (ta, tb; empty = zero) and the output y. Rank-0 operands broadcast
+// inside the primitive, so their tangents are lifted to y's shape and their cotangents summed back.
+using Span = std::span<const Array>;
+using Cts = std::span<const Array>;
+using Args = std::span<const LinearArg>;
+
+Array sum_tangents(const Array& a, const Array& b, const Array& y) { return add_tangents(lift(a, y), lift(b, y), {}); }
+Array scale(const Array& t, const Array& by) { return is_zero(t) ? t : t * by; }
+
+std::vector<Array> add_jvp(Span, Span t, Span y, const Params&, SourceLoc) { return {sum_tangents(t[0], t[1], y[0])}; }
+std::vector<Array> sub_jvp(Span, Span t, Span y, const Params&, SourceLoc) {
+  return {sum_tangents(t[0], is_zero(t[1]) ? t[1] : -t[1], y[0])};
+}
+std::vector<Array> mul_jvp(Span x, Span t, Span y, const Params&, SourceLoc) {
+  return {sum_tangents(scale(t[0], x[1]), scale(t[1], x[0]), y[0])};
+}
+// d(a/b) = ta/b - tb*y/b
+std::vector<Array> div_jvp(Span x, Span t, Span y, const Params&, SourceLoc) {
+  Array da = is_zero(t[0]) ? t[0] : t[0] / x[1];
+  Array db = is_zero(t[1]) ? t[1] : -(t[1] * y[0] / x[1]);
+  return {sum_tangents(da, db, y[0])};
+}
+// rem(a, b) = a - b * trunc(a / b): d = ta - tb * trunc(a / b)
+std::vector<Array> rem_jvp(Span x, Span t, Span y, const Params&, SourceLoc) {
+  Array db = is_zero(t[1]) ? t[1] : -(t[1] * (sign(x[0] / x[1]) * floor(abs(x[0] / x[1]))));
+  return {sum_tangents(t[0], db, y[0])};
+}
+// d(a^b) = ta * b * a^(b-1) + tb * log(a) * y, with log(0) read as 0 (the tb term vanishes there).
+std::vector<Array> pow_jvp(Span x, Span t, Span y, const Params&, SourceLoc) {
+  Array da = is_zero(t[0]) ? t[0] : t[0] * x[1] * pow(x[0], x[1] - 1);
+  Array db = is_zero(t[1]) ? t[1] : t[1] * log(where(x[0] == 0, 1, x[0])) * y[0];
+  return {sum_tangents(da, db, y[0])};
+}
+// max/min pick one operand; ties split the tangent evenly, as JAX does.
+std::vector<Array> max_jvp(Span x, Span t, Span y, const Params&, SourceLoc) {
+  auto share = [&](const Array& a, const Array& b) { return where(a > b, 1, where(a == b, 0.5, 0)); };
+  Array da = is_zero(t[0]) ? t[0] : t[0] * astype(share(x[0], x[1]), x[0].dtype());
+  Array db = is_zero(t[1]) ? t[1] : t[1] * astype(share(x[1], x[0]), x[1].dtype());
+  return {sum_tangents(da, db, y[0])};
+}
+std::vector<Array> min_jvp(Span x, Span t, Span y, const Params&, SourceLoc) {
+  auto share = [&](const Array& a, const Array& b) { return where(a < b, 1, where(a == b, 0.5, 0)); };
+  Array da = is_zero(t[0]) ? t[0] : t[0] * astype(share(x[0], x[1]), x[0].dtype());
+  Array db = is_zero(t[1]) ? t[1] : t[1] * astype(share(x[1], x[0]), x[1].dtype());
+  return {sum_tangents(da, db, y[0])};
+}
+// d atan2(a, b) = (ta * b - tb * a) / (a^2 + b^2)
+std::vector<Array> atan2_jvp(Span x, Span t, Span y, const Params&, SourceLoc) {
+  Array d = x[0] * x[0] + x[1] * x[1];
+  Array da = is_zero(t[0]) ? t[0] : t[0] * x[1] / d;
+  Array db = is_zero(t[1]) ? t[1] : -(t[1] * x[0] / d);
+  return {sum_tangents(da, db, y[0])};
+}
+
+std::vector<Array> add_transpose(Cts ct, Args a, const Params&, SourceLoc) {
+  return {a[0].linear ? unbroadcast(ct[0], a[0].aval) : Array(), a[1].linear ? unbroadcast(ct[0], a[1].aval) : Array()};
+}
+std::vector<Array> sub_transpose(Cts ct, Args a, const Params&, SourceLoc) {
+  return {a[0].linear ? unbroadcast(ct[0], a[0].aval) : Array(), a[1].linear ? unbroadcast(-ct[0], a[1].aval) : Array()};
+}
+// mul is linear in one operand at a time (the other is a known value).
+std::vector<Array> mul_transpose(Cts ct, Args a, const Params&, SourceLoc) {
+  if (a[0].linear && a[1].linear)
+    throw TypeError("TypeError: transpose of mul: both operands are linear (the program is not linear)");
+  if (a[0].linear) return {unbroadcast(ct[0] * a[1].value, a[0].aval), Array()};
+  return {Array(), unbroadcast(a[0].value * ct[0], a[1].aval)};
+}
+// div is linear in the numerator.
+std::vector<Array> div_transpose(Cts ct, Args a, const Params&, SourceLoc) {
+  if (a[1].linear) throw TypeError("TypeError: transpose of div: the denominator is linear (the program is not linear)");
+  return {unbroadcast(ct[0] / a[1].value, a[0].aval), Array()};
+}
 }  // namespace
 
 void register_binary_prims(RuleTable& t) {
   set<Add>(t, Prim::add);
+  set<Add>(t, Prim::add_any);
+  for (Prim p : {Prim::add, Prim::add_any}) {
+    t[size_t(p)].jvp = &add_jvp;
+    t[size_t(p)].transpose = &add_transpose;
+  }
+  t[size_t(Prim::sub)].jvp = &sub_jvp;
+  t[size_t(Prim::sub)].transpose = &sub_transpose;
+  t[size_t(Prim::mul)].jvp = &mul_jvp;
+  t[size_t(Prim::mul)].transpose = &mul_transpose;
+  t[size_t(Prim::div)].jvp = &div_jvp;
+  t[size_t(Prim::div)].transpose = &div_transpose;
+  t[size_t(Prim::rem)].jvp = &rem_jvp;
+  t[size_t(Prim::pow)].jvp = &pow_jvp;
+  t[size_t(Prim::max)].jvp = &max_jvp;
+  t[size_t(Prim::min)].jvp = &min_jvp;
+  t[size_t(Prim::atan2)].jvp = &atan2_jvp;
+  for (Prim p : {Prim::and_, Prim::or_, Prim::xor_}) t[size_t(p)].zero_derivative = true;
   set<Sub>(t, Prim::sub);
   set<Mul>(t, Prim::mul);
   set<Div>(t, Prim::div);

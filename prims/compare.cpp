@@ -1,4 +1,7 @@
 // Comparisons (bool results), select and clamp.
+#include "api/creation.h"
+#include "api/elementwise.h"
+#include "api/operands.h"
 #include "prims/elementwise.h"
 
 namespace fluxion {
@@ -80,6 +83,36 @@ template <class Op>
 void set_compare(RuleTable& t, Prim p) {
   t[size_t(p)].shape = &compare_rule;
   t[size_t(p)].kernel = &compare_kernel<Op>;
+  t[size_t(p)].zero_derivative = true;  // bool results
+}
+
+// select picks tangents the way it picks values; it is linear in both cases.
+std::vector<Array> select_jvp(std::span<const Array> x, std::span<const Array> t, std::span<const Array> y,
+                              const Params&, SourceLoc loc) {
+  Array a = is_zero(t[1]) ? zeros_like(y[0], loc) : lift(t[1], y[0]);
+  Array b = is_zero(t[2]) ? zeros_like(y[0], loc) : lift(t[2], y[0]);
+  return {bind1(Prim::select, {x[0], a, b}, {}, loc)};
+}
+std::vector<Array> select_transpose(std::span<const Array> ct, std::span<const LinearArg> a, const Params&,
+                                    SourceLoc loc) {
+  if (a[0].linear) throw TypeError("TypeError: transpose of select: the predicate cannot be linear");
+  const Array& p = a[0].value;
+  Array z = zeros_like(ct[0], loc);
+  Array on_true = a[1].linear ? unbroadcast(bind1(Prim::select, {p, ct[0], z}, {}, loc), a[1].aval) : Array();
+  Array on_false = a[2].linear ? unbroadcast(bind1(Prim::select, {p, z, ct[0]}, {}, loc), a[2].aval) : Array();
+  return {Array(), on_true, on_false};
+}
+// clamp(lo, x, hi): the tangent of whichever operand is selected.
+std::vector<Array> clamp_jvp(std::span<const Array> x, std::span<const Array> t, std::span<const Array> y,
+                             const Params&, SourceLoc loc) {
+  const Array &lo = x[0], &v = x[1], &hi = x[2];
+  auto pick = [&](const Array& tan, const Array& mask) {
+    return is_zero(tan) ? tan : lift(tan, y[0]) * astype(mask, y[0].dtype(), loc);
+  };
+  Array r = pick(t[1], logical_and(v >= lo, v <= hi, loc));
+  r = add_tangents(r, pick(t[0], v < lo), loc);
+  r = add_tangents(r, pick(t[2], v > hi), loc);
+  return {r};
 }
 }  // namespace
 
@@ -90,8 +123,8 @@ void register_compare_prims(RuleTable& t) {
   set_compare<Le>(t, Prim::le);
   set_compare<Gt>(t, Prim::gt);
   set_compare<Ge>(t, Prim::ge);
-  t[size_t(Prim::select)] = {&select_rule, &select_kernel};
-  t[size_t(Prim::clamp)] = {&clamp_rule, &clamp_kernel};
+  t[size_t(Prim::select)] = {&select_rule, &select_kernel, &select_jvp, &select_transpose};
+  t[size_t(Prim::clamp)] = {&clamp_rule, &clamp_kernel, &clamp_jvp};
 }
 
 }  // namespace fluxion

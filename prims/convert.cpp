@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "api/operands.h"
 #include "prims/elementwise.h"
 
 namespace fluxion {
@@ -44,8 +45,22 @@ void convert_kernel(std::span<const View> in, std::span<const View> out, const P
     });
   });
 }
+// Between float types the conversion is linear: tangents convert forward, cotangents back. Into an
+// integer or bool type the derivative is zero (jvp_eval drops tangents of non-float outputs).
+std::vector<Array> convert_jvp(std::span<const Array>, std::span<const Array> t, std::span<const Array> y,
+                               const Params&, SourceLoc loc) {
+  if (!is_float(y[0].dtype())) return {Array()};
+  return {detail::convert(t[0], y[0].dtype(), y[0].weak_type(), loc)};
+}
+std::vector<Array> convert_transpose(std::span<const Array> ct, std::span<const LinearArg> a, const Params&,
+                                     SourceLoc loc) {
+  if (!is_float(a[0].aval.dtype)) return {Array()};
+  return {detail::convert(ct[0], a[0].aval.dtype, a[0].aval.weak_type, loc)};
+}
 }  // namespace
 
-void register_convert_prims(RuleTable& t) { t[size_t(Prim::convert_element_type)] = {&convert_rule, &convert_kernel}; }
+void register_convert_prims(RuleTable& t) {
+  t[size_t(Prim::convert_element_type)] = {&convert_rule, &convert_kernel, &convert_jvp, &convert_transpose};
+}
 
 }  // namespace fluxion

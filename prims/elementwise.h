@@ -115,3 +115,26 @@ void map3(const View& x, const View& y, const View& z, const View& w, F f) {
 }
 
 }  // namespace fluxion::elementwise
+
+// ---- derivative helpers shared by the elementwise families --------------------------------------
+#include "ir/trace.h"
+#include "transforms/jvp.h"
+
+namespace fluxion::elementwise {
+
+/// A tangent of a rank-0 operand, broadcast to the eqn's output shape (zeros stay symbolic).
+inline Array lift(const Array& t, const Array& out) {
+  if (is_zero(t) || t.ndim() == out.ndim()) return t;
+  return bind1(Prim::broadcast_in_dim, {t}, Params{{"shape", out.shape().dims()}, {"broadcast_dimensions", IntList{}}}, {});
+}
+
+/// The cotangent of an operand of type `aval` from a cotangent of the output's shape: summed to a
+/// scalar when the operand was a broadcast rank-0 operand.
+inline Array unbroadcast(const Array& ct, const AbstractArray& aval) {
+  if (is_zero(ct) || ct.ndim() == aval.ndim()) return ct;
+  IntList axes;
+  for (int i = 0; i < ct.ndim(); ++i) axes.push_back(i);
+  return bind1(Prim::reduce_sum, {ct}, Params{{"axes", axes}}, {});
+}
+
+}  // namespace fluxion::elementwise

@@ -8,6 +8,8 @@
 #include "ir/params.h"
 #include "ir/primitive.h"
 #include "ir/shape.h"
+#include "transforms/jvp.h"
+#include "transforms/transpose.h"
 
 namespace fluxion {
 
@@ -31,6 +33,14 @@ using Kernel = void (*)(std::span<const View> in, std::span<const View> out, con
 struct PrimitiveRules {
   ShapeRule shape = nullptr;
   Kernel kernel = nullptr;
+  /// Forward-mode derivative (transforms/jvp.h). Primitives whose outputs are never floats, or
+  /// whose derivative is zero, need none: see `zero_derivative`.
+  JvpRule jvp = nullptr;
+  /// Set for primitives that are linear in some inputs (transforms/transpose.h).
+  TransposeRule transpose = nullptr;
+  /// The primitive is piecewise constant (comparisons, floor, sign, argmax, ...): its derivative is
+  /// an explicit zero, and it needs no JVP rule.
+  bool zero_derivative = false;
 };
 
 /// The rules of p (the table is filled once, on first use, by the register_* functions below).

@@ -77,7 +77,9 @@ void binary(std::vector<OpInfo>& t, BinaryCase c) {
   // Integer dtypes see the samples rounded toward zero; keep them in range for uint8/int8.
   o.samples = binary_samples(c.lo, c.hi, c.nonzero_rhs);
   o.dtypes = c.dtypes;
-  o.errors = {{{uniform({2, 3}, 0, 1, 1), uniform({4}, 0, 1, 2)}, fx::ErrorKind::Shape, "incompatible shapes"}};
+  HostArray e1 = uniform({2, 3}, 0, 1, 1), e2 = uniform({4}, 0, 1, 2);
+  e1.dtype = e2.dtype = c.dtypes.back();
+  o.errors = {{{e1, e2}, fx::ErrorKind::Shape, "incompatible shapes"}};
   t.push_back(std::move(o));
 }
 

@@ -1,0 +1,76 @@
+#include "transforms/jvp.h"
+
+#include "api/creation.h"
+#include "ir/trace.h"
+#include "prims/registry.h"
+
+namespace fluxion {
+
+Array zeros_for(const AbstractArray& aval, SourceLoc loc) { return zeros(aval.shape, aval.dtype, loc); }
+
+Array add_tangents(const Array& a, const Array& b, SourceLoc loc) {
+  if (is_zero(a)) return b;
+  if (is_zero(b)) return a;
+  return bind1(Prim::add_any, {a, b}, {}, loc);
+}
+
+void jvp_eval(const Program& p, std::span<const Array> primals, std::span<const Array> tangents,
+              std::vector<Array>& outs, std::vector<Array>& out_tangents) {
+  std::vector<Array> primal(p.types.size()), tangent(p.types.size());
+  for (size_t i = 0; i < p.invars.size(); ++i) {
+    primal[size_t(p.invars[i])] = primals[i];
+    if (!is_zero(tangents[i]) && has_tangent_space(p.type(p.invars[i]).dtype)) tangent[size_t(p.invars[i])] = tangents[i];
+  }
+  for (size_t i = 0; i < p.constvars.size(); ++i) primal[size_t(p.constvars[i])] = p.consts[i];
+  auto read = [&](const Atom& a) { return a.is_literal() ? literal_array(a.lit) : primal[size_t(a.var)]; };
+  auto read_t = [&](const Atom& a) { return a.is_literal() ? Array() : tangent[size_t(a.var)]; };
+
+  std::vector<Array> ins, tins;
+  for (const Eqn& e : p.eqns) {
+    ins.clear();
+    tins.clear();
+    bool any = false;
+    for (const Atom& a : e.inputs) {
+      ins.push_back(read(a));
+      tins.push_back(read_t(a));
+      any = any || !is_zero(tins.back());
+    }
+    std::vector<Array> o = bind(e.prim, ins, e.params, e.loc);
+    for (size_t j = 0; j < o.size(); ++j) primal[size_t(e.outputs[j])] = o[j];
+    if (!any) continue;
+    const PrimitiveRules& r = rules(e.prim);
+    if (r.zero_derivative) continue;
+    if (!r.jvp)
+      throw TypeError("TypeError: differentiation of " + std::string(prim_name(e.prim)) + " at " + e.loc.str() +
+                      ": the primitive has no JVP rule");
+    std::vector<Array> t = r.jvp(ins, tins, o, e.params, e.loc);
+    for (size_t j = 0; j < o.size(); ++j)
+      if (j < t.size() && !is_zero(t[j]) && has_tangent_space(o[j].dtype())) tangent[size_t(e.outputs[j])] = t[j];
+  }
+  outs.clear();
+  out_tangents.clear();
+  for (const Atom& a : p.outvars) {
+    outs.push_back(read(a));
+    out_tangents.push_back(read_t(a));
+  }
+}
+
+Program jvp_program(const Program& p, const std::vector<bool>& nonzero, std::vector<bool>* out_nonzero) {
+  TraceScope scope;
+  std::vector<Array> primals, tangents(p.invars.size());
+  for (int32_t v : p.invars) primals.push_back(scope.new_input(p.type(v)));
+  for (size_t i = 0; i < p.invars.size(); ++i)
+    if (nonzero[i]) tangents[i] = scope.new_input(p.type(p.invars[i]));
+  std::vector<Array> outs, touts;
+  jvp_eval(p, primals, tangents, outs, touts);
+  if (out_nonzero) {
+    out_nonzero->clear();
+    for (const Array& t : touts) out_nonzero->push_back(!is_zero(t));
+  }
+  std::vector<Array> results = outs;
+  for (size_t i = 0; i < touts.size(); ++i)
+    results.push_back(is_zero(touts[i]) ? zeros_for(outs[i].aval(), {}) : touts[i]);
+  return scope.finish(results);
+}
+
+}  // namespace fluxion

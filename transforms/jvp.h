@@ -1,0 +1,46 @@
+// Forward-mode differentiation as a program rewrite.
+//
+// jvp_program(p, which) builds the program (primals..., tangents of the `which` inputs...) ->
+// (outputs..., output tangents...) by interpreting p eqn by eqn: each eqn's primal is re-bound and
+// its JVP rule emits the tangent computation with ordinary ops. A tangent is an Array, or an empty
+// Array for a symbolic zero, which is never materialised: an eqn all of whose input tangents are
+// zero emits no tangent code at all, and integer/bool values never carry a tangent.
+#pragma once
+#include <span>
+#include <vector>
+
+#include "ir/array.h"
+#include "ir/program.h"
+
+namespace fluxion {
+
+/// A tangent value: an Array, or a symbolic zero (an empty Array).
+inline bool is_zero(const Array& t) { return !t.valid(); }
+
+/// The JVP rule of a primitive. `primals` are the eqn's inputs, `tangents` their tangents (at least
+/// one nonzero), `outs` the primal outputs (already bound). Returns one tangent per output (empty
+/// for zero). Rules are written with the public op API, so they read like the math.
+using JvpRule = std::vector<Array> (*)(std::span<const Array> primals, std::span<const Array> tangents,
+                                       std::span<const Array> outs, const Params& params, SourceLoc loc);
+
+/// Whether values of this dtype carry tangents (floats only; ints and bools have a float0-like zero).
+inline bool has_tangent_space(DType d) { return is_float(d); }
+
+/// The JVP of p. `nonzero[i]` says whether invar i has a tangent input. The result takes the primals,
+/// then one tangent per nonzero invar, and returns the outputs, then one tangent per output (zeros
+/// materialised as zeros of the output's type). `out_nonzero`, if given, receives which output
+/// tangents are structurally nonzero.
+Program jvp_program(const Program& p, const std::vector<bool>& nonzero, std::vector<bool>* out_nonzero = nullptr);
+
+/// Interprets p on primals and tangents in the current context (eager or inside a trace): the
+/// building block of jvp_program and of user-level fx::jvp.
+void jvp_eval(const Program& p, std::span<const Array> primals, std::span<const Array> tangents,
+              std::vector<Array>& outs, std::vector<Array>& out_tangents);
+
+/// Adds two tangents, keeping symbolic zeros symbolic (add_any).
+Array add_tangents(const Array& a, const Array& b, SourceLoc loc);
+
+/// Materialises a symbolic zero tangent for a value of type `aval`.
+Array zeros_for(const AbstractArray& aval, SourceLoc loc);
+
+}  // namespace fluxion
