@@ -211,7 +211,7 @@ Array slice(const Array& x, const IntList& start, const IntList& limit, const In
 Array pad(const Array& x, const std::vector<std::pair<int64_t, int64_t>>& pad_width, const ArrayLike& value,
           SourceLoc loc) {
   std::vector<std::pair<int64_t, int64_t>> widths = pad_width;
-  if (widths.size() == 1 && x.ndim() > 1) widths.assign(size_t(x.ndim()), pad_width[0]);
+  if (widths.size() == 1) widths.assign(size_t(x.ndim()), pad_width[0]);
   if (int(widths.size()) != x.ndim())
     fail(ErrorKind::Shape, "pad", x, loc,
          "pad_width has " + std::to_string(pad_width.size()) + " (before, after) pairs for an array of rank " +

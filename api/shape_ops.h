@@ -55,7 +55,7 @@ Array slice(const Array& x, const IntList& start, const IntList& limit, FLUXION_
 Array slice(const Array& x, const IntList& start, const IntList& limit, const IntList& strides, FLUXION_LOC);
 
 /// numpy pad in constant mode: pad_width holds (before, after) per axis, both >= 0, or a single
-/// pair applied to every axis; `value` is converted to x's dtype. ValueError for negative widths.
+/// pair applied to every axis (a 0-d x is returned as is); `value` is converted to x's dtype. ValueError for negative widths.
 /// `fx::pad(x, {{1, 2}, {0, 1}})`, `fx::pad(x, {{1, 1}}, -1.f)`.
 Array pad(const Array& x, const std::vector<std::pair<int64_t, int64_t>>& pad_width, const ArrayLike& value = 0,
           FLUXION_LOC);
