@@ -1,5 +1,6 @@
 #include "api/indexing.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -25,6 +26,13 @@ Array wrapped_indices(std::string_view op, const Array& x, const ArrayLike& indi
          "indices must have an integer dtype, got " + std::string(dtype_name(indices.dtype())));
   Array i = detail::as_array(indices, indices.is_scalar() ? default_int : indices.dtype(), false, loc);
   if (!is_signed_int(i.dtype())) return i;
+  if (!i.is_tracer()) {
+    // Known indices are wrapped here rather than staged, so a traced program holds only the gather.
+    std::vector<int64_t> v = i.to_vector<int64_t>();
+    if (std::none_of(v.begin(), v.end(), [](int64_t k) { return k < 0; })) return i;
+    for (int64_t& k : v) k += k < 0 ? size : 0;
+    return make_concrete(AbstractArray{i.shape(), DType::int64, false}, v.data());
+  }
   // i + size must not overflow the index dtype (an int8 index into an axis of 300).
   if (i.dtype() == DType::int8 && size > 127) i = detail::convert(i, DType::int32, false, loc);
   if (i.dtype() == DType::int32 && size > INT32_MAX) i = detail::convert(i, DType::int64, false, loc);

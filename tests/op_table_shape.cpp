@@ -682,6 +682,9 @@ TEST_CASE("shape ops: an int8 index into a long axis wraps without overflow") {
   fx::Array x = fx::arange(300);
   fx::Array i = fx::array(std::vector<int8_t>{-1, -100});
   CHECK(fx::take(x, i, 0).to_vector<int32_t>() == std::vector<int32_t>{299, 200});
+  // Traced indices are wrapped by staged ops, widened first.
+  fx::Program p = fx::make_ir([](const fx::Array& a, const fx::Array& k) { return fx::take(a, k, 0); })(x, i);
+  CHECK(fx::eval(p, {x, i})[0].to_vector<int32_t>() == std::vector<int32_t>{299, 200});
 }
 
 // lax.pad's interior and negative padding are reachable only through the primitive.
