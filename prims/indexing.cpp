@@ -1,8 +1,242 @@
-// (filled by the indexing family work)
+// Indexing primitives: dynamic_slice dynamic_update_slice gather scatter scatter_add.
+//
+// Index operands may be of any integer dtype; kernels read them as int64.
+//
+// dynamic_slice[slice_sizes=Z] x i0 i1 ...: one 0-d integer index per dimension; the window of
+//   sizes Z starting at (i0, i1, ...) with each start clamped to [0, size - Z[d]] so the window
+//   always fits (lax.dynamic_slice).
+// dynamic_update_slice x update i0 i1 ...: x with the window at the clamped starts replaced by
+//   `update` (same dtype and rank as x, no larger in any dimension).
+//
+// gather / scatter / scatter_add cover what numpy's take and JAX's x.at[...].set/add along one
+// axis need -- not lax's general dimension-number form:
+//   gather[axis=a] x indices: out[o..., j..., k...] = x[o..., clip(indices[j...]), k...], shape
+//     x.shape[:a] + indices.shape + x.shape[a+1:]. Out-of-range indices are clamped to
+//     [0, size-1]: that is what JAX's x[i] does for retrieval, and unlike fill mode it needs no
+//     fill value, so it is defined for every dtype (integers and bool have no NaN).
+//   scatter[axis=a] x indices updates: x with x[o..., indices[j...], k...] = updates[o..., j..., k...];
+//   scatter_add: the same with +=, so duplicate indices accumulate (bool adds as logical or).
+//     updates.shape = x.shape[:a] + indices.shape + x.shape[a+1:]. Out-of-range indices (negative
+//     or >= size) are dropped, which is JAX's default for scatter. For scatter with duplicate
+//     indices the update that comes last in row-major order of `indices` wins.
+// Negative indices are not wrapped here: the numpy-style API (api/indexing.h) wraps them first.
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "ir/error.h"
 #include "prims/registry.h"
 
 namespace fluxion {
+namespace {
 
-void register_indexing_prims(RuleTable&) {}
+std::string ints_str(const IntList& v) {
+  std::string s = "(";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + (v.size() == 1 ? ",)" : ")");
+}
+
+void check_index(const AbstractArray& a, const char* what) {
+  if (!is_integer(a.dtype))
+    rule_error(ErrorKind::Type, std::string(what) + " must have an integer dtype, got " + std::string(dtype_name(a.dtype)));
+}
+
+int64_t load_index(const View& v, int64_t i) {
+  return dispatch_dtype(v.dtype(), [&](auto z) -> int64_t {
+    using T = decltype(z);
+    if constexpr (std::is_integral_v<T>) return int64_t(v.as<const T>()[i]);
+    else return 0;  // unreachable: shape rules admit only integer indices
+  });
+}
+
+// The trailing operands from `first` on are 0-d integer start indices, one per dimension of x.
+void check_start_indices(std::span<const AbstractArray> in, size_t first, const AbstractArray& x) {
+  if (in.size() - first != size_t(x.ndim()))
+    rule_error(ErrorKind::Shape, "expects one start index per dimension (" + std::to_string(x.ndim()) + "), got " +
+                                     std::to_string(in.size() - first));
+  for (size_t i = first; i < in.size(); ++i) {
+    check_index(in[i], "start indices");
+    if (in[i].ndim() != 0) rule_error(ErrorKind::Shape, "start indices must be scalars, got shape " + in[i].shape.str());
+  }
+}
+
+// Starts clamped so that a window of `window` fits in `shape`.
+std::vector<int64_t> clamped_starts(std::span<const View> in, size_t first, const Shape& shape, const Shape& window) {
+  std::vector<int64_t> starts;
+  for (size_t d = 0; d < shape.size(); ++d)
+    starts.push_back(std::clamp<int64_t>(load_index(in[first + d], 0), 0, shape[d] - window[d]));
+  return starts;
+}
+
+/// Calls f(window_index, offset_in_array) for every element of a window at `starts` in an array of
+/// `shape` (row-major over the window).
+template <class F>
+void for_each_in_window(const Shape& shape, const Shape& window, const std::vector<int64_t>& starts, F f) {
+  const std::vector<int64_t> strides = strides_of(shape);
+  const int rank = window.rank();
+  std::vector<int64_t> idx(size_t(rank), 0);
+  const int64_t n = window.numel();
+  for (int64_t w = 0; w < n; ++w) {
+    int64_t off = 0;
+    for (size_t d = 0; d < size_t(rank); ++d) off += (starts[d] + idx[d]) * strides[d];
+    f(w, off);
+    for (int d = rank - 1; d >= 0; --d) {
+      if (++idx[size_t(d)] < window[size_t(d)]) break;
+      idx[size_t(d)] = 0;
+    }
+  }
+}
+
+void copy_element(const View& from, int64_t i, const View& to, int64_t j) {
+  const size_t isz = itemsize(to.dtype());
+  std::memcpy(static_cast<char*>(to.data) + size_t(j) * isz, static_cast<const char*>(from.data) + size_t(i) * isz, isz);
+}
+
+std::vector<AbstractArray> dynamic_slice_rule(std::span<const AbstractArray> in, const Params& params) {
+  if (in.empty()) rule_error(ErrorKind::Type, "expects an operand and its start indices");
+  const AbstractArray& x = in[0];
+  check_start_indices(in, 1, x);
+  const IntList& sizes = params.get_ints("slice_sizes");
+  if (int(sizes.size()) != x.ndim())
+    rule_error(ErrorKind::Shape, "slice_sizes " + ints_str(sizes) + " must have one entry per dimension (rank " +
+                                     std::to_string(x.ndim()) + ")");
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (sizes[d] < 0 || sizes[d] > x.shape[d])
+      rule_error(ErrorKind::Shape, "slice_sizes " + ints_str(sizes) + " must lie in [0, size] of the operand " + x.shape.str());
+  return {AbstractArray{Shape(sizes), x.dtype, x.weak_type}};
+}
+
+void dynamic_slice_kernel(std::span<const View> in, std::span<const View> out, const Params&) {
+  const Shape& xs = in[0].shape();
+  const Shape& window = out[0].shape();
+  for_each_in_window(xs, window, clamped_starts(in, 1, xs, window),
+                     [&](int64_t w, int64_t off) { copy_element(in[0], off, out[0], w); });
+}
+
+std::vector<AbstractArray> dynamic_update_slice_rule(std::span<const AbstractArray> in, const Params&) {
+  if (in.size() < 2) rule_error(ErrorKind::Type, "expects an operand, an update and start indices");
+  const AbstractArray &x = in[0], &update = in[1];
+  if (update.dtype != x.dtype)
+    rule_error(ErrorKind::Type, "update dtype " + std::string(dtype_name(update.dtype)) + " differs from operand dtype " +
+                                    std::string(dtype_name(x.dtype)));
+  bool fits = update.ndim() == x.ndim();
+  for (int d = 0; fits && d < x.ndim(); ++d) fits = update.shape[size_t(d)] <= x.shape[size_t(d)];
+  if (!fits)
+    rule_error(ErrorKind::Shape, "update of shape " + update.shape.str() + " must have the operand's rank and fit in " +
+                                     x.shape.str());
+  check_start_indices(in, 2, x);
+  return {x};
+}
+
+void dynamic_update_slice_kernel(std::span<const View> in, std::span<const View> out, const Params&) {
+  if (const size_t n = out[0].aval->nbytes()) std::memcpy(out[0].data, in[0].data, n);
+  const Shape& xs = in[0].shape();
+  const Shape& window = in[1].shape();
+  for_each_in_window(xs, window, clamped_starts(in, 2, xs, window),
+                     [&](int64_t w, int64_t off) { copy_element(in[1], w, out[0], off); });
+}
+
+// x.shape[:a] + indices.shape + x.shape[a+1:]
+Shape gathered_shape(const AbstractArray& x, const AbstractArray& indices, int64_t axis) {
+  Shape s;
+  for (int64_t d = 0; d < axis; ++d) s.push_back(x.shape[size_t(d)]);
+  for (int64_t d : indices.shape) s.push_back(d);
+  for (int d = int(axis) + 1; d < x.ndim(); ++d) s.push_back(x.shape[size_t(d)]);
+  return s;
+}
+
+int64_t checked_axis(const Params& params, const AbstractArray& x) {
+  const int64_t axis = params.get_int("axis");
+  if (axis < 0 || axis >= x.ndim())
+    rule_error(ErrorKind::Shape, "axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(x.ndim()));
+  return axis;
+}
+
+// The loops of gather and scatter see x as [outer, n, inner] and the gathered/updates array as
+// [outer, m, inner], where n = x.shape[axis] and m = indices.size().
+struct AxisLayout {
+  int64_t outer = 1, n = 0, inner = 1, m = 0;
+  AxisLayout(const Shape& x, const View& indices, int64_t axis) : n(x[size_t(axis)]), m(indices.size()) {
+    for (int64_t d = 0; d < axis; ++d) outer *= x[size_t(d)];
+    for (int d = int(axis) + 1; d < x.rank(); ++d) inner *= x[size_t(d)];
+  }
+};
+
+std::vector<AbstractArray> gather_rule(std::span<const AbstractArray> in, const Params& params) {
+  if (in.size() != 2) rule_error(ErrorKind::Type, "expects 2 operands (x, indices)");
+  const AbstractArray &x = in[0], &indices = in[1];
+  check_index(indices, "indices");
+  const int64_t axis = checked_axis(params, x);
+  if (x.shape[size_t(axis)] == 0 && indices.size() > 0)
+    rule_error(ErrorKind::Shape, "cannot take indices from axis " + std::to_string(axis) + " of size 0");
+  return {AbstractArray{gathered_shape(x, indices, axis), x.dtype, x.weak_type}};
+}
+
+void gather_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
+  const AxisLayout l(in[0].shape(), in[1], params.get_int("axis"));
+  const size_t isz = itemsize(in[0].dtype()), block = size_t(l.inner) * isz;
+  const char* src = static_cast<const char*>(in[0].data);
+  char* dst = static_cast<char*>(out[0].data);
+  for (int64_t o = 0; o < l.outer; ++o)
+    for (int64_t j = 0; j < l.m; ++j) {
+      const int64_t i = std::clamp<int64_t>(load_index(in[1], j), 0, l.n - 1);
+      std::memcpy(dst + size_t(o * l.m + j) * block, src + size_t(o * l.n + i) * block, block);
+    }
+}
+
+std::vector<AbstractArray> scatter_rule(std::span<const AbstractArray> in, const Params& params) {
+  if (in.size() != 3) rule_error(ErrorKind::Type, "expects 3 operands (x, indices, updates)");
+  const AbstractArray &x = in[0], &indices = in[1], &updates = in[2];
+  check_index(indices, "indices");
+  const int64_t axis = checked_axis(params, x);
+  if (updates.dtype != x.dtype)
+    rule_error(ErrorKind::Type, "updates dtype " + std::string(dtype_name(updates.dtype)) + " differs from operand dtype " +
+                                    std::string(dtype_name(x.dtype)));
+  const Shape expected = gathered_shape(x, indices, axis);
+  if (!(updates.shape == expected))
+    rule_error(ErrorKind::Shape, "updates must have shape x.shape[:axis] + indices.shape + x.shape[axis+1:] = " +
+                                     expected.str() + ", got " + updates.shape.str());
+  return {x};
+}
+
+// Applies `combine(dst_element, src_element)` for every in-range index; drops the others.
+template <class Combine>
+void scatter_loop(std::span<const View> in, std::span<const View> out, const Params& params, Combine combine) {
+  if (const size_t n = out[0].aval->nbytes()) std::memcpy(out[0].data, in[0].data, n);
+  const AxisLayout l(in[0].shape(), in[1], params.get_int("axis"));
+  for (int64_t o = 0; o < l.outer; ++o)
+    for (int64_t j = 0; j < l.m; ++j) {
+      const int64_t i = load_index(in[1], j);
+      if (i < 0 || i >= l.n) continue;
+      for (int64_t k = 0; k < l.inner; ++k) combine((o * l.n + i) * l.inner + k, (o * l.m + j) * l.inner + k);
+    }
+}
+
+void scatter_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
+  scatter_loop(in, out, params, [&](int64_t dst, int64_t src) { copy_element(in[2], src, out[0], dst); });
+}
+
+void scatter_add_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
+  dispatch_dtype(out[0].dtype(), [&](auto z) {
+    using T = decltype(z);
+    using C = compute_t<T>;
+    T* o = out[0].as<T>();
+    const T* u = in[2].as<const T>();
+    scatter_loop(in, out, params, [&](int64_t dst, int64_t src) {
+      if constexpr (std::is_same_v<T, bool>) o[dst] = o[dst] || u[src];
+      else o[dst] = static_cast<T>(static_cast<C>(static_cast<C>(o[dst]) + static_cast<C>(u[src])));
+    });
+  });
+}
+
+}  // namespace
+
+void register_indexing_prims(RuleTable& t) {
+  t[size_t(Prim::dynamic_slice)] = {&dynamic_slice_rule, &dynamic_slice_kernel};
+  t[size_t(Prim::dynamic_update_slice)] = {&dynamic_update_slice_rule, &dynamic_update_slice_kernel};
+  t[size_t(Prim::gather)] = {&gather_rule, &gather_kernel};
+  t[size_t(Prim::scatter)] = {&scatter_rule, &scatter_kernel};
+  t[size_t(Prim::scatter_add)] = {&scatter_rule, &scatter_add_kernel};
+}
 
 }  // namespace fluxion

@@ -1,11 +1,64 @@
 // Shape primitives: broadcast_in_dim reshape transpose squeeze rev concatenate pad iota slice.
+// They move elements and never compute with them, so every kernel copies raw elements of
+// itemsize(dtype) bytes and handles every dtype alike.
 #include "prims/registry.h"
 #include "ir/error.h"
 
+#include <algorithm>
 #include <cstring>
+#include <string>
 
 namespace fluxion {
 namespace {
+
+std::string ints_str(const IntList& v) {
+  std::string s = "(";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + (v.size() == 1 ? ",)" : ")");
+}
+
+void expect_operands(std::span<const AbstractArray> in, size_t n) {
+  if (in.size() != n) rule_error(ErrorKind::Type, "expects " + std::to_string(n) + " operand(s), got " + std::to_string(in.size()));
+}
+
+// Each entry of `dims` is a distinct dimension of an array of rank `rank`.
+void check_distinct_dims(const char* what, const IntList& dims, int rank) {
+  std::vector<bool> seen(size_t(rank), false);
+  for (int64_t d : dims) {
+    if (d < 0 || d >= rank)
+      rule_error(ErrorKind::Shape, std::string(what) + " " + ints_str(dims) + " has an entry out of range for rank " +
+                                       std::to_string(rank));
+    if (seen[size_t(d)]) rule_error(ErrorKind::Shape, std::string(what) + " " + ints_str(dims) + " repeats dimension " + std::to_string(d));
+    seen[size_t(d)] = true;
+  }
+}
+
+void check_length(const char* what, const IntList& v, int rank) {
+  if (int(v.size()) != rank)
+    rule_error(ErrorKind::Shape, std::string(what) + " " + ints_str(v) + " must have one entry per dimension (rank " +
+                                     std::to_string(rank) + ")");
+}
+
+/// Calls f(out_index, multi_index) for every element of `shape` in row-major order.
+template <class F>
+void for_each_index(const Shape& shape, F f) {
+  const int64_t n = shape.numel();
+  const int rank = shape.rank();
+  std::vector<int64_t> idx(size_t(rank), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    f(i, idx);
+    for (int d = rank - 1; d >= 0; --d) {
+      if (++idx[size_t(d)] < shape[size_t(d)]) break;
+      idx[size_t(d)] = 0;
+    }
+  }
+}
+
+void copy_element(const View& from, int64_t i, const View& to, int64_t j) {
+  const size_t isz = itemsize(to.dtype());
+  std::memcpy(static_cast<char*>(to.data) + size_t(j) * isz, static_cast<const char*>(from.data) + size_t(i) * isz, isz);
+}
+
 
 // broadcast_in_dim[shape=S broadcast_dimensions=B] x: operand dim i becomes output dim B[i]; each
 // operand dim is 1 or equal to the output dim; B is strictly increasing.
@@ -92,11 +145,215 @@ void iota_kernel(std::span<const View>, std::span<const View> out, const Params&
   });
 }
 
+// reshape[new_sizes=S] x: the same elements in row-major order under a new shape of equal size.
+std::vector<AbstractArray> reshape_rule(std::span<const AbstractArray> in, const Params& params) {
+  expect_operands(in, 1);
+  const IntList& sizes = params.get_ints("new_sizes");
+  for (int64_t s : sizes)
+    if (s < 0) rule_error(ErrorKind::Shape, "new_sizes " + ints_str(sizes) + " has a negative dimension");
+  Shape out(sizes);
+  if (out.numel() != in[0].size())
+    rule_error(ErrorKind::Shape, "cannot reshape " + std::to_string(in[0].size()) + " elements into new_sizes " +
+                                     ints_str(sizes) + " (" + std::to_string(out.numel()) + " elements)");
+  return {AbstractArray{std::move(out), in[0].dtype, in[0].weak_type}};
+}
+
+void copy_kernel(std::span<const View> in, std::span<const View> out, const Params&) {
+  if (const size_t n = out[0].aval->nbytes()) std::memcpy(out[0].data, in[0].data, n);
+}
+
+// transpose[permutation=P] x: output dim i is operand dim P[i].
+std::vector<AbstractArray> transpose_rule(std::span<const AbstractArray> in, const Params& params) {
+  expect_operands(in, 1);
+  const IntList& perm = params.get_ints("permutation");
+  check_length("permutation", perm, in[0].ndim());
+  check_distinct_dims("permutation", perm, in[0].ndim());
+  Shape out;
+  for (int64_t p : perm) out.push_back(in[0].shape[size_t(p)]);
+  return {AbstractArray{std::move(out), in[0].dtype, in[0].weak_type}};
+}
+
+void transpose_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
+  const IntList& perm = params.get_ints("permutation");
+  const std::vector<int64_t> in_strides = strides_of(in[0].shape());
+  for_each_index(out[0].shape(), [&](int64_t o, const std::vector<int64_t>& idx) {
+    int64_t i = 0;
+    for (size_t d = 0; d < perm.size(); ++d) i += idx[d] * in_strides[size_t(perm[d])];
+    copy_element(in[0], i, out[0], o);
+  });
+}
+
+// squeeze[dimensions=D] x: drops the listed dimensions, each of size 1.
+std::vector<AbstractArray> squeeze_rule(std::span<const AbstractArray> in, const Params& params) {
+  expect_operands(in, 1);
+  const IntList& dims = params.get_ints("dimensions");
+  check_distinct_dims("dimensions", dims, in[0].ndim());
+  Shape out;
+  for (int d = 0; d < in[0].ndim(); ++d) {
+    bool dropped = std::find(dims.begin(), dims.end(), d) != dims.end();
+    if (dropped && in[0].shape[size_t(d)] != 1)
+      rule_error(ErrorKind::Shape, "cannot squeeze dimension " + std::to_string(d) + " of size " +
+                                       std::to_string(in[0].shape[size_t(d)]) + " (only size-1 dimensions)");
+    if (!dropped) out.push_back(in[0].shape[size_t(d)]);
+  }
+  return {AbstractArray{std::move(out), in[0].dtype, in[0].weak_type}};
+}
+
+// rev[dimensions=D] x: reverses the order of elements along each listed dimension.
+std::vector<AbstractArray> rev_rule(std::span<const AbstractArray> in, const Params& params) {
+  expect_operands(in, 1);
+  check_distinct_dims("dimensions", params.get_ints("dimensions"), in[0].ndim());
+  return {in[0]};
+}
+
+void rev_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
+  const Shape& s = in[0].shape();
+  std::vector<bool> reversed(size_t(s.rank()), false);
+  for (int64_t d : params.get_ints("dimensions")) reversed[size_t(d)] = true;
+  const std::vector<int64_t> strides = strides_of(s);
+  for_each_index(s, [&](int64_t o, const std::vector<int64_t>& idx) {
+    int64_t i = 0;
+    for (size_t d = 0; d < idx.size(); ++d) i += (reversed[d] ? s[d] - 1 - idx[d] : idx[d]) * strides[d];
+    copy_element(in[0], i, out[0], o);
+  });
+}
+
+// concatenate[dimension=d] x0 x1 ...: joins n >= 1 operands of one dtype along d; all other
+// dimensions agree.
+std::vector<AbstractArray> concatenate_rule(std::span<const AbstractArray> in, const Params& params) {
+  if (in.empty()) rule_error(ErrorKind::Type, "expects at least 1 operand");
+  const int64_t dim = params.get_int("dimension");
+  const AbstractArray& first = in[0];
+  if (dim < 0 || dim >= first.ndim())
+    rule_error(ErrorKind::Shape, "dimension " + std::to_string(dim) + " is out of range for rank " + std::to_string(first.ndim()));
+  Shape out = first.shape;
+  out[size_t(dim)] = 0;
+  bool weak = true;
+  for (const AbstractArray& a : in) {
+    if (a.dtype != first.dtype)
+      rule_error(ErrorKind::Type, "operands must have the same dtype, got " + std::string(dtype_name(first.dtype)) +
+                                      " and " + std::string(dtype_name(a.dtype)));
+    bool same = a.ndim() == first.ndim();
+    for (int d = 0; same && d < a.ndim(); ++d) same = d == dim || a.shape[size_t(d)] == first.shape[size_t(d)];
+    if (!same)
+      rule_error(ErrorKind::Shape, "operand shapes " + first.shape.str() + " and " + a.shape.str() +
+                                       " differ outside dimension " + std::to_string(dim));
+    out[size_t(dim)] += a.shape[size_t(dim)];
+    weak = weak && a.weak_type;
+  }
+  return {AbstractArray{std::move(out), first.dtype, weak}};
+}
+
+void concatenate_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
+  // Row-major: the output is `outer` rows, each the operands' blocks (size[d] * inner elements) in turn.
+  const int64_t dim = params.get_int("dimension");
+  const Shape& os = out[0].shape();
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < dim; ++d) outer *= os[size_t(d)];
+  for (int d = int(dim) + 1; d < os.rank(); ++d) inner *= os[size_t(d)];
+  const size_t isz = itemsize(out[0].dtype());
+  char* dst = static_cast<char*>(out[0].data);
+  for (int64_t r = 0; r < outer; ++r) {
+    for (const View& v : in) {
+      const size_t block = size_t(v.shape()[size_t(dim)] * inner) * isz;
+      std::memcpy(dst, static_cast<const char*>(v.data) + size_t(r) * block, block);
+      dst += block;
+    }
+  }
+}
+
+// pad[padding_config=(lo0,hi0,interior0, lo1,hi1,interior1, ...)] x padding_value: lax.pad. Per
+// dimension, `interior` copies of the value go between neighbouring elements, then `lo` before and
+// `hi` after; a negative lo/hi removes elements from that end instead.
+std::vector<AbstractArray> pad_rule(std::span<const AbstractArray> in, const Params& params) {
+  expect_operands(in, 2);
+  const AbstractArray &x = in[0], &value = in[1];
+  if (value.ndim() != 0) rule_error(ErrorKind::Shape, "padding_value must be a scalar, got shape " + value.shape.str());
+  if (value.dtype != x.dtype)
+    rule_error(ErrorKind::Type, "padding_value dtype " + std::string(dtype_name(value.dtype)) + " differs from operand dtype " +
+                                    std::string(dtype_name(x.dtype)));
+  const IntList& config = params.get_ints("padding_config");
+  if (int64_t(config.size()) != 3 * int64_t(x.ndim()))
+    rule_error(ErrorKind::Shape, "padding_config " + ints_str(config) + " must have 3 entries (lo, hi, interior) per dimension");
+  Shape out;
+  for (int d = 0; d < x.ndim(); ++d) {
+    const int64_t lo = config[size_t(3 * d)], hi = config[size_t(3 * d + 1)], interior = config[size_t(3 * d + 2)];
+    const int64_t n = x.shape[size_t(d)];
+    if (interior < 0) rule_error(ErrorKind::Shape, "padding_config " + ints_str(config) + " has negative interior padding");
+    const int64_t size = lo + hi + n + std::max<int64_t>(n - 1, 0) * interior;
+    if (size < 0)
+      rule_error(ErrorKind::Shape, "padding_config " + ints_str(config) + " gives dimension " + std::to_string(d) +
+                                       " a negative size " + std::to_string(size));
+    out.push_back(size);
+  }
+  return {AbstractArray{std::move(out), x.dtype, x.weak_type && value.weak_type}};
+}
+
+void pad_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
+  const IntList& config = params.get_ints("padding_config");
+  const int64_t n = out[0].size();
+  for (int64_t o = 0; o < n; ++o) copy_element(in[1], 0, out[0], o);
+  // Each operand element lands at lo + i * (interior + 1); those outside the output were cut off.
+  const Shape& os = out[0].shape();
+  const std::vector<int64_t> out_strides = strides_of(os);
+  for_each_index(in[0].shape(), [&](int64_t i, const std::vector<int64_t>& idx) {
+    int64_t o = 0;
+    for (size_t d = 0; d < idx.size(); ++d) {
+      const int64_t at = config[3 * d] + idx[d] * (config[3 * d + 2] + 1);
+      if (at < 0 || at >= os[d]) return;
+      o += at * out_strides[d];
+    }
+    copy_element(in[0], i, out[0], o);
+  });
+}
+
+// slice[start_indices=S limit_indices=L strides=T] x: elements S[d], S[d]+T[d], ... below L[d]
+// (lax.slice: 0 <= S <= L <= size, T >= 1; absent strides mean 1).
+std::vector<AbstractArray> slice_rule(std::span<const AbstractArray> in, const Params& params) {
+  expect_operands(in, 1);
+  const AbstractArray& x = in[0];
+  const IntList& start = params.get_ints("start_indices");
+  const IntList& limit = params.get_ints("limit_indices");
+  check_length("start_indices", start, x.ndim());
+  check_length("limit_indices", limit, x.ndim());
+  IntList strides = params.has("strides") ? params.get_ints("strides") : IntList(size_t(x.ndim()), 1);
+  check_length("strides", strides, x.ndim());
+  Shape out;
+  for (size_t d = 0; d < size_t(x.ndim()); ++d) {
+    if (start[d] < 0 || start[d] > limit[d] || limit[d] > x.shape[d])
+      rule_error(ErrorKind::Shape, "start_indices " + ints_str(start) + " and limit_indices " + ints_str(limit) +
+                                       " must satisfy 0 <= start <= limit <= size in every dimension (dimension " +
+                                       std::to_string(d) + " has size " + std::to_string(x.shape[d]) + ")");
+    if (strides[d] < 1) rule_error(ErrorKind::Shape, "strides " + ints_str(strides) + " must be positive");
+    out.push_back((limit[d] - start[d] + strides[d] - 1) / strides[d]);
+  }
+  return {AbstractArray{std::move(out), x.dtype, x.weak_type}};
+}
+
+void slice_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
+  const IntList& start = params.get_ints("start_indices");
+  const int rank = in[0].shape().rank();
+  IntList strides = params.has("strides") ? params.get_ints("strides") : IntList(size_t(rank), 1);
+  const std::vector<int64_t> in_strides = strides_of(in[0].shape());
+  for_each_index(out[0].shape(), [&](int64_t o, const std::vector<int64_t>& idx) {
+    int64_t i = 0;
+    for (size_t d = 0; d < idx.size(); ++d) i += (start[d] + idx[d] * strides[d]) * in_strides[d];
+    copy_element(in[0], i, out[0], o);
+  });
+}
+
 }  // namespace
 
 void register_shape_prims(RuleTable& t) {
   t[size_t(Prim::iota)] = {&iota_rule, &iota_kernel};
   t[size_t(Prim::broadcast_in_dim)] = {&broadcast_in_dim_rule, &broadcast_in_dim_kernel};
+  t[size_t(Prim::reshape)] = {&reshape_rule, &copy_kernel};
+  t[size_t(Prim::transpose)] = {&transpose_rule, &transpose_kernel};
+  t[size_t(Prim::squeeze)] = {&squeeze_rule, &copy_kernel};
+  t[size_t(Prim::rev)] = {&rev_rule, &rev_kernel};
+  t[size_t(Prim::concatenate)] = {&concatenate_rule, &concatenate_kernel};
+  t[size_t(Prim::pad)] = {&pad_rule, &pad_kernel};
+  t[size_t(Prim::slice)] = {&slice_rule, &slice_kernel};
 }
 
 }  // namespace fluxion
