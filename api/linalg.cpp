@@ -268,7 +268,7 @@ LabeledProblem label_operands(const EinsumProblem& pb, const ParsedSpec& ps) {
       const Label l = labels[d];
       if (std::count(labels.begin(), labels.end(), l) > 1)
         pb.error(ErrorKind::Value, "label '" + label_name(l) + "' repeats within operand " + std::to_string(i) +
-                                       " (traces and diagonals are not supported; use diagonal/trace)");
+                                       " (traces and diagonals are not supported)");
       ++count[size_t(l)];
       if (size_of[size_t(l)] < 0) {
         size_of[size_t(l)] = s[d];

@@ -337,6 +337,8 @@ void add_linalg_ops(std::vector<OpInfo>& t) {
                            {ints2({2, 2, 3, 4}, {2, 2, 5, 4}, 109)}));
   t.push_back(einsum_entry("einsum ...ij,...jk->...ik", "...ij,...jk->...ik", "zij,zjk", "zik",
                            {ints2({2, 3, 4}, {2, 4, 5}, 111)}));
+  t.push_back(einsum_entry("einsum ...ij,jk (implicit, one ellipsis)", "...ij,jk", "zyij,jk", "zyik",
+                           {ints2({2, 2, 3, 4}, {4, 5}, 117)}));
   t.push_back(einsum_entry("einsum i,j,k (outer of three)", "i,j,k", "i,j,k", "ijk",
                            {sample({small_ints({2}, 113), small_ints({3}, 114), small_ints({2}, 115)}, "three vectors")}));
 }
