@@ -1,8 +1,282 @@
-// (filled by the dot_general family work)
+// dot_general[lhs_contracting rhs_contracting lhs_batch rhs_batch preferred_element_type?] (lax):
+// a generalized tensor contraction. Output dims are the batch dims (in lhs_batch order), then the
+// lhs free dims, then the rhs free dims, each in operand order. The kernel brings both operands into
+// (batch, M, K) x (batch, K, N) form -- a no-op for the common layouts -- and multiplies with Eigen
+// for float32/float64 (the path the benchmarks measure), or with a plain loop for other dtypes.
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <string>
+
+#include "ir/error.h"
 #include "prims/registry.h"
 
 namespace fluxion {
+namespace {
 
-void register_dot_general_prims(RuleTable&) {}
+std::string list_str(const IntList& xs) {
+  std::string s = "(";
+  for (size_t i = 0; i < xs.size(); ++i) s += (i ? "," : "") + std::to_string(xs[i]);
+  return s + ")";
+}
+
+// The dimension numbers of one operand: which dims are batch, contracting and free (in order).
+struct OperandDims {
+  IntList batch, contracting, free;
+};
+
+OperandDims operand_dims(const char* side, const AbstractArray& x, const IntList& batch, const IntList& contracting) {
+  std::vector<char> used(size_t(x.ndim()), 0);
+  auto claim = [&](const IntList& dims, const char* what) {
+    for (int64_t d : dims) {
+      if (d < 0 || d >= x.ndim())
+        rule_error(ErrorKind::Shape, std::string(side) + "_" + what + " dimension " + std::to_string(d) +
+                                         " is out of range for an operand of rank " + std::to_string(x.ndim()));
+      if (used[size_t(d)])
+        rule_error(ErrorKind::Shape, std::string(side) + " dimension " + std::to_string(d) +
+                                         " appears more than once in " + side + "_batch " + list_str(batch) +
+                                         " and " + side + "_contracting " + list_str(contracting));
+      used[size_t(d)] = 1;
+    }
+  };
+  claim(batch, "batch");
+  claim(contracting, "contracting");
+  OperandDims r{batch, contracting, {}};
+  for (int64_t d = 0; d < x.ndim(); ++d)
+    if (!used[size_t(d)]) r.free.push_back(d);
+  return r;
+}
+
+void check_sizes_agree(const AbstractArray& lhs, const AbstractArray& rhs, const IntList& l, const IntList& r,
+                       const char* what) {
+  if (l.size() != r.size())
+    rule_error(ErrorKind::Shape, std::string("lhs_") + what + " " + list_str(l) + " and rhs_" + what + " " +
+                                     list_str(r) + " have different lengths");
+  for (size_t i = 0; i < l.size(); ++i) {
+    // Ranges are checked by operand_dims, which runs after this only for valid lengths.
+    if (l[i] < 0 || l[i] >= lhs.ndim() || r[i] < 0 || r[i] >= rhs.ndim()) continue;
+    int64_t a = lhs.shape[size_t(l[i])], b = rhs.shape[size_t(r[i])];
+    if (a != b)
+      rule_error(ErrorKind::Shape, std::string(what) + " dimensions differ: lhs dimension " + std::to_string(l[i]) +
+                                       " has size " + std::to_string(a) + ", rhs dimension " + std::to_string(r[i]) +
+                                       " has size " + std::to_string(b));
+  }
+}
+
+struct DotDims {
+  OperandDims lhs, rhs;
+};
+
+DotDims dot_dims(std::span<const AbstractArray> in, const Params& params) {
+  if (in.size() != 2) rule_error(ErrorKind::Type, "expects 2 operands, got " + std::to_string(in.size()));
+  const AbstractArray &lhs = in[0], &rhs = in[1];
+  const IntList& lc = params.get_ints("lhs_contracting");
+  const IntList& rc = params.get_ints("rhs_contracting");
+  const IntList& lb = params.get_ints("lhs_batch");
+  const IntList& rb = params.get_ints("rhs_batch");
+  DotDims d{operand_dims("lhs", lhs, lb, lc), operand_dims("rhs", rhs, rb, rc)};
+  check_sizes_agree(lhs, rhs, lb, rb, "batch");
+  check_sizes_agree(lhs, rhs, lc, rc, "contracting");
+  return d;
+}
+
+std::vector<AbstractArray> dot_general_rule(std::span<const AbstractArray> in, const Params& params) {
+  DotDims d = dot_dims(in, params);
+  const AbstractArray &lhs = in[0], &rhs = in[1];
+  if (lhs.dtype != rhs.dtype)
+    rule_error(ErrorKind::Type, "operands must have the same dtype, got " + std::string(dtype_name(lhs.dtype)) +
+                                    " and " + std::string(dtype_name(rhs.dtype)));
+  DType out = lhs.dtype;
+  bool weak = lhs.weak_type && rhs.weak_type;
+  if (params.has("preferred_element_type")) {
+    out = params.get_dtype("preferred_element_type");
+    weak = false;
+    if (is_float(lhs.dtype) && !is_float(out))
+      rule_error(ErrorKind::Type, "preferred_element_type " + std::string(dtype_name(out)) +
+                                      " is not a floating dtype for " + std::string(dtype_name(lhs.dtype)) +
+                                      " operands");
+    if (is_bool(out) && !is_bool(lhs.dtype))
+      rule_error(ErrorKind::Type, "preferred_element_type bool is only valid for bool operands");
+  }
+  Shape shape;
+  for (int64_t b : d.lhs.batch) shape.push_back(lhs.shape[size_t(b)]);
+  for (int64_t f : d.lhs.free) shape.push_back(lhs.shape[size_t(f)]);
+  for (int64_t f : d.rhs.free) shape.push_back(rhs.shape[size_t(f)]);
+  return {AbstractArray{shape, out, weak}};
+}
+
+// ---- kernel -------------------------------------------------------------------------------------
+
+int64_t product(const Shape& s, const IntList& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= s[size_t(d)];
+  return n;
+}
+
+IntList concat(std::initializer_list<const IntList*> parts) {
+  IntList r;
+  for (const IntList* p : parts) r.insert(r.end(), p->begin(), p->end());
+  return r;
+}
+
+bool is_identity(const IntList& perm) {
+  for (size_t i = 0; i < perm.size(); ++i)
+    if (perm[i] != int64_t(i)) return false;
+  return true;
+}
+
+// dst = src with its dims permuted: dst dim i is src dim perm[i] (row-major, elements of `isz` bytes).
+void permute_copy(const char* src, const Shape& shape, const IntList& perm, size_t isz, char* dst) {
+  const int rank = int(perm.size());
+  const int64_t n = shape.numel();
+  if (n == 0) return;
+  std::vector<int64_t> src_strides = strides_of(shape);
+  std::vector<int64_t> st(static_cast<size_t>(rank)), len(static_cast<size_t>(rank));
+  for (int i = 0; i < rank; ++i) {
+    st[size_t(i)] = src_strides[size_t(perm[size_t(i)])];
+    len[size_t(i)] = shape[size_t(perm[size_t(i)])];
+  }
+  std::vector<int64_t> idx(size_t(rank), 0);
+  int64_t off = 0;
+  for (int64_t o = 0; o < n; ++o) {
+    std::memcpy(dst + size_t(o) * isz, src + size_t(off) * isz, isz);
+    for (int d = rank - 1; d >= 0; --d) {
+      off += st[size_t(d)];
+      if (++idx[size_t(d)] < len[size_t(d)]) break;
+      off -= st[size_t(d)] * len[size_t(d)];
+      idx[size_t(d)] = 0;
+    }
+  }
+}
+
+// One operand as a stack of row-major matrices: `data` holds `batch` matrices of rows x cols, and
+// `transposed` says the matrix the product needs is the transpose of the stored one.
+struct MatrixStack {
+  const char* data;
+  bool transposed;
+  std::vector<char> storage;  // owns `data` when the operand had to be permuted
+};
+
+// Arranges an operand as (batch, outer, inner) where `outer` are its free dims and `inner` its
+// contracting dims -- or as (batch, inner, outer), which the product reads transposed -- copying
+// only when neither layout matches the operand as stored. `want_inner_last` picks the copy's
+// layout: (M, K) for lhs, (K, N) for rhs.
+MatrixStack as_matrix_stack(const View& v, const OperandDims& d, bool want_inner_last) {
+  IntList free_last = concat({&d.batch, &d.contracting, &d.free});
+  IntList inner_last = concat({&d.batch, &d.free, &d.contracting});
+  const char* data = static_cast<const char*>(v.data);
+  if (is_identity(inner_last)) return {data, !want_inner_last, {}};
+  if (is_identity(free_last)) return {data, want_inner_last, {}};
+  const IntList& perm = want_inner_last ? inner_last : free_last;
+  MatrixStack m{nullptr, false, std::vector<char>(size_t(v.aval->nbytes()))};
+  permute_copy(data, v.shape(), perm, itemsize(v.dtype()), m.storage.data());
+  m.data = m.storage.data();
+  return m;
+}
+
+struct GemmShape {
+  int64_t batch, m, n, k;
+};
+
+// Fast path: Eigen's blocked matrix product, one per batch entry, reading the operands in place.
+template <class T>
+void eigen_gemm(const MatrixStack& a, const MatrixStack& b, T* out, GemmShape g) {
+  using RowMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using ConstMap = Eigen::Map<const RowMajor>;
+  const T* pa = reinterpret_cast<const T*>(a.data);
+  const T* pb = reinterpret_cast<const T*>(b.data);
+  for (int64_t i = 0; i < g.batch; ++i) {
+    Eigen::Map<RowMajor> c(out + i * g.m * g.n, g.m, g.n);
+    const T* ai = pa + i * g.m * g.k;
+    const T* bi = pb + i * g.k * g.n;
+    if (g.k == 0) {
+      c.setZero();
+    } else if (!a.transposed && !b.transposed) {
+      c.noalias() = ConstMap(ai, g.m, g.k) * ConstMap(bi, g.k, g.n);
+    } else if (!a.transposed && b.transposed) {
+      c.noalias() = ConstMap(ai, g.m, g.k) * ConstMap(bi, g.n, g.k).transpose();
+    } else if (a.transposed && !b.transposed) {
+      c.noalias() = ConstMap(ai, g.k, g.m).transpose() * ConstMap(bi, g.k, g.n);
+    } else {
+      c.noalias() = ConstMap(ai, g.k, g.m).transpose() * ConstMap(bi, g.n, g.k).transpose();
+    }
+  }
+}
+
+// The accumulator of the plain path: float for the floats (double when either side is float64),
+// uint64 for integers: unsigned arithmetic wraps without undefined behaviour, and the final
+// (modular, since C++20) cast gives exactly the sum the operand type would wrap to.
+template <class In, class Out>
+using accumulator_t =
+    std::conditional_t<std::is_same_v<In, double> || std::is_same_v<Out, double>, double,
+                       std::conditional_t<std::is_integral_v<compute_t<In>> && std::is_integral_v<compute_t<Out>>,
+                                          uint64_t, float>>;
+
+template <class Acc, class T>
+Acc to_acc(T v) {
+  if constexpr (std::is_same_v<T, bool>) return Acc(v ? 1 : 0);
+  else return static_cast<Acc>(static_cast<compute_t<T>>(v));
+}
+
+template <class Out, class Acc>
+Out from_acc(Acc v) {
+  if constexpr (std::is_same_v<Out, bool>) return v != Acc(0);
+  else if constexpr (std::is_same_v<Out, float16_t> || std::is_same_v<Out, bfloat16_t>) return Out(float(v));
+  else return static_cast<Out>(v);
+}
+
+// Element (r, c) of a stored matrix of logical shape rows x cols (stored transposed or not).
+template <class T>
+T element(const T* p, bool transposed, int64_t rows, int64_t cols, int64_t r, int64_t c) {
+  return transposed ? p[c * rows + r] : p[r * cols + c];
+}
+
+template <class In, class Out>
+void loop_gemm(const MatrixStack& a, const MatrixStack& b, Out* out, GemmShape g) {
+  using Acc = accumulator_t<In, Out>;
+  const In* pa = reinterpret_cast<const In*>(a.data);
+  const In* pb = reinterpret_cast<const In*>(b.data);
+  std::vector<Acc> row(size_t(g.n));
+  for (int64_t i = 0; i < g.batch; ++i) {
+    const In* ai = pa + i * g.m * g.k;
+    const In* bi = pb + i * g.k * g.n;
+    for (int64_t r = 0; r < g.m; ++r) {
+      std::fill(row.begin(), row.end(), Acc(0));
+      for (int64_t k = 0; k < g.k; ++k) {
+        const Acc x = to_acc<Acc>(element(ai, a.transposed, g.m, g.k, r, k));
+        for (int64_t c = 0; c < g.n; ++c) row[size_t(c)] += x * to_acc<Acc>(element(bi, b.transposed, g.k, g.n, k, c));
+      }
+      Out* o = out + (i * g.m + r) * g.n;
+      for (int64_t c = 0; c < g.n; ++c) o[c] = from_acc<Out>(row[size_t(c)]);
+    }
+  }
+}
+
+void dot_general_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
+  AbstractArray avals[2] = {*in[0].aval, *in[1].aval};
+  DotDims d = dot_dims(avals, params);
+  const Shape &ls = in[0].shape(), &rs = in[1].shape();
+  GemmShape g{product(ls, d.lhs.batch), product(ls, d.lhs.free), product(rs, d.rhs.free),
+              product(ls, d.lhs.contracting)};
+  if (out[0].size() == 0) return;
+  MatrixStack a = as_matrix_stack(in[0], d.lhs, /*want_inner_last=*/true);
+  MatrixStack b = as_matrix_stack(in[1], d.rhs, /*want_inner_last=*/false);
+  const DType in_dtype = in[0].dtype(), out_dtype = out[0].dtype();
+  if (in_dtype == out_dtype && in_dtype == DType::float32) return eigen_gemm(a, b, out[0].as<float>(), g);
+  if (in_dtype == out_dtype && in_dtype == DType::float64) return eigen_gemm(a, b, out[0].as<double>(), g);
+  dispatch_dtype(in_dtype, [&](auto x) {
+    using In = decltype(x);
+    dispatch_dtype(out_dtype, [&](auto y) {
+      using Out = decltype(y);
+      loop_gemm<In, Out>(a, b, out[0].as<Out>(), g);
+    });
+  });
+}
+
+}  // namespace
+
+void register_dot_general_prims(RuleTable& t) { t[size_t(Prim::dot_general)] = {&dot_general_rule, &dot_general_kernel}; }
 
 }  // namespace fluxion
