@@ -42,6 +42,10 @@ void summarize(const std::map<std::string, double>& ns) {
     double fx = ns.at("eager_fma_16m"), hand = ns.at("baseline_hand_fma_16m");
     std::printf("(c) a*b + c, 16M f32:          %8.2f ms      hand loop %.2f ms   throughput %.2fx of hand   target >= 0.8x   %s\n",
                 fx / 1e6, hand / 1e6, hand / fx, verdict(hand / fx >= 0.8));
+    if (has("baseline_hand_two_pass_fma_16m")) {
+      double two = ns.at("baseline_hand_two_pass_fma_16m");
+      std::printf("    hand loop, unfused (2 passes, 2 fresh buffers): %.2f ms   eager is %.2fx of it\n", two / 1e6, two / fx);
+    }
   }
   if (has("eager_sin_16m") && has("baseline_hand_sin_16m")) {
     double fx = ns.at("eager_sin_16m"), hand = ns.at("baseline_hand_sin_16m");

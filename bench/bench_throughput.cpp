@@ -40,6 +40,24 @@ static void baseline_hand_fma_16m(benchmark::State& state) {
 }
 BENCHMARK(baseline_hand_fma_16m)->Unit(benchmark::kMillisecond);
 
+// The hand loop written the way eager execution runs it: two passes, each into a fresh buffer.
+// Not a target, an explanation: it separates the cost of not fusing from the cost of the kernels.
+static void baseline_hand_two_pass_fma_16m(benchmark::State& state) {
+  std::vector<float> a(kN, 1.5f), b(kN, 2.f), c(kN, 0.25f);
+  for (auto _ : state) {
+    std::unique_ptr<float[]> t(new float[kN]), r(new float[kN]);
+    const float *pa = a.data(), *pb = b.data(), *pc = c.data();
+    float *pt = t.get(), *pr = r.get();
+    for (int64_t i = 0; i < kN; ++i) pt[i] = pa[i] * pb[i];
+    benchmark::DoNotOptimize(pt);
+    for (int64_t i = 0; i < kN; ++i) pr[i] = pt[i] + pc[i];
+    benchmark::DoNotOptimize(pr);
+    benchmark::ClobberMemory();
+  }
+  set_bytes(state, 4);
+}
+BENCHMARK(baseline_hand_two_pass_fma_16m)->Unit(benchmark::kMillisecond);
+
 // sin: one eager op against the same loop over std::sin.
 static void eager_sin_16m(benchmark::State& state) {
   fx::Array a = fx::linspace(-10.f, 10.f, kN);
