@@ -1,22 +1,37 @@
 #!/usr/bin/env bash
-# Installs whatever the build needs that is missing (Debian 12), then configures build/.
-# Quick when everything is already in place: it checks before it installs.
+# Installs whatever the build needs that is missing (Debian 12, as root or with sudo), then
+# configures build/. Quick when everything is already in place: it checks before it installs and
+# configures only when build/ is not configured yet.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+packages=(meson ninja-build g++ pkg-config libeigen3-dev doctest-dev libbenchmark-dev
+          llvm-19-dev libmlir-19-dev mlir-19-tools libomp-dev)
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for p in meson ninja-build g++ pkg-config libeigen3-dev doctest-dev libbenchmark-dev \
-         llvm-19-dev libmlir-19-dev mlir-19-tools libomp-dev; do
+for p in "${packages[@]}"; do
   have_pkg "$p" || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}"
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+  SUDO=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "setup: run as root or install sudo (missing: ${need[*]})" >&2; exit 1; }
+    SUDO=(sudo)
+  fi
+  "${SUDO[@]}" apt-get update -qq
+  "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
+# Configure once; a build/ left half-configured (no build.ninja) is wiped and configured again.
 if [ ! -f build/build.ninja ]; then
-  meson setup build --buildtype=release >/dev/null
+  wipe=()
+  [ -d build/meson-private ] && wipe=(--wipe)
+  log=$(mktemp)
+  if ! meson setup "${wipe[@]}" build --buildtype=release >"$log" 2>&1; then
+    cat "$log" >&2
+    echo "setup: meson setup failed (log above)" >&2
+    exit 1
+  fi
+  rm -f "$log"
 fi

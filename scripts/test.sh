@@ -1,25 +1,43 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, runs every test, and ends with "N passed, N failed".
+# The doctest suite counts one per test case; every other meson test (the out-of-tree pkg-config
+# builds, ...) counts one. Exit status 0 only when nothing failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh || exit 1
-ninja -C build || { echo "0 passed, 1 failed"; exit 1; }
 
-passed=0; failed=0
-# The doctest suite: one test case is one test.
-out=$(build/tests/fluxion_tests 2>&1); rc=$?
-echo "$out" | tail -n 40
-line=$(echo "$out" | grep -E '^\[doctest\] test cases:' | tail -n 1)
-p=$(echo "$line" | sed -E 's/.*\| *([0-9]+) passed.*/\1/'); f=$(echo "$line" | sed -E 's/.*\| *([0-9]+) failed.*/\1/')
-[[ "$p" =~ ^[0-9]+$ ]] || p=0; [[ "$f" =~ ^[0-9]+$ ]] || f=1
-[ $rc -ne 0 ] && [ "$f" -eq 0 ] && f=1
+summary() { echo "$1 passed, $2 failed"; [ "$2" -eq 0 ]; exit $?; }
+
+scripts/setup.sh || { echo "setup failed"; summary 0 1; }
+ninja -C build >build/ninja.log 2>&1 || { tail -n 60 build/ninja.log; echo "build failed"; summary 0 1; }
+
+passed=0 failed=0
+
+# The doctest suite: one test case is one test. A crash or a hang counts as a failure even when
+# the summary line is missing.
+out=$(timeout 1800 build/tests/fluxion_tests 2>&1); rc=$?
+line=$(grep -E '^\[doctest\] test cases:' <<<"$out" | tail -n 1)
+p=$(sed -nE 's/.*\| *([0-9]+) passed.*/\1/p' <<<"$line"); f=$(sed -nE 's/.*\| *([0-9]+) failed.*/\1/p' <<<"$line")
+[[ "$p" =~ ^[0-9]+$ ]] || p=0
+[[ "$f" =~ ^[0-9]+$ ]] || f=0
+if [ $rc -ne 0 ]; then
+  echo "$out" | tail -n 400   # the failing checks, with their messages
+  [ "$f" -eq 0 ] && f=1       # crashed, timed out, or failed without a summary
+else
+  grep -E '^\[doctest\] (test cases|assertions):' <<<"$out"
+fi
 passed=$((passed + p)); failed=$((failed + f))
 
-# Every other meson test (the out-of-tree pkg-config program, ...).
-for t in $(meson test -C build --list 2>/dev/null | grep -v '^fluxion_tests$'); do
-  if meson test -C build --no-rebuild "$t" >/dev/null 2>&1; then passed=$((passed + 1)); echo "PASS $t";
-  else failed=$((failed + 1)); echo "FAIL $t"; fi
+# Every other meson test, one at a time (--no-rebuild: the build above is current, and the list
+# must not contain ninja's own output).
+mapfile -t tests < <(meson test -C build --no-rebuild --list 2>/dev/null | grep -vx 'fluxion_tests')
+for t in "${tests[@]}"; do
+  [ -n "$t" ] || continue
+  if meson test -C build --no-rebuild "$t" >build/meson-test.out 2>&1; then
+    passed=$((passed + 1)); echo "PASS $t"
+  else
+    failed=$((failed + 1)); echo "FAIL $t"
+    tail -n 40 build/meson-logs/testlog.txt
+  fi
 done
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+summary "$passed" "$failed"
