@@ -35,7 +35,8 @@ Array fold_in(const Array& key, const ArrayLike& data, FLUXION_LOC);
 Array bits(const Array& key, const Shape& shape = {}, FLUXION_LOC);
 
 /// Uniform floats in [minval, maxval) of a float dtype (jax.random.uniform): random mantissa bits with
-/// the exponent of 1.0 give [1, 2); minus 1, scaled to the range, and clamped below at minval.
+/// the exponent of 1.0 give [1, 2); minus 1, scaled to the range, and clamped below at minval. As in
+/// JAX there is no clamp above: for some ranges the scaling can round up to maxval itself.
 Array uniform(const Array& key, const Shape& shape = {}, DType dtype = float32, const ArrayLike& minval = 0.0,
               const ArrayLike& maxval = 1.0, FLUXION_LOC);
 
