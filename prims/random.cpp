@@ -1,8 +1,80 @@
-// (filled by the random family work)
+// Random bits: threefry2x32, the counter-based hash of Random123 (Salmon et al., "Parallel random
+// numbers: as easy as 1, 2, 3", SC'11) that JAX's default PRNG is built on. It is a pure function of
+// (key, counter), so random numbers are ordinary values: they trace, transform and lower like any op.
 #include "prims/registry.h"
+#include "ir/error.h"
+
+#include <array>
+#include <cstdint>
 
 namespace fluxion {
+namespace {
 
-void register_random_prims(RuleTable&) {}
+// threefry2x32 k0 k1 x0 x1 -> (y0, y1): the 20-round Threefry-2x32 hash of each counter pair
+// (x0[i], x1[i]) under the key (k0, k1). All operands are uint32; the keys are rank-0 (one key for
+// every counter) or have the counters' shape (one key per counter), as in JAX's threefry2x32_p.
+std::vector<AbstractArray> threefry2x32_rule(std::span<const AbstractArray> in, const Params&) {
+  if (in.size() != 4) rule_error(ErrorKind::Type, "expects 4 operands (k0, k1, x0, x1), got " + std::to_string(in.size()));
+  static const char* const names[] = {"k0", "k1", "x0", "x1"};
+  for (size_t i = 0; i < 4; ++i)
+    if (in[i].dtype != DType::uint32)
+      rule_error(ErrorKind::Type, std::string("operand ") + names[i] + " must be uint32, got " + std::string(dtype_name(in[i].dtype)));
+  const Shape& counters = in[2].shape;
+  if (in[3].shape != counters)
+    rule_error(ErrorKind::Shape, "the counters x0 and x1 must have the same shape, got " + counters.str() + " and " +
+                                     in[3].shape.str());
+  for (size_t i = 0; i < 2; ++i)
+    if (in[i].shape.rank() != 0 && in[i].shape != counters)
+      rule_error(ErrorKind::Shape, std::string("key ") + names[i] + " must be rank-0 or have the counters' shape " +
+                                       counters.str() + ", got " + in[i].shape.str());
+  AbstractArray out{counters, DType::uint32, false};
+  return {out, out};
+}
+
+constexpr uint32_t rotl(uint32_t v, int r) { return (v << r) | (v >> (32 - r)); }
+
+// Random123's threefry2x32_R(20, ...): four rounds of (add, rotate, xor) between key injections;
+// the key schedule is (k0, k1, k0 ^ k1 ^ 0x1BD11BDA) and injection s adds ks[s%3], ks[(s+1)%3] + s.
+constexpr std::array<uint32_t, 2> threefry2x32_20(uint32_t k0, uint32_t k1, uint32_t x0, uint32_t x1) {
+  constexpr int rotations[8] = {13, 15, 26, 6, 17, 29, 16, 24};
+  const uint32_t ks[3] = {k0, k1, k0 ^ k1 ^ 0x1BD11BDAu};
+  x0 += ks[0];
+  x1 += ks[1];
+  for (int round = 0; round < 20; ++round) {
+    x0 += x1;
+    x1 = rotl(x1, rotations[round % 8]) ^ x0;
+    if (round % 4 == 3) {
+      const uint32_t s = uint32_t(round / 4 + 1);
+      x0 += ks[s % 3];
+      x1 += ks[(s + 1) % 3] + s;
+    }
+  }
+  return {x0, x1};
+}
+
+// Random123's own known-answer vector, checked at compile time: the kernel cannot drift from it.
+static_assert(threefry2x32_20(0, 0, 0, 0) == std::array<uint32_t, 2>{0x6b200159u, 0x99ba4efeu});
+
+void threefry2x32_kernel(std::span<const View> in, std::span<const View> out, const Params&) {
+  const uint32_t* k0 = in[0].as<uint32_t>();
+  const uint32_t* k1 = in[1].as<uint32_t>();
+  const uint32_t* x0 = in[2].as<uint32_t>();
+  const uint32_t* x1 = in[3].as<uint32_t>();
+  const bool k0_per_counter = in[0].shape().rank() != 0, k1_per_counter = in[1].shape().rank() != 0;
+  uint32_t* y0 = out[0].as<uint32_t>();
+  uint32_t* y1 = out[1].as<uint32_t>();
+  const int64_t n = out[0].size();
+  for (int64_t i = 0; i < n; ++i) {
+    auto [a, b] = threefry2x32_20(k0[k0_per_counter ? i : 0], k1[k1_per_counter ? i : 0], x0[i], x1[i]);
+    y0[i] = a;
+    y1[i] = b;
+  }
+}
+
+}  // namespace
+
+void register_random_prims(RuleTable& t) {
+  t[size_t(Prim::threefry2x32)] = {&threefry2x32_rule, &threefry2x32_kernel};
+}
 
 }  // namespace fluxion
