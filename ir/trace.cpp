@@ -114,8 +114,10 @@ LocationScope::~LocationScope() {
 // ---- bind ---------------------------------------------------------------------------------------
 std::vector<AbstractArray> abstract_eval(Prim p, std::span<const AbstractArray> in, const Params& params,
                                          SourceLoc loc) {
+  ShapeRule rule = rules(p).shape;
+  if (!rule) op_error(ErrorKind::Type, prim_name(p), in, loc, "internal error: the primitive has no shape rule");
   try {
-    return rules(p).shape(in, params);
+    return rule(in, params);
   } catch (const RuleError& e) {
     op_error(e.kind, prim_name(p), in, loc, e.detail);
   }

@@ -68,7 +68,7 @@ TEST_CASE("op table: eager results match the host reference") {
         try {
           out = op.op(args);
         } catch (const std::exception& e) {
-          FAIL_CHECK("raised: " << e.what());
+          FAIL_CHECK("raised: " << std::string(e.what()));
           continue;
         }
         HostArray want = op.reference(host_args, out.dtype());
@@ -129,7 +129,7 @@ TEST_CASE("op table: bad inputs raise typed errors naming the user's line") {
         CHECK_MESSAGE(e.kind() == s.kind, "kind " << fx::error_kind_name(e.kind()) << ", message: " << msg);
         CHECK_MESSAGE(msg.find("op_table_") != std::string::npos, "message does not name the user's line: " << msg);
       } catch (const std::exception& e) {
-        FAIL_CHECK("not a fluxion::Error: " << e.what());
+        FAIL_CHECK("not a fluxion::Error: " << std::string(e.what()));
         raised = true;
       }
       CHECK_MESSAGE(raised, "no error raised");
