@@ -107,6 +107,17 @@ Array extremum(Prim p, std::string_view op, const ArrayLike& xl, const Axes& axe
   return reduce(p, x, ax, keepdims, loc);
 }
 
+Array variance(std::string_view op, const ArrayLike& xl, const Axes& axes, int64_t ddof, bool keepdims, SourceLoc loc) {
+  DType out_dtype;
+  const Array x = float_operand(xl, /*upcast_half=*/true, &out_dtype, loc);
+  const IntList ax = normalize_axes(op, x, axes, loc);
+  const double n = double(reduced_count(x, ax));
+  Array centered = subtract(x, divide(reduce(Prim::reduce_sum, x, ax, /*keepdims=*/true, loc), n, loc), loc);
+  Array ss = reduce(Prim::reduce_sum, multiply(centered, centered, loc), ax, keepdims, loc);
+  Array v = divide(ss, std::max(n - double(ddof), 0.0), loc);
+  return detail::convert(v, out_dtype, v.weak_type(), loc);
+}
+
 }  // namespace
 
 Array sum(const ArrayLike& xl, const Axes& axes, bool keepdims, SourceLoc loc) {
@@ -135,20 +146,12 @@ Array mean(const ArrayLike& xl, const Axes& axes, bool keepdims, SourceLoc loc) 
   return detail::convert(m, out_dtype, m.weak_type(), loc);
 }
 
-Array var(const ArrayLike& xl, const Axes& axes, int64_t ddof, bool keepdims, SourceLoc loc) {
-  DType out_dtype;
-  const Array x = float_operand(xl, /*upcast_half=*/true, &out_dtype, loc);
-  const IntList ax = normalize_axes("var", x, axes, loc);
-  const double n = double(reduced_count(x, ax));
-  Array centered = subtract(x, divide(reduce(Prim::reduce_sum, x, ax, /*keepdims=*/true, loc), n, loc), loc);
-  Array ss = reduce(Prim::reduce_sum, multiply(centered, centered, loc), ax, keepdims, loc);
-  Array v = divide(ss, std::max(n - double(ddof), 0.0), loc);
-  return detail::convert(v, out_dtype, v.weak_type(), loc);
+Array var(const ArrayLike& x, const Axes& axes, int64_t ddof, bool keepdims, SourceLoc loc) {
+  return variance("var", x, axes, ddof, keepdims, loc);
 }
 
 Array std(const ArrayLike& x, const Axes& axes, int64_t ddof, bool keepdims, SourceLoc loc) {
-  Array v = var(x, axes, ddof, keepdims, loc);
-  return sqrt(v, loc);
+  return sqrt(variance("std", x, axes, ddof, keepdims, loc), loc);
 }
 
 Array all(const ArrayLike& xl, const Axes& axes, bool keepdims, SourceLoc loc) {
