@@ -2,10 +2,11 @@
 // cumsum[axis reverse]. Operands arrive promoted (the API layer upcasts bool/int8 sums to int32), so
 // the output dtype is the operand's, as in jax.lax.
 //
-// Accumulation: float16/bfloat16 accumulate in float32; float32 accumulates in float64 (so sums of
-// millions of float32 values are exact to float32 rounding); float64 sums of contiguous runs use
-// pairwise summation. Integers accumulate in uint64 and wrap modulo 2^bits, as XLA's integer
-// arithmetic does (no signed-overflow undefined behaviour).
+// Accumulation: float16/bfloat16 accumulate in float32 and float32 in float64 (sums, products and
+// cumsum), rounding once at the end; where the reduced axes are innermost, float sums of each
+// contiguous run are pairwise as well (which is what keeps float64 sums accurate). Integers
+// accumulate in uint64 and wrap modulo 2^bits as XLA's integer arithmetic does, without C++'s
+// signed-overflow undefined behaviour.
 #include <algorithm>
 #include <cmath>
 #include <limits>
