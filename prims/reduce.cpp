@@ -12,6 +12,9 @@
 #include <limits>
 #include <memory>
 
+#include "api/creation.h"
+#include "api/elementwise.h"
+#include "api/operands.h"
 #include "prims/elementwise.h"
 
 namespace fluxion {
@@ -333,6 +336,60 @@ void cumsum_kernel(std::span<const View> in, std::span<const View> out, const Pa
   });
 }
 
+// ---- derivatives --------------------------------------------------------------------------------
+using Arrays = std::span<const Array>;
+
+// The reduced result broadcast back over the operand's shape (the inverse of dropping `axes`).
+Array expand_back(const Array& r, const AbstractArray& operand, const IntList& axes, SourceLoc loc) {
+  IntList kept;
+  for (int d = 0; d < operand.ndim(); ++d)
+    if (std::find(axes.begin(), axes.end(), d) == axes.end()) kept.push_back(d);
+  return bind1(Prim::broadcast_in_dim, {r}, Params{{"shape", operand.shape.dims()}, {"broadcast_dimensions", kept}}, loc);
+}
+Array reduce_sum_of(const Array& x, const Params& params, SourceLoc loc) {
+  return bind1(Prim::reduce_sum, {x}, params, loc);
+}
+
+// reduce_sum is linear; its transpose broadcasts the cotangent back.
+std::vector<Array> reduce_sum_jvp(Arrays, Arrays t, Arrays, const Params& params, SourceLoc loc) {
+  return {reduce_sum_of(t[0], params, loc)};
+}
+std::vector<Array> reduce_sum_transpose(Arrays ct, std::span<const LinearArg> a, const Params& params, SourceLoc loc) {
+  return {expand_back(ct[0], a[0].aval, params.get_ints("axes"), loc)};
+}
+
+// max/min: the tangent at the chosen locations, averaged over ties (JAX's chooser rule).
+std::vector<Array> reduce_chooser_jvp(Arrays x, Arrays t, Arrays y, const Params& params, SourceLoc loc) {
+  const IntList& axes = params.get_ints("axes");
+  Array chosen = astype(equal(x[0], expand_back(y[0], x[0].aval(), axes, loc), loc), x[0].dtype(), loc);
+  return {reduce_sum_of(t[0] * chosen, params, loc) / reduce_sum_of(chosen, params, loc)};
+}
+
+// prod: d prod = sum_i t_i * prod_{j != i} x_j, computed without dividing by zero: with no zero in
+// a group the product of the others is prod / x_i; with exactly one zero only that position has a
+// nonzero product of the others; with more, all are zero.
+std::vector<Array> reduce_prod_jvp(Arrays x, Arrays t, Arrays, const Params& params, SourceLoc loc) {
+  const IntList& axes = params.get_ints("axes");
+  const AbstractArray& av = x[0].aval();
+  Array is_zero_x = equal(x[0], 0, loc);
+  Array safe = where(is_zero_x, 1, x[0], loc);
+  Array safe_prod = expand_back(bind1(Prim::reduce_prod, {safe}, params, loc), av, axes, loc);
+  Array zeros_in_group = expand_back(reduce_sum_of(astype(is_zero_x, av.dtype, loc), params, loc), av, axes, loc);
+  Array others = where(equal(zeros_in_group, 0, loc), safe_prod / safe,
+                       where(logical_and(equal(zeros_in_group, 1, loc), is_zero_x, loc), safe_prod, 0, loc), loc);
+  return {reduce_sum_of(t[0] * others, params, loc)};
+}
+
+// cumsum is linear; its transpose is the cumsum running the other way.
+std::vector<Array> cumsum_jvp(Arrays, Arrays t, Arrays, const Params& params, SourceLoc loc) {
+  return {bind1(Prim::cumsum, {t[0]}, params, loc)};
+}
+std::vector<Array> cumsum_transpose(Arrays ct, std::span<const LinearArg>, const Params& params, SourceLoc loc) {
+  Params p = params;
+  p.set("reverse", !params.get_bool("reverse"));
+  return {bind1(Prim::cumsum, {ct[0]}, p, loc)};
+}
+
 }  // namespace
 
 void register_reduce_prims(RuleTable& t) {
@@ -345,6 +402,15 @@ void register_reduce_prims(RuleTable& t) {
   t[size_t(Prim::argmax)] = {&argminmax_rule, &argminmax_kernel<true>};
   t[size_t(Prim::argmin)] = {&argminmax_rule, &argminmax_kernel<false>};
   t[size_t(Prim::cumsum)] = {&cumsum_rule, &cumsum_kernel};
+
+  t[size_t(Prim::reduce_sum)].jvp = &reduce_sum_jvp;
+  t[size_t(Prim::reduce_sum)].transpose = &reduce_sum_transpose;
+  t[size_t(Prim::reduce_max)].jvp = &reduce_chooser_jvp;
+  t[size_t(Prim::reduce_min)].jvp = &reduce_chooser_jvp;
+  t[size_t(Prim::reduce_prod)].jvp = &reduce_prod_jvp;
+  t[size_t(Prim::cumsum)].jvp = &cumsum_jvp;
+  t[size_t(Prim::cumsum)].transpose = &cumsum_transpose;
+  for (Prim p : {Prim::argmax, Prim::argmin, Prim::reduce_and, Prim::reduce_or}) t[size_t(p)].zero_derivative = true;
 }
 
 }  // namespace fluxion

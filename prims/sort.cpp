@@ -8,7 +8,9 @@
 #include <functional>
 #include <numeric>
 
+#include "ir/trace.h"
 #include "prims/elementwise.h"
+#include "transforms/jvp.h"
 
 namespace fluxion {
 namespace {
@@ -105,6 +107,25 @@ void sort_kernel(std::span<const View> in, std::span<const View> out, const Para
 
 }  // namespace
 
-void register_sort_prims(RuleTable& t) { t[size_t(Prim::sort)] = {&sort_rule, &sort_kernel}; }
+namespace {
+// Sorting permutes: the tangents follow their values. Sorting the tangents as extra operands
+// behind the same keys applies the same permutation (the sort is stable, so ties agree too).
+std::vector<Array> sort_jvp(std::span<const Array> x, std::span<const Array> t, std::span<const Array>,
+                            const Params& params, SourceLoc loc) {
+  std::vector<Array> operands(x.begin(), x.end());
+  std::vector<size_t> carried;
+  for (size_t i = 0; i < t.size(); ++i)
+    if (!is_zero(t[i])) {
+      carried.push_back(i);
+      operands.push_back(t[i]);
+    }
+  std::vector<Array> sorted = bind(Prim::sort, operands, params, loc);
+  std::vector<Array> out(x.size());
+  for (size_t k = 0; k < carried.size(); ++k) out[carried[k]] = sorted[x.size() + k];
+  return out;
+}
+}  // namespace
+
+void register_sort_prims(RuleTable& t) { t[size_t(Prim::sort)] = {&sort_rule, &sort_kernel, &sort_jvp}; }
 
 }  // namespace fluxion
