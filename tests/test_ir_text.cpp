@@ -495,3 +495,23 @@ TEST_CASE("ir text: fuzzed texts parse or raise fluxion::Error, and what parses 
   CHECK(parsed > 0);
   CHECK(rejected > 0);
 }
+
+TEST_CASE("ir text: the example of docs/ir.md parses, verifies and round-trips") {
+  const std::string example =
+      "{ lambda a:f32[3] ; b:f32[2,3] c:i32[]{weak}. let\n"
+      "    d:f32[2,3] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(2, 3)] a\n"
+      "    e:f32[2,3] = mul b d\n"
+      "    f:bool[2,3] = gt e 0.0:f32[]\n"
+      "    g:f32[2,3] = select f e 2.5:f32[]\n"
+      "    h:f32[2,3] = stop_gradient[body=\n"
+      "      { lambda ; a:f32[]. let\n"
+      "          b:f32[] = neg a\n"
+      "        in (b) }] g\n"
+      "  in (h, c, -inf:f64[]) }";
+  fx::Program p = round_trip(example);
+  CHECK(p.constvars.size() == 1);
+  CHECK(p.invars.size() == 2);
+  CHECK(p.types[size_t(p.invars[1])].weak_type);
+  CHECK(p.outvars.at(2).is_literal());
+  CHECK(p.outvars.at(2).lit.as_double() == -std::numeric_limits<double>::infinity());
+}
