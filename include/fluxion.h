@@ -22,4 +22,5 @@
 #include "ir/program.h"
 #include "ir/shape.h"
 #include "transforms/autodiff.h"
+#include "transforms/custom_derivatives.h"
 #include "transforms/make_ir.h"

@@ -41,7 +41,10 @@ namespace fluxion {
   /* linear algebra (prims/dot_general.cpp) */                                                     \
   X(dot_general, "dot_general")                                                                    \
   /* random bits (prims/random.cpp) */                                                             \
-  X(threefry2x32, "threefry2x32")
+  X(threefry2x32, "threefry2x32")                                                                  \
+  /* user-defined derivatives and rematerialization (prims/custom.cpp) */                          \
+  X(custom_jvp_call, "custom_jvp_call") X(custom_vjp_call, "custom_vjp_call")                      \
+  X(custom_vjp_linear, "custom_vjp_linear") X(checkpoint, "checkpoint")
 
 enum class Prim : uint16_t {
 #define FLUXION_X(id, name) id,

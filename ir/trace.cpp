@@ -133,6 +133,7 @@ std::vector<Array> bind(Prim p, std::span<const Array> inputs, const Params& par
 
   std::vector<Array> outs;
   outs.reserve(out_avals.size());
+  if (t_stack.empty() && r.impl) return r.impl(inputs, params, loc);
   if (t_stack.empty()) {
     // Eager: run the reference kernel now.
     std::vector<View> in_views(inputs.size()), out_views(out_avals.size());
@@ -190,6 +191,16 @@ Array literal_array(const Literal& lit) {
   Array a = make_uninitialized(lit.aval());
   lit.store(a.impl()->buffer->data);
   return a;
+}
+
+Program hoist_consts(Program p, std::vector<Array>& consts) {
+  std::vector<int32_t> invars = p.constvars;
+  invars.insert(invars.end(), p.invars.begin(), p.invars.end());
+  p.invars = std::move(invars);
+  p.constvars.clear();
+  consts.insert(consts.end(), p.consts.begin(), p.consts.end());
+  p.consts.clear();
+  return p;
 }
 
 // ---- the interpreter ----------------------------------------------------------------------------

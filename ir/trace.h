@@ -81,6 +81,10 @@ Array make_uninitialized(const AbstractArray& aval);
 /// A concrete 0-d array holding a literal's value.
 Array literal_array(const Literal& lit);
 
+/// Closure conversion: the program's constvars become its leading invars (a closed program, as
+/// sub-programs held in params must be); their values are appended to `consts`.
+Program hoist_consts(Program p, std::vector<Array>& consts);
+
 /// Interprets a program op by op through bind: eager on concrete arguments, and re-recorded into
 /// the innermost trace when one is live (this is how a transformed program is inlined).
 std::vector<Array> eval_program(const Program& p, std::span<const Array> args);

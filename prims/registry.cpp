@@ -15,6 +15,7 @@ RuleTable build_table() {
   register_sort_prims(t);
   register_dot_general_prims(t);
   register_random_prims(t);
+  register_custom_prims(t);
   return t;
 }
 }  // namespace

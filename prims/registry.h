@@ -5,6 +5,8 @@
 #include <span>
 #include <vector>
 
+#include "ir/array.h"
+#include "ir/error.h"
 #include "ir/params.h"
 #include "ir/primitive.h"
 #include "ir/shape.h"
@@ -30,6 +32,10 @@ struct View {
 /// The reference CPU kernel: reads `in`, writes every element of `out` (buffers already sized).
 using Kernel = void (*)(std::span<const View> in, std::span<const View> out, const Params& params);
 
+/// Eager evaluation of a primitive that holds sub-programs (custom derivatives, control flow): it
+/// interprets them on concrete arrays. Such primitives have an impl instead of a kernel.
+using ImplRule = std::vector<Array> (*)(std::span<const Array> in, const Params& params, SourceLoc loc);
+
 struct PrimitiveRules {
   ShapeRule shape = nullptr;
   Kernel kernel = nullptr;
@@ -41,6 +47,7 @@ struct PrimitiveRules {
   /// The primitive is piecewise constant (comparisons, floor, sign, argmax, ...): its derivative is
   /// an explicit zero, and it needs no JVP rule.
   bool zero_derivative = false;
+  ImplRule impl = nullptr;
 };
 
 /// The rules of p (the table is filled once, on first use, by the register_* functions below).
@@ -57,5 +64,6 @@ void register_reduce_prims(RuleTable& t);
 void register_sort_prims(RuleTable& t);
 void register_dot_general_prims(RuleTable& t);
 void register_random_prims(RuleTable& t);
+void register_custom_prims(RuleTable& t);
 
 }  // namespace fluxion

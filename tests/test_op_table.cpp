@@ -149,12 +149,12 @@ TEST_CASE("op table: bad inputs raise typed errors naming the user's line") {
     }
 }
 
-TEST_CASE("op table: every primitive has a shape rule and a reference kernel") {
+TEST_CASE("op table: every primitive has a shape rule and a reference kernel (or an impl)") {
   for (int i = 0; i < fx::kNumPrims; ++i) {
     fx::Prim p = fx::Prim(i);
     CAPTURE(fx::prim_name(p));
     CHECK((fx::rules(p).shape != nullptr));
-    CHECK((fx::rules(p).kernel != nullptr));
+    CHECK((fx::rules(p).kernel != nullptr || fx::rules(p).impl != nullptr));
   }
 }
 

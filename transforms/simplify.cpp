@@ -21,7 +21,7 @@ struct Splat {
 
 class Simplifier {
  public:
-  explicit Simplifier(Program& p) : p_(p), sub_(p.types.size()), splat_(p.types.size()) {
+  Simplifier(Program& p, bool cse) : p_(p), sub_(p.types.size()), splat_(p.types.size()), cse_enabled_(cse) {
     for (size_t i = 0; i < sub_.size(); ++i) sub_[i] = Atom(int32_t(i));
   }
 
@@ -30,7 +30,8 @@ class Simplifier {
     out.reserve(p_.eqns.size());
     for (Eqn& e : p_.eqns) {
       for (Atom& a : e.inputs) a = resolve(a);
-      if (fold(e) || identity(e) || cse(e)) continue;
+      compose(e);
+      if (fold(e) || identity(e) || (cse_enabled_ && cse(e))) continue;
       record(e);
       out.push_back(std::move(e));
     }
@@ -160,12 +161,46 @@ class Simplifier {
     }
   }
 
+  // Chains of data movement collapse into one eqn: transpose(transpose x), reshape(reshape x),
+  // broadcast_in_dim(broadcast_in_dim x). The inner eqn then usually dies in dce.
+  void compose(Eqn& e) {
+    if (e.inputs.empty() || e.inputs[0].is_literal()) return;
+    auto it = producer_.find(e.inputs[0].var);
+    if (it == producer_.end() || it->second.prim != e.prim) return;
+    const Eqn& inner = it->second;
+    switch (e.prim) {
+      case Prim::transpose: {
+        const IntList& outer_perm = e.params.get_ints("permutation");
+        const IntList& inner_perm = inner.params.get_ints("permutation");
+        IntList perm;
+        for (int64_t d : outer_perm) perm.push_back(inner_perm[size_t(d)]);
+        e.params.set("permutation", perm);
+        e.inputs[0] = inner.inputs[0];
+        return;
+      }
+      case Prim::reshape:
+        e.inputs[0] = inner.inputs[0];
+        return;
+      case Prim::broadcast_in_dim: {
+        const IntList& outer_dims = e.params.get_ints("broadcast_dimensions");
+        const IntList& inner_dims = inner.params.get_ints("broadcast_dimensions");
+        IntList dims;
+        for (int64_t d : inner_dims) dims.push_back(outer_dims[size_t(d)]);
+        e.params.set("broadcast_dimensions", dims);
+        e.inputs[0] = inner.inputs[0];
+        return;
+      }
+      default: return;
+    }
+  }
+
   Program& p_;
   std::vector<Atom> sub_;
   std::vector<Splat> splat_;
   std::list<Eqn> kept_;
   std::unordered_map<Key, std::vector<int32_t>, KeyHash, KeyEq> seen_;
   std::unordered_map<int32_t, Eqn> producer_;
+  bool cse_enabled_;
 };
 
 // Renumbers vars densely in order of definition (constvars, invars, eqn outputs).
@@ -219,8 +254,8 @@ Program dce(Program p) {
   return compact(std::move(p));
 }
 
-Program simplify(Program p) {
-  Simplifier(p).run();
+Program simplify(Program p, bool cse) {
+  Simplifier(p, cse).run();
   return dce(std::move(p));
 }
 

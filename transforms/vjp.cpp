@@ -51,7 +51,8 @@ Program grad_program(const Program& p, const std::vector<bool>& wrt, const std::
   for (size_t i = 0; i < v.num_outputs; ++i)
     if (keep_outputs[i]) results.push_back(fwd[i]);
   results.insert(results.end(), grads.begin(), grads.end());
-  return simplify(scope.finish(results));
+  // No cse across the two passes: a checkpointed backward pass recomputes on purpose.
+  return simplify(scope.finish(results), /*cse=*/false);
 }
 
 }  // namespace fluxion
