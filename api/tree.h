@@ -3,6 +3,7 @@
 // std::map<std::string, T>, std::optional, and structs registered with FLUXION_TREE.
 #pragma once
 #include <array>
+#include <concepts>
 #include <map>
 #include <optional>
 #include <string>
@@ -130,7 +131,12 @@ T rebuild(const T& like, const Array*& it) {
     std::apply([&](auto... m) { ((out.*m = rebuild(like.*m, it)), ...); }, fluxion_tree_members(static_cast<const T*>(nullptr)));
     return out;
   } else {
-    return like;  // a static leaf
+    // A static leaf. It must compare (jit keys on it); a struct of Arrays that fails here most
+    // likely lacks FLUXION_TREE in its own namespace.
+    static_assert(std::equality_comparable<T>,
+                  "a non-Array tree leaf must be equality-comparable: is FLUXION_TREE(Type, fields...) missing "
+                  "(it must be declared in the namespace of Type)?");
+    return like;
   }
 }
 

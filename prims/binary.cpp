@@ -151,17 +151,23 @@ std::vector<Array> pow_jvp(Span x, Span t, Span y, const Params&, SourceLoc) {
   Array db = is_zero(t[1]) ? t[1] : t[1] * log(where(x[0] == 0, 1, x[0])) * y[0];
   return {sum_tangents(da, db, y[0])};
 }
-// max/min pick one operand; ties split the tangent evenly, as JAX does.
+// max/min pick one operand; ties split the tangent evenly, as JAX does. The weights are built in
+// the operands' dtype (1 where the operand wins, 1/2 on ties, 0 where it loses).
+Array share(const Array& wins, const Array& ties, DType d) {
+  Array one = literal_array(Literal::of_double(1.0, d)), half = literal_array(Literal::of_double(0.5, d)),
+        zero = literal_array(Literal::of_double(0.0, d));
+  return where(wins, one, where(ties, half, zero));
+}
 std::vector<Array> max_jvp(Span x, Span t, Span y, const Params&, SourceLoc) {
-  auto share = [&](const Array& a, const Array& b) { return where(a > b, 1, where(a == b, 0.5, 0)); };
-  Array da = is_zero(t[0]) ? t[0] : t[0] * astype(share(x[0], x[1]), x[0].dtype());
-  Array db = is_zero(t[1]) ? t[1] : t[1] * astype(share(x[1], x[0]), x[1].dtype());
+  Array ties = x[0] == x[1];
+  Array da = is_zero(t[0]) ? t[0] : t[0] * share(x[0] > x[1], ties, x[0].dtype());
+  Array db = is_zero(t[1]) ? t[1] : t[1] * share(x[1] > x[0], ties, x[1].dtype());
   return {sum_tangents(da, db, y[0])};
 }
 std::vector<Array> min_jvp(Span x, Span t, Span y, const Params&, SourceLoc) {
-  auto share = [&](const Array& a, const Array& b) { return where(a < b, 1, where(a == b, 0.5, 0)); };
-  Array da = is_zero(t[0]) ? t[0] : t[0] * astype(share(x[0], x[1]), x[0].dtype());
-  Array db = is_zero(t[1]) ? t[1] : t[1] * astype(share(x[1], x[0]), x[1].dtype());
+  Array ties = x[0] == x[1];
+  Array da = is_zero(t[0]) ? t[0] : t[0] * share(x[0] < x[1], ties, x[0].dtype());
+  Array db = is_zero(t[1]) ? t[1] : t[1] * share(x[1] < x[0], ties, x[1].dtype());
   return {sum_tangents(da, db, y[0])};
 }
 // d atan2(a, b) = (ta * b - tb * a) / (a^2 + b^2)
