@@ -47,6 +47,17 @@ void summarize(const std::map<std::string, double>& ns) {
     else
       std::printf("   (no target: eager cannot fuse; jit does)\n");
   };
+  auto ratio = [&](const char* label, const char* grad, const char* fwd, double target) {
+    if (!has(grad) || !has(fwd)) return;
+    double r = ns.at(grad) / ns.at(fwd);
+    std::printf("%-34s forward %7.2f ms   value_and_grad %7.2f ms   ratio %.2f   (target under jit: <= %.0f)\n", label,
+                ns.at(fwd) / 1e6, ns.at(grad) / 1e6, r, target);
+  };
+  ratio("(d) MLP 256x784-512-10, eager:", "mlp_value_and_grad", "mlp_forward", 3);
+  ratio("    GMM d=10 K=25 n=1000, eager:", "gmm_value_and_grad", "gmm_forward", 3);
+  if (has("differentiate_10k"))
+    std::printf("(e) trace+grad+simplify, 10k eqns: %7.2f ms   target <= 50 ms   %s\n", ns.at("differentiate_10k") / 1e6,
+                verdict(ns.at("differentiate_10k") <= 50e6));
   throughput("(c) a * b, 16M f32 (one op):", "eager_mul_16m", "baseline_hand_mul_16m", true);
   throughput("    sin, 16M f32 (one op):", "eager_sin_16m", "baseline_hand_sin_16m", true);
   throughput("    a*b + c vs a fused hand loop:", "eager_fma_16m", "baseline_hand_fma_16m", false);

@@ -6,9 +6,9 @@ namespace fluxion {
 
 std::string Shape::str() const {
   std::string s = "[";
-  for (size_t i = 0; i < dims_.size(); ++i) {
+  for (int i = 0; i < rank_; ++i) {
     if (i) s += ',';
-    s += std::to_string(dims_[i]);
+    s += std::to_string(data()[i]);
   }
   return s + "]";
 }

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <iosfwd>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,37 +12,95 @@
 namespace fluxion {
 
 /// Static dimensions (int64). Compares equal to a brace list: `x.shape() == fx::Shape{3}`.
+/// Up to six dimensions live inline (no allocation): shapes are copied on every op and eqn.
 class Shape {
  public:
   Shape() = default;
-  Shape(std::initializer_list<int64_t> dims) : dims_(dims) {}
-  explicit Shape(std::vector<int64_t> dims) : dims_(std::move(dims)) {}
+  Shape(std::initializer_list<int64_t> dims) { assign(dims.begin(), dims.end()); }
+  explicit Shape(const std::vector<int64_t>& dims) { assign(dims.begin(), dims.end()); }
   template <class It>
-  Shape(It first, It last) : dims_(first, last) {}
+  Shape(It first, It last) {
+    assign(first, last);
+  }
+  Shape(const Shape& o) { assign(o.begin(), o.end()); }
+  Shape& operator=(const Shape& o) {
+    if (this != &o) assign(o.begin(), o.end());
+    return *this;
+  }
+  Shape(Shape&& o) noexcept { *this = std::move(o); }
+  Shape& operator=(Shape&& o) noexcept {
+    if (this == &o) return *this;
+    if (o.heap_) {
+      heap_ = std::move(o.heap_);
+      cap_ = o.cap_;
+      rank_ = o.rank_;
+    } else {
+      heap_.reset();
+      cap_ = kInline;
+      assign(o.begin(), o.end());
+    }
+    o.rank_ = 0;
+    o.cap_ = kInline;
+    return *this;
+  }
 
-  int rank() const { return int(dims_.size()); }
-  size_t size() const { return dims_.size(); }
-  bool empty() const { return dims_.empty(); }
-  int64_t operator[](size_t i) const { return dims_[i]; }
-  int64_t& operator[](size_t i) { return dims_[i]; }
+  int rank() const { return rank_; }
+  size_t size() const { return size_t(rank_); }
+  bool empty() const { return rank_ == 0; }
+  int64_t operator[](size_t i) const { return data()[i]; }
+  int64_t& operator[](size_t i) { return data()[i]; }
   /// Product of the dimensions (1 for a scalar).
   int64_t numel() const {
     int64_t n = 1;
-    for (int64_t d : dims_) n *= d;
+    for (int64_t d : *this) n *= d;
     return n;
   }
-  const std::vector<int64_t>& dims() const { return dims_; }
-  std::vector<int64_t>& dims() { return dims_; }
-  auto begin() const { return dims_.begin(); }
-  auto end() const { return dims_.end(); }
-  void push_back(int64_t d) { dims_.push_back(d); }
+  /// The dimensions as a list (a copy), e.g. for params.
+  std::vector<int64_t> dims() const { return std::vector<int64_t>(begin(), end()); }
+  const int64_t* begin() const { return data(); }
+  const int64_t* end() const { return data() + rank_; }
+  void push_back(int64_t d) {
+    reserve(rank_ + 1);
+    data()[rank_++] = d;
+  }
+  /// Inserts a dimension before position `pos`.
+  void insert(size_t pos, int64_t d) {
+    push_back(0);
+    int64_t* p = data();
+    for (size_t i = size_t(rank_) - 1; i > pos; --i) p[i] = p[i - 1];
+    p[pos] = d;
+  }
 
-  friend bool operator==(const Shape&, const Shape&) = default;
+  friend bool operator==(const Shape& a, const Shape& b) {
+    if (a.rank_ != b.rank_) return false;
+    for (int i = 0; i < a.rank_; ++i)
+      if (a.data()[i] != b.data()[i]) return false;
+    return true;
+  }
   /// "[2,3]"
   std::string str() const;
 
  private:
-  std::vector<int64_t> dims_;
+  static constexpr int kInline = 6;
+  const int64_t* data() const { return heap_ ? heap_.get() : inline_; }
+  int64_t* data() { return heap_ ? heap_.get() : inline_; }
+  void reserve(int n) {
+    if (n <= cap_) return;
+    std::unique_ptr<int64_t[]> h(new int64_t[size_t(n) * 2]);
+    for (int i = 0; i < rank_; ++i) h[size_t(i)] = data()[i];
+    heap_ = std::move(h);
+    cap_ = n * 2;
+  }
+  template <class It>
+  void assign(It first, It last) {
+    rank_ = 0;
+    for (; first != last; ++first) push_back(int64_t(*first));
+  }
+
+  int32_t rank_ = 0;
+  int32_t cap_ = kInline;
+  int64_t inline_[kInline] = {};
+  std::unique_ptr<int64_t[]> heap_;
 };
 std::ostream& operator<<(std::ostream& os, const Shape& s);
 

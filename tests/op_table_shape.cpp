@@ -292,7 +292,7 @@ void add_layout_ops(std::vector<OpInfo>& t) {
       "expand_dims", [](const fx::Array& x) { return fx::expand_dims(x, 1); },
       [](const HostArray& x, fx::DType dt) {
         Shape s = x.shape;
-        s.dims().insert(s.dims().begin() + 1, 1);
+        s.insert(1, 1);
         return with_shape(x, s, dt);
       },
       {Shape{3}, Shape{2, 3}, Shape{0, 2}});
@@ -368,7 +368,7 @@ void add_layout_ops(std::vector<OpInfo>& t) {
       [](const HostArray& x, fx::DType dt) {
         // x padded to rank >= 2 with leading 1s; out[i] = x[i mod size] on every axis.
         Shape xs = x.shape;
-        while (xs.rank() < 2) xs.dims().insert(xs.dims().begin(), 1);
+        while (xs.rank() < 2) xs.insert(0, 1);
         Shape os = xs;
         os[os.size() - 2] *= 2;
         os[os.size() - 1] *= 3;

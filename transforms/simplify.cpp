@@ -1,8 +1,7 @@
 #include "transforms/simplify.h"
 
 #include <array>
-#include <list>
-#include <unordered_map>
+#include <unordered_set>
 
 #include "ir/array.h"
 #include "prims/registry.h"
@@ -21,21 +20,30 @@ struct Splat {
 
 class Simplifier {
  public:
-  Simplifier(Program& p, bool cse) : p_(p), sub_(p.types.size()), splat_(p.types.size()), cse_enabled_(cse) {
+  Simplifier(Program& p, bool cse)
+      : p_(p),
+        sub_(p.types.size()),
+        splat_(p.types.size()),
+        producer_(p.types.size(), -1),
+        seen_(16, KeyHash{&out_}, KeyEq{&out_}),
+        cse_enabled_(cse) {
     for (size_t i = 0; i < sub_.size(); ++i) sub_[i] = Atom(int32_t(i));
   }
 
   void run() {
-    std::vector<Eqn> out;
-    out.reserve(p_.eqns.size());
+    out_.reserve(p_.eqns.size());
     for (Eqn& e : p_.eqns) {
       for (Atom& a : e.inputs) a = resolve(a);
       compose(e);
-      if (fold(e) || identity(e) || (cse_enabled_ && cse(e))) continue;
-      record(e);
-      out.push_back(std::move(e));
+      if (fold(e) || identity(e)) continue;
+      out_.push_back(std::move(e));
+      if (cse_enabled_ && cse()) {
+        out_.pop_back();
+        continue;
+      }
+      record();
     }
-    p_.eqns = std::move(out);
+    p_.eqns = std::move(out_);
     for (Atom& a : p_.outvars) a = resolve(a);
   }
 
@@ -94,10 +102,7 @@ class Simplifier {
         return one(in[0]) && forward(e, in[1]);
       case Prim::div: return one(in[1]) && forward(e, in[0]);
       case Prim::neg:
-        if (!in[0].is_literal()) {
-          auto it = producer_.find(in[0].var);
-          if (it != producer_.end() && it->second.prim == Prim::neg) return forward(e, it->second.inputs[0]);
-        }
+        if (const Eqn* inner = producer(in[0]); inner && inner->prim == Prim::neg) return forward(e, inner->inputs[0]);
         return false;
       case Prim::convert_element_type:
       case Prim::reshape:
@@ -124,50 +129,59 @@ class Simplifier {
     }
   }
 
-  struct Key {
-    const Eqn* e;
-  };
+  // cse: eqns are keyed by their index in out_ (the hash and equality read the eqn there).
   struct KeyHash {
-    size_t operator()(const Key& k) const {
-      size_t h = hash_combine(size_t(k.e->prim), k.e->params.hash());
-      for (const Atom& a : k.e->inputs)
+    const std::vector<Eqn>* eqns;
+    size_t operator()(int32_t i) const {
+      const Eqn& e = (*eqns)[size_t(i)];
+      size_t h = hash_combine(size_t(e.prim), e.params.hash());
+      for (const Atom& a : e.inputs)
         h = hash_combine(h, a.is_literal() ? std::hash<double>()(a.lit.as_double()) + size_t(a.lit.dtype) : size_t(a.var));
       return h;
     }
   };
   struct KeyEq {
-    bool operator()(const Key& a, const Key& b) const {
-      return a.e->prim == b.e->prim && a.e->inputs == b.e->inputs && a.e->outputs.size() == b.e->outputs.size() &&
-             a.e->params == b.e->params;
+    const std::vector<Eqn>* eqns;
+    bool operator()(int32_t i, int32_t j) const {
+      const Eqn& a = (*eqns)[size_t(i)];
+      const Eqn& b = (*eqns)[size_t(j)];
+      return a.prim == b.prim && a.inputs == b.inputs && a.outputs.size() == b.outputs.size() && a.params == b.params;
     }
   };
 
-  bool cse(const Eqn& e) {
-    auto it = seen_.find(Key{&e});
+  // Whether the eqn just appended to out_ repeats an earlier one; if so its outputs are redirected.
+  bool cse() {
+    const int32_t i = int32_t(out_.size() - 1);
+    auto it = seen_.find(i);
     if (it == seen_.end()) return false;
-    const std::vector<int32_t>& prev = it->second;
-    for (size_t j = 0; j < prev.size(); ++j) sub_[size_t(e.outputs[j])] = Atom(prev[j]);
+    const Eqn& e = out_.back();
+    const Eqn& prev = out_[size_t(*it)];
+    for (size_t j = 0; j < prev.outputs.size(); ++j) sub_[size_t(e.outputs[j])] = Atom(prev.outputs[j]);
     return true;
   }
 
-  void record(const Eqn& e) {
-    // Keys point at eqns in `kept_`, which never moves them (std::deque-like stability via list).
-    kept_.push_back(e);
-    const Eqn& stable = kept_.back();
-    seen_.emplace(Key{&stable}, stable.outputs);
-    if (stable.outputs.size() == 1) producer_.emplace(stable.outputs[0], stable);
+  void record() {
+    const int32_t i = int32_t(out_.size() - 1);
+    const Eqn& e = out_.back();
+    if (cse_enabled_) seen_.insert(i);
+    for (int32_t v : e.outputs) producer_[size_t(v)] = i;
     if (e.prim == Prim::broadcast_in_dim && e.inputs[0].is_literal()) {
       splat_[size_t(e.outputs[0])] = Splat{true, e.inputs[0].lit.as_double()};
     }
   }
 
+  const Eqn* producer(const Atom& a) const {
+    if (a.is_literal() || producer_[size_t(a.var)] < 0) return nullptr;
+    return &out_[size_t(producer_[size_t(a.var)])];
+  }
+
   // Chains of data movement collapse into one eqn: transpose(transpose x), reshape(reshape x),
   // broadcast_in_dim(broadcast_in_dim x). The inner eqn then usually dies in dce.
   void compose(Eqn& e) {
-    if (e.inputs.empty() || e.inputs[0].is_literal()) return;
-    auto it = producer_.find(e.inputs[0].var);
-    if (it == producer_.end() || it->second.prim != e.prim) return;
-    const Eqn& inner = it->second;
+    if (e.inputs.empty()) return;
+    const Eqn* found = producer(e.inputs[0]);
+    if (!found || found->prim != e.prim || found->outputs.size() != 1) return;
+    const Eqn& inner = *found;
     switch (e.prim) {
       case Prim::transpose: {
         const IntList& outer_perm = e.params.get_ints("permutation");
@@ -197,9 +211,9 @@ class Simplifier {
   Program& p_;
   std::vector<Atom> sub_;
   std::vector<Splat> splat_;
-  std::list<Eqn> kept_;
-  std::unordered_map<Key, std::vector<int32_t>, KeyHash, KeyEq> seen_;
-  std::unordered_map<int32_t, Eqn> producer_;
+  std::vector<Eqn> out_;
+  std::vector<int32_t> producer_;  // var -> index in out_ of the eqn defining it, or -1
+  std::unordered_set<int32_t, KeyHash, KeyEq> seen_;
   bool cse_enabled_;
 };
 
