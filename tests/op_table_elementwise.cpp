@@ -164,6 +164,7 @@ void add_elementwise_ops(std::vector<OpInfo>& t) {
                 {fx::int8, fx::int32, fx::int64});
   numeric_unary("stop_gradient", [](const fx::Array& x) { return fx::stop_gradient(x); }, [](double x) { return x; },
                 kNumericTypes);
+  t.back().differentiable = false;  // its derivative is zero by definition, not that of the identity
 
   // ---- binary arithmetic -------------------------------------------------------------------------
   binary(t, {"add", [](const fx::Array& a, const fx::Array& b) { return a + b; },
