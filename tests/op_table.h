@@ -52,9 +52,6 @@ struct OpInfo {
   /// Autodiff tests (tests/test_autodiff_optable.cpp): operands that are never perturbed even when
   /// they are float (e.g. a float operand used only through a comparison or as a bound).
   std::set<size_t> ad_fixed_args;
-  /// False for ops whose second derivative is not worth checking (piecewise linear/constant: relu,
-  /// abs, floor, max...): the second-order test skips them; first order is still checked.
-  bool smooth = true;
 };
 
 /// The whole table (filled once from the op_table_*.cpp files).
