@@ -6,7 +6,6 @@
 #include <fluxion.h>
 
 #include <functional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -49,9 +48,6 @@ struct OpInfo {
   /// Per-op tolerance scale on top of the per-dtype defaults (transcendentals in f16, ...).
   double tol_scale = 1.0;
   bool differentiable = true;
-  /// Autodiff tests (tests/test_autodiff_optable.cpp): operands that are never perturbed even when
-  /// they are float (e.g. a float operand used only through a comparison or as a bound).
-  std::set<size_t> ad_fixed_args;
 };
 
 /// The whole table (filled once from the op_table_*.cpp files).

@@ -124,9 +124,8 @@ std::vector<AdCase> ad_cases() {
       for (size_t k = 0; k < s.args.size(); ++k) {
         const HostArray& h = s.args[k];
         fx::DType d = s.fixed_dtype ? h.dtype : fx::float64;
-        bool perturb = fx::is_float(d) && !op.ad_fixed_args.count(k);
         c.args.push_back(to_array(h, fx::is_float(d) ? fx::float64 : d));
-        if (perturb) c.wrt.push_back(k);
+        if (fx::is_float(d)) c.wrt.push_back(k);
       }
       std::ostringstream os;
       os << op.name << " [f64] " << s.label << " (";
@@ -285,7 +284,7 @@ TEST_CASE("autodiff op table: jvp matches finite differences in float64") {
   CHECK(skips.skipped * 10 <= skips.total);
 }
 
-TEST_CASE("autodiff op table: vjp satisfies <u, J v> = <J^T u, v>") {
+TEST_CASE("autodiff op table: vjp satisfies <u, J v> = <J^T u, v>, and linearize agrees with jvp") {
   for (const AdCase& c : cases()) {
     CAPTURE(c.what);
     Arrays x = c.floats(), v = random_like(x, -1, 1, c.seed);
@@ -297,12 +296,83 @@ TEST_CASE("autodiff op table: vjp satisfies <u, J v> = <J^T u, v>") {
       Arrays jtu = f_vjp(u[0]);
       REQUIRE(jtu.size() == x.size());
       for (size_t k = 0; k < x.size(); ++k) CHECK(jtu[k].aval().same_type(x[k].aval()));
+      auto [y3, f_lin] = fx::linearize(f, x);
+      fx::Array lin_v = f_lin(v);
+      CHECK(lin_v.aval().same_type(jv.aval()));
+      std::vector<double> a = host_data(lin_v), b = host_data(jv);
+      for (size_t i = 0; i < a.size(); ++i) CHECK_MESSAGE(std::fabs(a[i] - b[i]) <= 1e-12 * (1 + std::fabs(b[i])),
+                                                          "linearize " << a[i] << " vs jvp " << b[i] << " at " << i);
       double lhs = dot(u, {jv}), rhs = dot(jtu, v);
       double scale = abs_dot(u, {jv}) + abs_dot(jtu, v);
       CHECK_MESSAGE(std::fabs(lhs - rhs) <= identity_tolerance(y.dtype()) * (1 + scale),
                     "<u, Jv> = " << lhs << ", <J^T u, v> = " << rhs);
     } catch (const std::exception& e) {
       FAIL_CHECK("raised: " << std::string(e.what()));
+    }
+  }
+}
+
+// Rounding in a narrow dtype, relative to the largest magnitude of the float64 result: derivative
+// formulas chain a few rounded ops, hence the factor over the op table's forward tolerances.
+double narrow_tolerance(fx::DType d) {
+  switch (d) {
+    case fx::DType::float16: return 4e-2;
+    case fx::DType::bfloat16: return 8e-2;
+    case fx::DType::float32: return 4e-5;
+    default: return 1e-12;
+  }
+}
+
+TEST_CASE("autodiff op table: jvp and vjp in narrow float dtypes keep the dtypes and track float64") {
+  for (const AdCase& c : cases()) {
+    for (fx::DType d : c.op->dtypes) {
+      if (!fx::is_float(d) || d == fx::float64) continue;
+      CAPTURE(c.what);
+      CAPTURE(fx::dtype_name(d));
+      // The narrow inputs, and the same (rounded) values in float64 for the reference.
+      Arrays x64 = c.floats(), x, x_ref;
+      for (const fx::Array& a : x64) {
+        x.push_back(to_array(to_host(a), d));
+        x_ref.push_back(to_array(to_host(x.back()), fx::float64));
+      }
+      Arrays v64 = random_like(x64, -1, 1, c.seed), v;
+      for (const fx::Array& a : v64) v.push_back(to_array(to_host(a), d));
+      try {
+        fx::Array y = c.call(x);
+        if (!fx::is_float(y.dtype()) || !all_finite({y})) continue;
+        auto [y1, t] = fx::jvp(c.fn(), std::tuple{x}, std::tuple{v});
+        CHECK_MESSAGE(t.aval().same_type(y.aval()), "tangent " << t.aval().str() << " for output " << y.aval().str());
+        auto [y2, f_vjp] = fx::vjp(c.fn(), x);
+        fx::Array u = to_array(uniform(y.shape(), -1, 1, c.seed + 1000), y.dtype());
+        Arrays ct = f_vjp(u);
+        for (size_t k = 0; k < x.size(); ++k)
+          CHECK_MESSAGE(ct[k].aval().same_type(x[k].aval()),
+                        "cotangent " << ct[k].aval().str() << " for input " << x[k].aval().str());
+        // Values: against float64 at the rounded inputs (v and u are exact in every dtype only up to
+        // rounding, so the reference uses the rounded ones too).
+        Arrays v_ref, u_ref;
+        for (const fx::Array& a : v) v_ref.push_back(to_array(to_host(a), fx::float64));
+        u_ref.push_back(to_array(to_host(u), c.call(x_ref).dtype()));
+        fx::Array t_ref = fx::jvp(c.fn(), std::tuple{x_ref}, std::tuple{v_ref}).second;
+        auto [y4, vjp_ref] = fx::vjp(c.fn(), x_ref);
+        Arrays ct_ref = vjp_ref(u_ref[0]);
+        if (!all_finite({t_ref}) || !all_finite(ct_ref)) continue;
+        const double tol = std::max(narrow_tolerance(y.dtype()), narrow_tolerance(d)) * c.op->tol_scale;
+        auto check_tracks = [&](const fx::Array& got, const fx::Array& want, const char* what) {
+          std::vector<double> a = host_data(got), b = host_data(want);
+          double scale = 1;
+          for (double w : b) scale = std::max(scale, std::fabs(w));
+          size_t bad = 0, first = 0;
+          for (size_t i = 0; i < a.size(); ++i)
+            if (!(std::fabs(a[i] - b[i]) <= tol * scale) && bad++ == 0) first = i;
+          CHECK_MESSAGE(bad == 0, std::string(what) << ": " << bad << " differ; first at " << first << ": " << a[first]
+                                       << " vs float64 " << b[first]);
+        };
+        check_tracks(t, t_ref, "jvp");
+        for (size_t k = 0; k < x.size(); ++k) check_tracks(ct[k], ct_ref[k], "vjp");
+      } catch (const std::exception& e) {
+        FAIL_CHECK("raised: " << std::string(e.what()));
+      }
     }
   }
 }
@@ -390,13 +460,13 @@ void check_close(const Arrays& got, const Arrays& want, const char* what) {
   REQUIRE(got.size() == want.size());
   for (size_t k = 0; k < got.size(); ++k) {
     CHECK_MESSAGE(got[k].aval().same_type(want[k].aval()),
-                  what << " output " << k << ": " << got[k].aval().str() << " vs " << want[k].aval().str());
+                  std::string(what) << " output " << k << ": " << got[k].aval().str() << " vs " << want[k].aval().str());
     std::vector<double> a = host_data(got[k]), b = host_data(want[k]);
     if (a.size() != b.size()) continue;
     size_t bad = 0, first = 0;
     for (size_t i = 0; i < a.size(); ++i)
       if (!(std::fabs(a[i] - b[i]) <= 1e-12 * (1 + std::fabs(b[i]))) && bad++ == 0) first = i;
-    CHECK_MESSAGE(bad == 0, what << " output " << k << ": " << bad << " differ; first at " << first << ": " << a[first]
+    CHECK_MESSAGE(bad == 0, std::string(what) << " output " << k << ": " << bad << " differ; first at " << first << ": " << a[first]
                                  << " vs " << b[first]);
   }
 }
