@@ -8,6 +8,7 @@
 #include <functional>
 #include <numeric>
 
+#include "api/creation.h"
 #include "ir/trace.h"
 #include "prims/elementwise.h"
 #include "transforms/jvp.h"
@@ -124,8 +125,41 @@ std::vector<Array> sort_jvp(std::span<const Array> x, std::span<const Array> t, 
   for (size_t k = 0; k < carried.size(); ++k) out[carried[k]] = sorted[x.size() + k];
   return out;
 }
+
+// The JVP above leaves sort(keys..., tangents...) in the linear program: linear in the operands
+// after the keys, with the keys known. It applies the keys' sorting permutation P to each line
+// (out[i] = t[P[i]]), so its transpose scatters back, ct_t[P[i]] = ct[i]: that is sorting ct by
+// the key P (a permutation, so sorting by it applies the inverse). P is sort(keys..., iota),
+// from known values only; a second-order transpose meets sort(P, ct), which this rule handles too.
+std::vector<Array> sort_transpose(std::span<const Array> cts, std::span<const LinearArg> args, const Params& params,
+                                  SourceLoc loc) {
+  const size_t num_keys = size_t(params.get_int("num_keys"));
+  for (size_t k = 0; k < num_keys; ++k)
+    if (args[k].linear)
+      throw TypeError("TypeError: transpose of sort at " + loc.str() + ": sort is not linear in its keys");
+  std::vector<Array> keys;
+  for (size_t k = 0; k < num_keys; ++k) keys.push_back(args[k].value);
+  keys.push_back(iota(int32, args[0].aval.shape, params.get_int("dimension"), loc));
+  std::vector<Array> operands{bind(Prim::sort, keys, params, loc).back()};  // P, then the cotangents
+  std::vector<size_t> which;
+  for (size_t i = num_keys; i < args.size(); ++i)
+    if (args[i].linear && !is_zero(cts[i])) {
+      which.push_back(i);
+      operands.push_back(cts[i]);
+    }
+  std::vector<Array> out(args.size());
+  if (which.empty()) return out;
+  Params one_key = params;
+  one_key.set("num_keys", int64_t(1));
+  std::vector<Array> sorted = bind(Prim::sort, operands, one_key, loc);
+  for (size_t k = 0; k < which.size(); ++k) out[which[k]] = sorted[k + 1];
+  return out;
+}
 }  // namespace
 
-void register_sort_prims(RuleTable& t) { t[size_t(Prim::sort)] = {&sort_rule, &sort_kernel, &sort_jvp}; }
+void register_sort_prims(RuleTable& t) {
+  t[size_t(Prim::sort)] = {&sort_rule, &sort_kernel, &sort_jvp};
+  t[size_t(Prim::sort)].transpose = &sort_transpose;
+}
 
 }  // namespace fluxion

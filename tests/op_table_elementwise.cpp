@@ -160,10 +160,12 @@ void add_elementwise_ops(std::vector<OpInfo>& t) {
                 [](double x) { return 1 / (x * x); }, {fx::float32, fx::float64});
   numeric_unary("isfinite", [](const fx::Array& x) { return fx::isfinite(fx::log(x)); },
                 [](double x) { return double(std::isfinite(std::log(x))); }, {fx::float32, fx::float64});
+  t.back().differentiable = false;  // bool result
   numeric_unary("bitwise_not", [](const fx::Array& x) { return ~x; }, [](double x) { return double(~int64_t(x)); },
                 {fx::int8, fx::int32, fx::int64});
   numeric_unary("stop_gradient", [](const fx::Array& x) { return fx::stop_gradient(x); }, [](double x) { return x; },
                 kNumericTypes);
+  t.back().differentiable = false;  // its derivative is zero by definition, not that of the identity
 
   // ---- binary arithmetic -------------------------------------------------------------------------
   binary(t, {"add", [](const fx::Array& a, const fx::Array& b) { return a + b; },
@@ -208,6 +210,7 @@ void add_elementwise_ops(std::vector<OpInfo>& t) {
   auto cmp = [&](std::string name, std::function<fx::Array(const fx::Array&, const fx::Array&)> op,
                  std::function<bool(double, double)> ref) {
     binary(t, {name, op, [ref](double x, double y, fx::DType) { return double(ref(x, y)); }, kNumericTypes, -3, 3});
+    t.back().differentiable = false;  // bool results
   };
   cmp("equal", [](const fx::Array& a, const fx::Array& b) { return a == fx::floor(a * 0 + b); },
       [](double x, double y) { return x == std::floor(y); });
@@ -258,6 +261,7 @@ void add_elementwise_ops(std::vector<OpInfo>& t) {
     };
     o.samples = float_samples(0, 100);
     o.dtypes = {fx::int32, fx::float32, fx::float64};
+    o.differentiable = fx::is_float(target);  // conversion to integers or bool has no derivative
     t.push_back(std::move(o));
   }
   // ---- fx::nn --------------------------------------------------------------------------------------
@@ -350,6 +354,7 @@ void add_elementwise_ops(std::vector<OpInfo>& t) {
     };
     o.samples = binary_samples(-2, 2, false);
     o.dtypes = {fx::float32, fx::int32};
+    o.differentiable = false;  // bool result
     t.push_back(std::move(o));
   }
 }
