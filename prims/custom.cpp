@@ -126,6 +126,15 @@ std::vector<Array> custom_vjp_linear_impl(Arrays, const Params&, SourceLoc loc) 
   throw TypeError("TypeError: forward-mode differentiation (jvp, jacfwd) of a custom_vjp function at " + loc.str() +
                   " is not supported: its rule only gives the VJP. Use fx::custom_jvp, or reverse mode.");
 }
+// Linear in its tangents for fixed residuals: the JVP applies the same map to their tangents.
+std::vector<Array> custom_vjp_linear_jvp(Arrays x, Arrays t, Arrays, const Params& params, SourceLoc loc) {
+  size_t nb = count(params, "num_bwd_consts"), nr = count(params, "num_res");
+  reject_closure_tangents(t, nb + nr, "custom_vjp (through its residuals)", loc);
+  std::vector<Array> in(x.begin(), x.begin() + long(nb + nr));
+  std::vector<Array> ts = tangents_or_zeros(x, t, nb + nr, loc);
+  in.insert(in.end(), ts.begin(), ts.end());
+  return bind(Prim::custom_vjp_linear, in, params, loc);
+}
 std::vector<Array> custom_vjp_linear_transpose(Arrays cts, std::span<const LinearArg> a, const Params& params,
                                                SourceLoc loc) {
   size_t nb = count(params, "num_bwd_consts"), nr = count(params, "num_res");
@@ -196,6 +205,7 @@ void register_custom_prims(RuleTable& t) {
   cl.shape = &custom_vjp_linear_rule;
   cl.impl = &custom_vjp_linear_impl;
   cl.transpose = &custom_vjp_linear_transpose;
+  cl.jvp = &custom_vjp_linear_jvp;
   PrimitiveRules& cp = t[size_t(Prim::checkpoint)];
   cp.shape = &checkpoint_rule;
   cp.impl = &checkpoint_impl;
