@@ -6,7 +6,7 @@
 
 namespace fluxion {
 
-PartialEval partial_eval(const Program& p, const std::vector<bool>& unknown_in, const std::vector<bool>& instantiate) {
+PartialEval partial_eval(Program p, const std::vector<bool>& unknown_in, const std::vector<bool>& instantiate) {
   std::vector<char> unknown(p.types.size(), 0);
   for (size_t i = 0; i < p.invars.size(); ++i) unknown[size_t(p.invars[i])] = unknown_in[i];
   std::vector<char> eqn_unknown(p.eqns.size(), 0);
@@ -47,20 +47,20 @@ PartialEval partial_eval(const Program& p, const std::vector<bool>& unknown_in, 
   for (size_t i = 0; i < p.invars.size(); ++i)
     if (!unknown_in[i]) k.invars.push_back(p.invars[i]);
   for (size_t e = 0; e < p.eqns.size(); ++e)
-    if (!eqn_unknown[e]) k.eqns.push_back(p.eqns[e]);
+    if (!eqn_unknown[e]) k.eqns.push_back(std::move(p.eqns[e]));
   for (size_t i = 0; i < p.outvars.size(); ++i)
     if (!r.out_unknown[i]) k.outvars.push_back(p.outvars[i]);
   for (int32_t v : residuals) k.outvars.push_back(Atom(v));
 
   Program& u = r.unknown;
-  u.types = p.types;
-  u.constvars = p.constvars;
-  u.consts = p.consts;
+  u.types = std::move(p.types);
+  u.constvars = std::move(p.constvars);
+  u.consts = std::move(p.consts);
   u.invars = residuals;
   for (size_t i = 0; i < p.invars.size(); ++i)
     if (unknown_in[i]) u.invars.push_back(p.invars[i]);
   for (size_t e = 0; e < p.eqns.size(); ++e)
-    if (eqn_unknown[e]) u.eqns.push_back(p.eqns[e]);
+    if (eqn_unknown[e]) u.eqns.push_back(std::move(p.eqns[e]));
   for (size_t i = 0; i < p.outvars.size(); ++i)
     if (r.out_unknown[i]) u.outvars.push_back(p.outvars[i]);
   return r;

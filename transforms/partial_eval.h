@@ -21,6 +21,6 @@ struct PartialEval {
 
 /// `unknown_in[i]`: invar i is unknown. `instantiate[i]`: output i must come out of the unknown
 /// program even if it is computable from known inputs (it then travels as a residual).
-PartialEval partial_eval(const Program& p, const std::vector<bool>& unknown_in, const std::vector<bool>& instantiate);
+PartialEval partial_eval(Program p, const std::vector<bool>& unknown_in, const std::vector<bool>& instantiate);
 
 }  // namespace fluxion

@@ -221,6 +221,8 @@ class Simplifier {
 Program compact(Program p) {
   std::vector<int32_t> map(p.types.size(), -1);
   Program q;
+  q.types.reserve(p.types.size());
+  q.eqns.reserve(p.eqns.size());
   auto def = [&](int32_t v) {
     map[size_t(v)] = q.new_var(p.types[size_t(v)]);
     return map[size_t(v)];

@@ -16,7 +16,7 @@ LinearizedPrograms linearize_programs(const Program& p, const std::vector<bool>&
   std::vector<bool> unknown(n_in + n_wrt, false), instantiate(n_out + num_diff_outputs, false);
   for (size_t i = n_in; i < unknown.size(); ++i) unknown[i] = true;
   for (size_t i = n_out; i < instantiate.size(); ++i) instantiate[i] = true;
-  PartialEval pe = partial_eval(j, unknown, instantiate);
+  PartialEval pe = partial_eval(std::move(j), unknown, instantiate);
   LinearizedPrograms r;
   r.forward = simplify(std::move(pe.known));
   r.linear = simplify(std::move(pe.unknown));
@@ -37,22 +37,56 @@ VjpPrograms vjp_programs(const Program& p, const std::vector<bool>& wrt, size_t 
   return r;
 }
 
+namespace {
+// Appends callee's eqns to caller with callee's invars bound to `args` (atoms of caller) and its
+// constvars added to caller's; returns callee's outvars as atoms of caller. Program surgery, not
+// re-tracing: no shape rules run and no Arrays are made.
+std::vector<Atom> append_program(Program& caller, const Program& callee, const std::vector<Atom>& args) {
+  std::vector<Atom> map(callee.types.size());
+  for (size_t i = 0; i < callee.invars.size(); ++i) map[size_t(callee.invars[i])] = args[i];
+  for (size_t i = 0; i < callee.constvars.size(); ++i) {
+    int32_t v = caller.new_var(callee.type(callee.constvars[i]));
+    caller.constvars.push_back(v);
+    caller.consts.push_back(callee.consts[i]);
+    map[size_t(callee.constvars[i])] = Atom(v);
+  }
+  caller.eqns.reserve(caller.eqns.size() + callee.eqns.size());
+  for (const Eqn& e : callee.eqns) {
+    Eqn n = e;
+    for (Atom& a : n.inputs)
+      if (!a.is_literal()) a = map[size_t(a.var)];
+    for (int32_t& v : n.outputs) {
+      int32_t fresh = caller.new_var(callee.type(v));
+      map[size_t(v)] = Atom(fresh);
+      v = fresh;
+    }
+    caller.eqns.push_back(std::move(n));
+  }
+  std::vector<Atom> outs;
+  for (const Atom& a : callee.outvars) outs.push_back(a.is_literal() ? a : map[size_t(a.var)]);
+  return outs;
+}
+}  // namespace
+
 Program grad_program(const Program& p, const std::vector<bool>& wrt, const std::vector<bool>& keep_outputs) {
   VjpPrograms v = vjp_programs(p, wrt, 1);
-  TraceScope scope;
-  std::vector<Array> in;
-  for (int32_t var : p.invars) in.push_back(scope.new_input(p.type(var)));
-  std::vector<Array> fwd = eval_program(v.forward, in);
-  std::vector<Array> back_in(fwd.begin() + long(v.num_outputs), fwd.end());
+  Program g;
+  std::vector<Atom> in;
+  for (int32_t var : p.invars) {
+    int32_t n = g.new_var(p.type(var));
+    g.invars.push_back(n);
+    in.push_back(Atom(n));
+  }
+  std::vector<Atom> fwd = append_program(g, v.forward, in);
+  std::vector<Atom> back_in(fwd.begin() + long(v.num_outputs), fwd.end());
   const AbstractArray out = p.out_avals().at(0);
-  back_in.push_back(literal_array(Literal::of_double(1.0, out.dtype, out.weak_type)));
-  std::vector<Array> grads = eval_program(v.backward, back_in);
-  std::vector<Array> results;
+  back_in.push_back(Atom(Literal::of_double(1.0, out.dtype, out.weak_type)));  // the seed cotangent
+  std::vector<Atom> grads = append_program(g, v.backward, back_in);
   for (size_t i = 0; i < v.num_outputs; ++i)
-    if (keep_outputs[i]) results.push_back(fwd[i]);
-  results.insert(results.end(), grads.begin(), grads.end());
+    if (keep_outputs[i]) g.outvars.push_back(fwd[i]);
+  g.outvars.insert(g.outvars.end(), grads.begin(), grads.end());
   // No cse across the two passes: a checkpointed backward pass recomputes on purpose.
-  return simplify(scope.finish(results), /*cse=*/false);
+  return simplify(std::move(g), /*cse=*/false);
 }
 
 }  // namespace fluxion
