@@ -38,7 +38,16 @@ int main() {
             << (fx::arange(3) + fx::ones({3}, fx::float64)).aval().str() << "\n";
   std::cout << "where(a > 1.5f, a, -a)       = " << fx::where(a > 1.5f, a, -a) << "\n";
   std::cout << "a * 2.f + sin(a) / exp(-a)   = " << a * 2.f + fx::sin(a) / fx::exp(-a) << "\n";
-  // Once reductions and matmul land: fx::sum(m), fx::mean(m, {1}), fx::matmul(m, m) here.
+
+  section("reductions, shapes and linear algebra");
+  std::cout << "sum(m) = " << fx::sum(m) << ", sum(m, {0}) = " << fx::sum(m, {0})
+            << ", mean(m, {1}, keepdims) =\n" << fx::mean(m, {1}, true) << "\n";
+  std::cout << "argmax(m, 1) = " << fx::argmax(m, 1) << ", logsumexp(m, {1}) = " << fx::logsumexp(m, {1}) << "\n";
+  std::cout << "matmul(m, m) =\n" << fx::matmul(m, m) << "\n";
+  std::cout << "einsum(\"ij,jk->ik\", m, m) equals it: " << fx::all(fx::einsum("ij,jk->ik", m, m) == fx::matmul(m, m))
+            << "\n";
+  std::cout << "reshape(arange(6), {2, -1}).T =\n" << fx::transpose(fx::reshape(fx::arange(6), {2, -1})) << "\n";
+  std::cout << "take(a, [2, 0]) = " << fx::take(a, fx::array({2, 0}), 0) << "\n";
 
   section("tracing: make_ir prints the program a function computes");
   auto f = [](const fx::Array& x, const fx::Array& y) {
@@ -64,7 +73,36 @@ int main() {
   std::cout << "tree::map(leaf * 0.5f + 1.f): w =\n" << halved.w << "\n  b = " << halved.b << "\n";
   auto apply = [](const Layer& l, const fx::Array& v) { return fx::tanh(l.w * v + l.b); };
   std::cout << "make_ir over a Layer and an Array:\n" << fx::make_ir(apply)(layer, fx::ones({2})) << "\n";
-  // Once random lands: a Layer initialised with fx::random::normal(fx::random::key(0), {2, 2}).
+
+  section("random numbers: threefry2x32 keys, the same bits as JAX");
+  auto key = fx::random::key(0);
+  auto [k1, k2] = fx::random::split(key);
+  std::cout << "split(key(0)) = " << k1 << " " << k2 << "\n";
+  std::cout << "uniform(key(0)) = " << fx::random::uniform(key, {}) << " (JAX: 0.41845703)\n";
+  std::cout << "normal(k1, {2, 3}) =\n" << fx::random::normal(k1, {2, 3}) << "\n";
+
+  section("autodiff: grad is a program rewrite");
+  auto loss_sin = [](const fx::Array& v) { return fx::sum(fx::sin(v)); };
+  std::cout << "make_ir(grad(sum(sin(x)))):\n" << fx::make_ir(fx::grad(loss_sin))(a) << "\n";
+  std::cout << "grad(sum(sin))(a) = " << fx::grad(loss_sin)(a) << " == cos(a) = " << fx::cos(a) << "\n";
+  auto cube = [](const fx::Array& v) { return v * v * v; };
+  std::cout << "grad(grad(x^3))(2) = " << fx::grad(fx::grad(cube))(fx::scalar(2.f)) << "\n";
+  std::cout << "hessian(sum(x^3))(a) =\n" << fx::hessian([](const fx::Array& v) { return fx::sum(v * v * v); })(a) << "\n";
+
+  section("training a Layer with grad and SGD (a tree of parameters)");
+  fx::Array inputs = fx::random::normal(k2, {64, 2});
+  fx::Array targets = fx::tanh(fx::matmul(inputs, fx::array({{1.5f, -0.5f}, {0.3f, 0.8f}})) + 0.1f);
+  Layer params{fx::random::normal(k1, {2, 2}) * 0.1f, fx::zeros({2})};
+  auto mse = [&](const Layer& l) {
+    fx::Array pred = fx::tanh(fx::matmul(inputs, l.w) + l.b);
+    return fx::mean(fx::square(pred - targets));
+  };
+  for (int step = 0; step <= 200; ++step) {
+    auto [value, grads] = fx::value_and_grad(mse)(params);
+    if (step % 50 == 0) std::cout << "step " << step << "  loss " << value << "\n";
+    params = fx::tree::map([](const fx::Array& p, const fx::Array& g) { return p - 0.5f * g; }, params, grads);
+  }
+  std::cout << "learned w =\n" << params.w << "\n";
 
   section("errors name the op, the operand types and your line");
   try {
