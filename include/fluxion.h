@@ -24,3 +24,4 @@
 #include "transforms/autodiff.h"
 #include "transforms/custom_derivatives.h"
 #include "transforms/make_ir.h"
+#include "transforms/vmap_api.h"

@@ -12,6 +12,7 @@
 #include "ir/shape.h"
 #include "transforms/jvp.h"
 #include "transforms/transpose.h"
+#include "transforms/vmap.h"
 
 namespace fluxion {
 
@@ -48,6 +49,8 @@ struct PrimitiveRules {
   /// an explicit zero, and it needs no JVP rule.
   bool zero_derivative = false;
   ImplRule impl = nullptr;
+  /// Batching rule (transforms/vmap.h).
+  BatchRule batch = nullptr;
 };
 
 /// The rules of p (the table is filled once, on first use, by the register_* functions below).

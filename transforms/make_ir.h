@@ -29,6 +29,21 @@ auto trace_to_program(const F& f, const Args&... args) {
   Program p = scope.finish(outs);
   return std::pair{std::move(p), std::move(out)};
 }
+/// trace_to_program with the inputs' types given explicitly (one per Array leaf of args, in order):
+/// vmap traces the per-example function with each leaf's batch dimension removed.
+template <class F, class... Args>
+auto trace_with_avals(const F& f, const std::vector<AbstractArray>& avals, const Args&... args) {
+  TraceScope scope;
+  std::vector<Array> tracers;
+  tracers.reserve(avals.size());
+  for (const AbstractArray& a : avals) tracers.push_back(scope.new_input(a));
+  const Array* it = tracers.data();
+  auto traced_args = std::tuple<Args...>{tree::rebuild(args, it)...};
+  auto out = std::apply(f, traced_args);
+  std::vector<Array> outs = tree::leaves(out);
+  Program p = scope.finish(outs);
+  return std::pair{std::move(p), std::move(out)};
+}
 }  // namespace detail
 
 /// make_ir(f)(args...) is the Program that f computes (jax.make_jaxpr).
