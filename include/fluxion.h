@@ -21,4 +21,5 @@
 #include "ir/error.h"
 #include "ir/program.h"
 #include "ir/shape.h"
+#include "transforms/jit.h"
 #include "transforms/make_ir.h"
