@@ -21,5 +21,6 @@
 #include "ir/error.h"
 #include "ir/program.h"
 #include "ir/shape.h"
+#include "transforms/autodiff.h"
 #include "transforms/jit.h"
 #include "transforms/make_ir.h"

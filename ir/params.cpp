@@ -1,6 +1,7 @@
 #include "ir/params.h"
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <stdexcept>
 
@@ -68,6 +69,10 @@ bool values_equal(const ParamValue& a, const ParamValue& b) {
     for (size_t i = 0; i < la->size(); ++i)
       if (!programs_equal((*la)[i], lb[i])) return false;
     return true;
+  }
+  if (auto* da = std::get_if<double>(&a)) {  // bitwise, so that NaN equals itself (as Literal does)
+    double db = std::get<double>(b);
+    return std::memcmp(da, &db, sizeof(double)) == 0;
   }
   return a == b;
 }

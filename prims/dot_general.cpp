@@ -10,8 +10,13 @@
 #include <numeric>
 #include <string>
 
+#include "api/creation.h"
+#include "api/operands.h"
 #include "ir/error.h"
+#include "ir/trace.h"
 #include "prims/registry.h"
+#include "transforms/jvp.h"
+#include "transforms/transpose.h"
 
 namespace fluxion {
 namespace {
@@ -277,6 +282,88 @@ void dot_general_kernel(std::span<const View> in, std::span<const View> out, con
 
 }  // namespace
 
-void register_dot_general_prims(RuleTable& t) { t[size_t(Prim::dot_general)] = {&dot_general_rule, &dot_general_kernel}; }
+namespace {
+// ---- derivatives --------------------------------------------------------------------------------
+// dot_general is bilinear: d(a.b) = ta.b + a.tb, and each side transposes to another dot_general
+// (of the cotangent with the other operand) followed by a transpose back into the operand's layout.
+
+IntList kept_dims(int rank, const IntList& contracting, const IntList& batch) {
+  IntList out;
+  for (int d = 0; d < rank; ++d)
+    if (std::find(contracting.begin(), contracting.end(), d) == contracting.end() &&
+        std::find(batch.begin(), batch.end(), d) == batch.end())
+      out.push_back(d);
+  return out;
+}
+IntList iota_list(int64_t from, size_t n) {
+  IntList out(n);
+  std::iota(out.begin(), out.end(), from);
+  return out;
+}
+IntList argsort(const IntList& v) {
+  IntList idx = iota_list(0, v.size());
+  std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) { return v[size_t(a)] < v[size_t(b)]; });
+  return idx;
+}
+
+Array dot(const Array& a, const Array& b, const Params& params, SourceLoc loc) {
+  return bind1(Prim::dot_general, {a, b}, params, loc);
+}
+
+std::vector<Array> dot_general_jvp(std::span<const Array> x, std::span<const Array> t, std::span<const Array>,
+                                   const Params& params, SourceLoc loc) {
+  Array da = is_zero(t[0]) ? Array() : dot(t[0], x[1], params, loc);
+  Array db = is_zero(t[1]) ? Array() : dot(x[0], t[1], params, loc);
+  return {add_tangents(da, db, loc)};
+}
+
+// The cotangent of the operand `x` (whose dims are x_contract/x_batch) given the other operand `y`.
+// `x_is_lhs` says where x's free dims sit in the output (after the batch dims, before y's free
+// dims if x is the lhs).
+Array transpose_side(const Array& ct, const AbstractArray& x, const Array& y, const IntList& x_contract,
+                     const IntList& x_batch, const IntList& y_contract, const IntList& y_batch, bool x_is_lhs,
+                     SourceLoc loc) {
+  const IntList x_kept = kept_dims(x.ndim(), x_contract, x_batch);
+  const IntList y_kept = kept_dims(y.ndim(), y_contract, y_batch);
+  const int64_t nb = int64_t(x_batch.size());
+  IntList ans_batch = iota_list(0, x_batch.size()), ans_y;
+  if (x_is_lhs)
+    ans_y = iota_list(nb + int64_t(x_kept.size()), y_kept.size());
+  else
+    ans_y = iota_list(nb, y_kept.size());
+  // The operands must share a dtype: bring the cotangent to y's (preferred_element_type may differ).
+  Array g = detail::convert(ct, y.dtype(), y.weak_type(), loc);
+  Array r = dot(g, y,
+                Params{{"lhs_contracting", ans_y}, {"rhs_contracting", y_kept}, {"lhs_batch", ans_batch},
+                       {"rhs_batch", y_batch}},
+                loc);
+  // r's dims: x_batch..., x_kept..., then x_contract ordered as y_contract sorts.
+  IntList order = x_batch;
+  order.insert(order.end(), x_kept.begin(), x_kept.end());
+  IntList by_y = argsort(y_contract);
+  for (int64_t i : by_y) order.push_back(x_contract[size_t(i)]);
+  IntList perm = argsort(order);
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == int64_t(i);
+  if (!identity) r = bind1(Prim::transpose, {r}, Params{{"permutation", perm}}, loc);
+  return detail::convert(r, x.dtype, x.weak_type, loc);
+}
+
+std::vector<Array> dot_general_transpose(std::span<const Array> ct, std::span<const LinearArg> a, const Params& params,
+                                         SourceLoc loc) {
+  const IntList& lc = params.get_ints("lhs_contracting");
+  const IntList& rc = params.get_ints("rhs_contracting");
+  const IntList& lb = params.get_ints("lhs_batch");
+  const IntList& rb = params.get_ints("rhs_batch");
+  if (a[0].linear && a[1].linear)
+    throw TypeError("TypeError: transpose of dot_general: both operands are linear (the program is not linear)");
+  if (a[0].linear) return {transpose_side(ct[0], a[0].aval, a[1].value, lc, lb, rc, rb, true, loc), Array()};
+  return {Array(), transpose_side(ct[0], a[1].aval, a[0].value, rc, rb, lc, lb, false, loc)};
+}
+}  // namespace
+
+void register_dot_general_prims(RuleTable& t) {
+  t[size_t(Prim::dot_general)] = {&dot_general_rule, &dot_general_kernel, &dot_general_jvp, &dot_general_transpose};
+}
 
 }  // namespace fluxion

@@ -24,8 +24,13 @@
 #include <cstring>
 #include <string>
 
+#include "api/creation.h"
+#include "api/elementwise.h"
 #include "ir/error.h"
+#include "ir/trace.h"
 #include "prims/registry.h"
+#include "transforms/jvp.h"
+#include "transforms/transpose.h"
 
 namespace fluxion {
 namespace {
@@ -229,6 +234,105 @@ void scatter_add_kernel(std::span<const View> in, std::span<const View> out, con
   });
 }
 
+// ---- derivatives --------------------------------------------------------------------------------
+// All five are linear in their data operands (never in the indices, which are integers): the JVP
+// applies the primitive to the tangents with the same indices; transposes move cotangents back.
+using Arrays = std::span<const Array>;
+using LinearArgs = std::span<const LinearArg>;
+
+Array tangent_or_zeros(const Array& t, const Array& primal, SourceLoc loc) {
+  return is_zero(t) ? zeros_like(primal, loc) : t;
+}
+Array zeros_of(const AbstractArray& a, SourceLoc loc) { return zeros(a.shape, a.dtype, loc); }
+std::vector<Array> values(LinearArgs a, size_t first) {
+  std::vector<Array> v;
+  for (size_t i = first; i < a.size(); ++i) v.push_back(a[i].value);
+  return v;
+}
+
+// dynamic_slice(x, i...): linear in x.
+std::vector<Array> dynamic_slice_jvp(Arrays x, Arrays t, Arrays, const Params& params, SourceLoc loc) {
+  std::vector<Array> ins(x.begin(), x.end());
+  ins[0] = t[0];
+  return {bind1(Prim::dynamic_slice, ins, params, loc)};
+}
+std::vector<Array> dynamic_slice_transpose(Arrays ct, LinearArgs a, const Params&, SourceLoc loc) {
+  std::vector<Array> ins{zeros_of(a[0].aval, loc), ct[0]};
+  for (const Array& i : values(a, 1)) ins.push_back(i);
+  std::vector<Array> out(a.size());
+  out[0] = bind1(Prim::dynamic_update_slice, ins, {}, loc);
+  return out;
+}
+
+// dynamic_update_slice(x, update, i...): linear in (x, update) jointly.
+std::vector<Array> dynamic_update_slice_jvp(Arrays x, Arrays t, Arrays, const Params& params, SourceLoc loc) {
+  std::vector<Array> ins(x.begin(), x.end());
+  ins[0] = tangent_or_zeros(t[0], x[0], loc);
+  ins[1] = tangent_or_zeros(t[1], x[1], loc);
+  return {bind1(Prim::dynamic_update_slice, ins, params, loc)};
+}
+std::vector<Array> dynamic_update_slice_transpose(Arrays ct, LinearArgs a, const Params&, SourceLoc loc) {
+  std::vector<Array> idx = values(a, 2);
+  std::vector<Array> out(a.size());
+  if (a[0].linear) {
+    std::vector<Array> ins{ct[0], zeros_of(a[1].aval, loc)};
+    ins.insert(ins.end(), idx.begin(), idx.end());
+    out[0] = bind1(Prim::dynamic_update_slice, ins, {}, loc);
+  }
+  if (a[1].linear) {
+    std::vector<Array> ins{ct[0]};
+    ins.insert(ins.end(), idx.begin(), idx.end());
+    out[1] = bind1(Prim::dynamic_slice, ins, Params{{"slice_sizes", a[1].aval.shape.dims()}}, loc);
+  }
+  return out;
+}
+
+// The indices as the forward pass used them: gather clamps into [0, n).
+Array clamped_indices(const Array& idx, int64_t n, SourceLoc loc) {
+  return clip(idx, 0, std::max<int64_t>(n - 1, 0), loc);
+}
+// Broadcasts a mask over the indices' shape to the shape of the updates/gathered values.
+Array mask_like(const Array& mask, const AbstractArray& like, int64_t axis, SourceLoc loc) {
+  IntList dims;
+  for (int d = 0; d < mask.ndim(); ++d) dims.push_back(axis + d);
+  return bind1(Prim::broadcast_in_dim, {mask}, Params{{"shape", like.shape.dims()}, {"broadcast_dimensions", dims}}, loc);
+}
+
+// gather[axis](x, idx): linear in x. Its transpose adds each cotangent where it was read from.
+std::vector<Array> gather_jvp(Arrays x, Arrays t, Arrays, const Params& params, SourceLoc loc) {
+  return {bind1(Prim::gather, {t[0], x[1]}, params, loc)};
+}
+std::vector<Array> gather_transpose(Arrays ct, LinearArgs a, const Params& params, SourceLoc loc) {
+  const int64_t axis = params.get_int("axis");
+  Array idx = clamped_indices(a[1].value, a[0].aval.shape[size_t(axis)], loc);
+  return {bind1(Prim::scatter_add, {zeros_of(a[0].aval, loc), idx, ct[0]}, params, loc), Array()};
+}
+
+// scatter_add / scatter (x, idx, updates): linear in (x, updates) jointly. Out-of-range indices
+// were dropped, so their updates get a zero cotangent.
+template <Prim P>
+std::vector<Array> scatter_jvp(Arrays x, Arrays t, Arrays, const Params& params, SourceLoc loc) {
+  return {bind1(P, {tangent_or_zeros(t[0], x[0], loc), x[1], tangent_or_zeros(t[2], x[2], loc)}, params, loc)};
+}
+Array updates_cotangent(const Array& ct, LinearArgs a, const Params& params, SourceLoc loc) {
+  const int64_t axis = params.get_int("axis");
+  const int64_t n = a[0].aval.shape[size_t(axis)];
+  const Array& idx = a[1].value;
+  Array read = bind1(Prim::gather, {ct, idx}, params, loc);
+  Array in_range = logical_and(idx >= 0, idx < n, loc);
+  return where(mask_like(in_range, a[2].aval, axis, loc), read, 0, loc);
+}
+std::vector<Array> scatter_add_transpose(Arrays ct, LinearArgs a, const Params& params, SourceLoc loc) {
+  return {a[0].linear ? ct[0] : Array(), Array(), a[2].linear ? updates_cotangent(ct[0], a, params, loc) : Array()};
+}
+// scatter overwrites: x's cotangent is zero where an update landed; each update gets the
+// cotangent of its destination (exact for unique indices; with duplicates every writer gets it).
+std::vector<Array> scatter_transpose(Arrays ct, LinearArgs a, const Params& params, SourceLoc loc) {
+  Array t_x;
+  if (a[0].linear) t_x = bind1(Prim::scatter, {ct[0], a[1].value, zeros_of(a[2].aval, loc)}, params, loc);
+  return {t_x, Array(), a[2].linear ? updates_cotangent(ct[0], a, params, loc) : Array()};
+}
+
 }  // namespace
 
 void register_indexing_prims(RuleTable& t) {
@@ -237,6 +341,17 @@ void register_indexing_prims(RuleTable& t) {
   t[size_t(Prim::gather)] = {&gather_rule, &gather_kernel};
   t[size_t(Prim::scatter)] = {&scatter_rule, &scatter_kernel};
   t[size_t(Prim::scatter_add)] = {&scatter_rule, &scatter_add_kernel};
+
+  t[size_t(Prim::dynamic_slice)].jvp = &dynamic_slice_jvp;
+  t[size_t(Prim::dynamic_slice)].transpose = &dynamic_slice_transpose;
+  t[size_t(Prim::dynamic_update_slice)].jvp = &dynamic_update_slice_jvp;
+  t[size_t(Prim::dynamic_update_slice)].transpose = &dynamic_update_slice_transpose;
+  t[size_t(Prim::gather)].jvp = &gather_jvp;
+  t[size_t(Prim::gather)].transpose = &gather_transpose;
+  t[size_t(Prim::scatter_add)].jvp = &scatter_jvp<Prim::scatter_add>;
+  t[size_t(Prim::scatter_add)].transpose = &scatter_add_transpose;
+  t[size_t(Prim::scatter)].jvp = &scatter_jvp<Prim::scatter>;
+  t[size_t(Prim::scatter)].transpose = &scatter_transpose;
 }
 
 }  // namespace fluxion

@@ -75,6 +75,7 @@ void threefry2x32_kernel(std::span<const View> in, std::span<const View> out, co
 
 void register_random_prims(RuleTable& t) {
   t[size_t(Prim::threefry2x32)] = {&threefry2x32_rule, &threefry2x32_kernel};
+  t[size_t(Prim::threefry2x32)].zero_derivative = true;  // uint32 in, uint32 out
 }
 
 }  // namespace fluxion

@@ -1,8 +1,416 @@
-// (filled by the reduce family work)
-#include "prims/registry.h"
+// Reductions and scans: reduce_{sum,max,min,prod,and,or}[axes], argmax/argmin[axes index_dtype],
+// cumsum[axis reverse]. Operands arrive promoted (the API layer upcasts bool/int8 sums to int32), so
+// the output dtype is the operand's, as in jax.lax.
+//
+// Accumulation: float16/bfloat16 accumulate in float32 and float32 in float64 (sums, products and
+// cumsum), rounding once at the end; where the reduced axes are innermost, float sums of each
+// contiguous run are pairwise as well (which is what keeps float64 sums accurate). Integers
+// accumulate in uint64 and wrap modulo 2^bits as XLA's integer arithmetic does, without C++'s
+// signed-overflow undefined behaviour.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include "api/creation.h"
+#include "api/elementwise.h"
+#include "api/operands.h"
+#include "prims/elementwise.h"
 
 namespace fluxion {
+namespace {
+using namespace elementwise;
 
-void register_reduce_prims(RuleTable&) {}
+template <class T>
+constexpr bool is_float_type = std::is_floating_point_v<T> || std::is_same_v<T, float16_t> ||
+                               std::is_same_v<T, bfloat16_t>;
+
+/// The type a sum or product of T accumulates in.
+template <class T>
+using acc_t = std::conditional_t<
+    std::is_same_v<T, float> || std::is_same_v<T, double>, double,
+    std::conditional_t<std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>, float, uint64_t>>;
+
+/// Converts one stored value into the accumulator type (integers sign-extend into uint64).
+template <class Acc, class T>
+Acc to_acc(T v) {
+  if constexpr (std::is_same_v<Acc, uint64_t> && std::is_signed_v<T>)
+    return static_cast<uint64_t>(static_cast<int64_t>(v));
+  else
+    return static_cast<Acc>(static_cast<compute_t<T>>(v));
+}
+/// Stores an accumulator back as T (integers truncate modulo 2^bits: two's-complement wrapping).
+template <class T, class Acc>
+T from_acc(Acc a) {
+  if constexpr (std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>) return T(float(a));
+  else if constexpr (std::is_same_v<T, bool>) return a != Acc(0);
+  else return static_cast<T>(a);
+}
+
+// ---- shape rules ----------------------------------------------------------------------------------
+
+const IntList& checked_axes(const AbstractArray& x, const Params& params) {
+  if (!params.has("axes")) rule_error(ErrorKind::Value, "missing param axes");
+  const IntList& axes = params.get_ints("axes");
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (axes[i] < 0 || axes[i] >= x.ndim())
+      rule_error(ErrorKind::Shape, "axis " + std::to_string(axes[i]) + " is out of range for an operand of rank " +
+                                       std::to_string(x.ndim()));
+    if (i && axes[i] <= axes[i - 1]) rule_error(ErrorKind::Shape, "axes must be sorted and unique");
+  }
+  return axes;
+}
+
+Shape reduced_shape(const Shape& s, const IntList& axes) {
+  Shape out;
+  for (int d = 0; d < s.rank(); ++d)
+    if (!std::binary_search(axes.begin(), axes.end(), int64_t(d))) out.push_back(s[size_t(d)]);
+  return out;
+}
+
+template <Accepts A>
+std::vector<AbstractArray> reduce_rule(std::span<const AbstractArray> in, const Params& params) {
+  if (in.size() != 1) rule_error(ErrorKind::Type, "expects 1 operand");
+  check_dtype(A, in[0].dtype);
+  const IntList& axes = checked_axes(in[0], params);
+  return {AbstractArray{reduced_shape(in[0].shape, axes), in[0].dtype, in[0].weak_type}};
+}
+
+std::vector<AbstractArray> argminmax_rule(std::span<const AbstractArray> in, const Params& params) {
+  if (in.size() != 1) rule_error(ErrorKind::Type, "expects 1 operand");
+  const IntList& axes = checked_axes(in[0], params);
+  if (axes.size() != 1) rule_error(ErrorKind::Shape, "expects exactly one axis, got " + std::to_string(axes.size()));
+  if (in[0].shape[size_t(axes[0])] == 0)
+    rule_error(ErrorKind::Shape, "the reduced axis " + std::to_string(axes[0]) + " is empty");
+  if (!params.has("index_dtype")) rule_error(ErrorKind::Value, "missing param index_dtype");
+  DType index = params.get_dtype("index_dtype");
+  if (!is_integer(index))
+    rule_error(ErrorKind::Type, "index_dtype must be an integer dtype, got " + std::string(dtype_name(index)));
+  return {AbstractArray{reduced_shape(in[0].shape, axes), index, false}};
+}
+
+std::vector<AbstractArray> cumsum_rule(std::span<const AbstractArray> in, const Params& params) {
+  if (in.size() != 1) rule_error(ErrorKind::Type, "expects 1 operand");
+  check_dtype(Accepts::Numeric, in[0].dtype);
+  if (!params.has("axis") || !params.has("reverse")) rule_error(ErrorKind::Value, "expects params axis and reverse");
+  int64_t axis = params.get_int("axis");
+  params.get_bool("reverse");
+  if (axis < 0 || axis >= in[0].ndim())
+    rule_error(ErrorKind::Shape,
+               "axis " + std::to_string(axis) + " is out of range for an operand of rank " + std::to_string(in[0].ndim()));
+  return {in[0]};
+}
+
+// ---- the reduction loop ---------------------------------------------------------------------------
+
+/// The operand's dims with adjacent dims of the same kind (reduced / kept) merged, so the loop
+/// below sees alternating groups; `out_stride` is each kept group's stride in the output.
+struct Groups {
+  std::vector<int64_t> size, out_stride;
+  std::vector<bool> reduced;
+};
+
+Groups group_dims(const Shape& s, const IntList& axes) {
+  Groups g;
+  for (int d = 0; d < s.rank(); ++d) {
+    bool r = std::binary_search(axes.begin(), axes.end(), int64_t(d));
+    if (!g.size.empty() && g.reduced.back() == r) {
+      g.size.back() *= s[size_t(d)];
+    } else {
+      g.size.push_back(s[size_t(d)]);
+      g.reduced.push_back(r);
+    }
+  }
+  if (g.size.empty()) {  // rank 0: one kept element
+    g.size.push_back(1);
+    g.reduced.push_back(false);
+  }
+  g.out_stride.assign(g.size.size(), 0);
+  int64_t stride = 1;
+  for (size_t i = g.size.size(); i-- > 0;)
+    if (!g.reduced[i]) {
+      g.out_stride[i] = stride;
+      stride *= g.size[i];
+    }
+  return g;
+}
+
+/// Pairwise summation of a contiguous run: error O(log n) ulps instead of O(n).
+template <class Acc, class T>
+Acc pairwise_sum(const T* x, int64_t n) {
+  if (n <= 128) {
+    Acc s = Acc(0);
+    for (int64_t i = 0; i < n; ++i) s += to_acc<Acc>(x[i]);
+    return s;
+  }
+  int64_t h = n / 2;
+  return pairwise_sum<Acc>(x, h) + pairwise_sum<Acc>(x + h, n - h);
+}
+
+/// Reduces `in` over `axes` into `out`: acc starts at `init`, each element is folded in with
+/// `op(acc, to_acc(x))`; `run` folds a whole contiguous run (when the last group is reduced).
+/// The operand is read once, in memory order.
+template <class T, class Acc, class Op, class Run>
+void reduce_loop(const View& in, const View& out, const IntList& axes, Acc init, Op op, Run run) {
+  const int64_t n_out = out.size();
+  std::unique_ptr<Acc[]> acc(new Acc[size_t(n_out)]);  // not std::vector: Acc may be bool
+  std::fill(acc.get(), acc.get() + n_out, init);
+  if (in.size() > 0) {
+    const Groups g = group_dims(in.shape(), axes);
+    const size_t last = g.size.size() - 1;
+    const int64_t inner = g.size[last];
+    const T* x = in.as<const T>();
+    const int64_t rows = in.size() / inner;
+    std::vector<int64_t> idx(last, 0);
+    int64_t out_off = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* row = x + r * inner;
+      if (g.reduced[last]) {
+        acc[size_t(out_off)] = op(acc[size_t(out_off)], run(row, inner));
+      } else {
+        Acc* a = acc.get() + out_off;
+        for (int64_t j = 0; j < inner; ++j) a[j] = op(a[j], to_acc<Acc>(row[j]));
+      }
+      for (size_t d = last; d-- > 0;) {  // odometer over the outer groups
+        out_off += g.out_stride[d];
+        if (++idx[d] < g.size[d]) break;
+        out_off -= g.out_stride[d] * g.size[d];
+        idx[d] = 0;
+      }
+    }
+  }
+  T* o = out.as<T>();
+  for (int64_t i = 0; i < n_out; ++i) o[i] = from_acc<T>(acc[size_t(i)]);
+}
+
+template <class Acc, class T, class Op>
+Acc fold_run(const T* x, int64_t n, Acc init, Op op) {
+  Acc a = init;
+  for (int64_t i = 0; i < n; ++i) a = op(a, to_acc<Acc>(x[i]));
+  return a;
+}
+
+void reduce_sum_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
+  dispatch_dtype(in[0].dtype(), [&](auto z) {
+    using T = decltype(z);
+    if constexpr (!std::is_same_v<T, bool>) {
+      using Acc = acc_t<T>;
+      reduce_loop<T>(in[0], out[0], params.get_ints("axes"), Acc(0), [](Acc a, Acc b) { return Acc(a + b); },
+                     [](const T* x, int64_t n) {
+                       if constexpr (is_float_type<T>) return pairwise_sum<Acc>(x, n);
+                       else return fold_run(x, n, Acc(0), [](Acc a, Acc b) { return Acc(a + b); });
+                     });
+    }
+  });
+}
+
+void reduce_prod_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
+  dispatch_dtype(in[0].dtype(), [&](auto z) {
+    using T = decltype(z);
+    if constexpr (!std::is_same_v<T, bool>) {
+      using Acc = acc_t<T>;
+      auto mul = [](Acc a, Acc b) { return Acc(a * b); };
+      reduce_loop<T>(in[0], out[0], params.get_ints("axes"), Acc(1), mul,
+                     [&](const T* x, int64_t n) { return fold_run(x, n, Acc(1), mul); });
+    }
+  });
+}
+
+/// max/min propagate NaN (as lax.max): once the accumulator is NaN it stays NaN.
+template <bool IsMax>
+void reduce_extremum_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
+  dispatch_dtype(in[0].dtype(), [&](auto z) {
+    using T = decltype(z);
+    using C = compute_t<T>;
+    C init;
+    if constexpr (std::is_same_v<T, bool>) init = !IsMax;
+    else if constexpr (is_float_type<T>) init = IsMax ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::infinity();
+    else init = IsMax ? std::numeric_limits<C>::lowest() : std::numeric_limits<C>::max();
+    auto pick = [](C a, C b) -> C {
+      if constexpr (IsMax) return (b > a || b != b) && a == a ? b : a;
+      else return (b < a || b != b) && a == a ? b : a;
+    };
+    reduce_loop<T>(in[0], out[0], params.get_ints("axes"), init, pick,
+                   [&](const T* x, int64_t n) { return fold_run(x, n, init, pick); });
+  });
+}
+
+/// reduce_and / reduce_or: logical for bool, bitwise for integers.
+template <bool IsAnd>
+void reduce_bits_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
+  dispatch_dtype(in[0].dtype(), [&](auto z) {
+    using T = decltype(z);
+    if constexpr (std::is_integral_v<T>) {
+      using Acc = uint64_t;
+      const Acc init = IsAnd ? ~Acc(0) : Acc(0);
+      auto op = [](Acc a, Acc b) { return IsAnd ? Acc(a & b) : Acc(a | b); };
+      reduce_loop<T>(in[0], out[0], params.get_ints("axes"), init, op,
+                     [&](const T* x, int64_t n) { return fold_run(x, n, init, op); });
+    }
+  });
+}
+
+// ---- argmax / argmin ------------------------------------------------------------------------------
+
+/// Splits a shape around one axis into (outer, len, inner) element counts.
+struct AxisSplit {
+  int64_t outer = 1, len = 1, inner = 1;
+};
+AxisSplit split_at(const Shape& s, int64_t axis) {
+  AxisSplit a;
+  for (int d = 0; d < s.rank(); ++d) {
+    if (d < axis) a.outer *= s[size_t(d)];
+    else if (d == axis) a.len = s[size_t(d)];
+    else a.inner *= s[size_t(d)];
+  }
+  return a;
+}
+
+/// Whether `cand` replaces `best` (seen first): NaN beats everything and the first NaN stays, as
+/// numpy's and JAX's argmax/argmin; ties keep the first occurrence.
+template <bool IsMax, class C>
+bool beats(C cand, C best) {
+  if (best != best) return false;
+  if (cand != cand) return true;
+  return IsMax ? cand > best : cand < best;
+}
+
+template <bool IsMax>
+void argminmax_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
+  const AxisSplit s = split_at(in[0].shape(), params.get_ints("axes")[0]);
+  dispatch_dtype(in[0].dtype(), [&](auto z) {
+    using T = decltype(z);
+    using C = compute_t<T>;
+    const T* x = in[0].as<const T>();
+    std::vector<int64_t> best_idx(size_t(s.outer * s.inner), 0);
+    std::unique_ptr<C[]> best(new C[size_t(s.inner)]);  // not std::vector: C may be bool
+    for (int64_t o = 0; o < s.outer; ++o) {
+      const T* base = x + o * s.len * s.inner;
+      int64_t* bi = best_idx.data() + o * s.inner;
+      for (int64_t j = 0; j < s.inner; ++j) best[size_t(j)] = static_cast<C>(base[j]);
+      for (int64_t r = 1; r < s.len; ++r) {
+        const T* row = base + r * s.inner;
+        for (int64_t j = 0; j < s.inner; ++j) {
+          C v = static_cast<C>(row[j]);
+          if (beats<IsMax>(v, best[size_t(j)])) {
+            best[size_t(j)] = v;
+            bi[j] = r;
+          }
+        }
+      }
+    }
+    dispatch_dtype(out[0].dtype(), [&](auto w) {
+      using I = decltype(w);
+      if constexpr (std::is_integral_v<I> && !std::is_same_v<I, bool>) {
+        I* o = out[0].as<I>();
+        for (size_t i = 0; i < best_idx.size(); ++i) o[i] = static_cast<I>(best_idx[i]);
+      }
+    });
+  });
+}
+
+// ---- cumsum ---------------------------------------------------------------------------------------
+
+void cumsum_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
+  const AxisSplit s = split_at(in[0].shape(), params.get_int("axis"));
+  const bool reverse = params.get_bool("reverse");
+  dispatch_dtype(in[0].dtype(), [&](auto z) {
+    using T = decltype(z);
+    if constexpr (!std::is_same_v<T, bool>) {
+      using Acc = acc_t<T>;
+      const T* x = in[0].as<const T>();
+      T* y = out[0].as<T>();
+      std::vector<Acc> acc(size_t(s.inner));
+      for (int64_t o = 0; o < s.outer; ++o) {
+        std::fill(acc.begin(), acc.end(), Acc(0));
+        for (int64_t k = 0; k < s.len; ++k) {
+          const int64_t r = reverse ? s.len - 1 - k : k;
+          const int64_t off = (o * s.len + r) * s.inner;
+          for (int64_t j = 0; j < s.inner; ++j) {
+            acc[size_t(j)] = Acc(acc[size_t(j)] + to_acc<Acc>(x[off + j]));
+            y[off + j] = from_acc<T>(acc[size_t(j)]);
+          }
+        }
+      }
+    }
+  });
+}
+
+// ---- derivatives --------------------------------------------------------------------------------
+using Arrays = std::span<const Array>;
+
+// The reduced result broadcast back over the operand's shape (the inverse of dropping `axes`).
+Array expand_back(const Array& r, const AbstractArray& operand, const IntList& axes, SourceLoc loc) {
+  IntList kept;
+  for (int d = 0; d < operand.ndim(); ++d)
+    if (std::find(axes.begin(), axes.end(), d) == axes.end()) kept.push_back(d);
+  return bind1(Prim::broadcast_in_dim, {r}, Params{{"shape", operand.shape.dims()}, {"broadcast_dimensions", kept}}, loc);
+}
+Array reduce_sum_of(const Array& x, const Params& params, SourceLoc loc) {
+  return bind1(Prim::reduce_sum, {x}, params, loc);
+}
+
+// reduce_sum is linear; its transpose broadcasts the cotangent back.
+std::vector<Array> reduce_sum_jvp(Arrays, Arrays t, Arrays, const Params& params, SourceLoc loc) {
+  return {reduce_sum_of(t[0], params, loc)};
+}
+std::vector<Array> reduce_sum_transpose(Arrays ct, std::span<const LinearArg> a, const Params& params, SourceLoc loc) {
+  return {expand_back(ct[0], a[0].aval, params.get_ints("axes"), loc)};
+}
+
+// max/min: the tangent at the chosen locations, averaged over ties (JAX's chooser rule).
+std::vector<Array> reduce_chooser_jvp(Arrays x, Arrays t, Arrays y, const Params& params, SourceLoc loc) {
+  const IntList& axes = params.get_ints("axes");
+  Array chosen = astype(equal(x[0], expand_back(y[0], x[0].aval(), axes, loc), loc), x[0].dtype(), loc);
+  return {reduce_sum_of(t[0] * chosen, params, loc) / reduce_sum_of(chosen, params, loc)};
+}
+
+// prod: d prod = sum_i t_i * prod_{j != i} x_j, computed without dividing by zero: with no zero in
+// a group the product of the others is prod / x_i; with exactly one zero only that position has a
+// nonzero product of the others; with more, all are zero.
+std::vector<Array> reduce_prod_jvp(Arrays x, Arrays t, Arrays, const Params& params, SourceLoc loc) {
+  const IntList& axes = params.get_ints("axes");
+  const AbstractArray& av = x[0].aval();
+  Array is_zero_x = equal(x[0], 0, loc);
+  Array safe = where(is_zero_x, 1, x[0], loc);
+  Array safe_prod = expand_back(bind1(Prim::reduce_prod, {safe}, params, loc), av, axes, loc);
+  Array zeros_in_group = expand_back(reduce_sum_of(astype(is_zero_x, av.dtype, loc), params, loc), av, axes, loc);
+  Array others = where(equal(zeros_in_group, 0, loc), safe_prod / safe,
+                       where(logical_and(equal(zeros_in_group, 1, loc), is_zero_x, loc), safe_prod, 0, loc), loc);
+  return {reduce_sum_of(t[0] * others, params, loc)};
+}
+
+// cumsum is linear; its transpose is the cumsum running the other way.
+std::vector<Array> cumsum_jvp(Arrays, Arrays t, Arrays, const Params& params, SourceLoc loc) {
+  return {bind1(Prim::cumsum, {t[0]}, params, loc)};
+}
+std::vector<Array> cumsum_transpose(Arrays ct, std::span<const LinearArg>, const Params& params, SourceLoc loc) {
+  Params p = params;
+  p.set("reverse", !params.get_bool("reverse"));
+  return {bind1(Prim::cumsum, {ct[0]}, p, loc)};
+}
+
+}  // namespace
+
+void register_reduce_prims(RuleTable& t) {
+  t[size_t(Prim::reduce_sum)] = {&reduce_rule<Accepts::Numeric>, &reduce_sum_kernel};
+  t[size_t(Prim::reduce_prod)] = {&reduce_rule<Accepts::Numeric>, &reduce_prod_kernel};
+  t[size_t(Prim::reduce_max)] = {&reduce_rule<Accepts::Any>, &reduce_extremum_kernel<true>};
+  t[size_t(Prim::reduce_min)] = {&reduce_rule<Accepts::Any>, &reduce_extremum_kernel<false>};
+  t[size_t(Prim::reduce_and)] = {&reduce_rule<Accepts::BoolOrInt>, &reduce_bits_kernel<true>};
+  t[size_t(Prim::reduce_or)] = {&reduce_rule<Accepts::BoolOrInt>, &reduce_bits_kernel<false>};
+  t[size_t(Prim::argmax)] = {&argminmax_rule, &argminmax_kernel<true>};
+  t[size_t(Prim::argmin)] = {&argminmax_rule, &argminmax_kernel<false>};
+  t[size_t(Prim::cumsum)] = {&cumsum_rule, &cumsum_kernel};
+
+  t[size_t(Prim::reduce_sum)].jvp = &reduce_sum_jvp;
+  t[size_t(Prim::reduce_sum)].transpose = &reduce_sum_transpose;
+  t[size_t(Prim::reduce_max)].jvp = &reduce_chooser_jvp;
+  t[size_t(Prim::reduce_min)].jvp = &reduce_chooser_jvp;
+  t[size_t(Prim::reduce_prod)].jvp = &reduce_prod_jvp;
+  t[size_t(Prim::cumsum)].jvp = &cumsum_jvp;
+  t[size_t(Prim::cumsum)].transpose = &cumsum_transpose;
+  for (Prim p : {Prim::argmax, Prim::argmin, Prim::reduce_and, Prim::reduce_or}) t[size_t(p)].zero_derivative = true;
+}
 
 }  // namespace fluxion

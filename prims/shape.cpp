@@ -3,6 +3,10 @@
 // itemsize(dtype) bytes and handles every dtype alike.
 #include "prims/registry.h"
 #include "ir/error.h"
+#include "ir/trace.h"
+#include "api/creation.h"
+#include "transforms/jvp.h"
+#include "transforms/transpose.h"
 
 #include <algorithm>
 #include <cstring>
@@ -342,6 +346,119 @@ void slice_kernel(std::span<const View> in, std::span<const View> out, const Par
   });
 }
 
+// ---- derivatives --------------------------------------------------------------------------------
+// Every shape primitive only moves elements, so it is linear: its JVP applies the primitive to the
+// tangents, and its transpose moves cotangents back (summing where the forward copied).
+using Arrays = std::span<const Array>;
+using LinearArgs = std::span<const LinearArg>;
+
+Array zeros_of(const AbstractArray& a, SourceLoc loc) { return zeros(a.shape, a.dtype, loc); }
+Array tangent_or_zeros(const Array& t, const Array& primal, SourceLoc loc) {
+  return is_zero(t) ? zeros_like(primal, loc) : t;
+}
+
+Array sum_all(const Array& x, SourceLoc loc) {
+  IntList axes;
+  for (int d = 0; d < x.ndim(); ++d) axes.push_back(d);
+  return bind1(Prim::reduce_sum, {x}, Params{{"axes", axes}}, loc);
+}
+
+// JVP of a primitive linear in all its operands: the same primitive over the tangents.
+std::vector<Array> linear_jvp_impl(Prim p, Arrays x, Arrays t, const Params& params, SourceLoc loc) {
+  std::vector<Array> ts;
+  for (size_t i = 0; i < x.size(); ++i) ts.push_back(tangent_or_zeros(t[i], x[i], loc));
+  return {bind1(p, ts, params, loc)};
+}
+template <Prim P>
+std::vector<Array> linear_jvp(Arrays x, Arrays t, Arrays, const Params& params, SourceLoc loc) {
+  return linear_jvp_impl(P, x, t, params, loc);
+}
+
+std::vector<Array> reshape_to(const Array& ct, const AbstractArray& like, SourceLoc loc) {
+  if (ct.shape() == like.shape) return {ct};
+  return {bind1(Prim::reshape, {ct}, Params{{"new_sizes", like.shape.dims()}}, loc)};
+}
+
+// broadcast_in_dim: sum the cotangent over the broadcast dims, then restore the size-1 dims.
+std::vector<Array> broadcast_in_dim_transpose(Arrays ct, LinearArgs a, const Params& params, SourceLoc loc) {
+  const IntList& bdims = params.get_ints("broadcast_dimensions");
+  const AbstractArray& x = a[0].aval;
+  IntList sum_axes;
+  for (int d = 0; d < ct[0].ndim(); ++d) {
+    auto it = std::find(bdims.begin(), bdims.end(), d);
+    if (it == bdims.end() || (x.shape[size_t(it - bdims.begin())] == 1 && ct[0].shape()[size_t(d)] != 1))
+      sum_axes.push_back(d);
+  }
+  Array r = sum_axes.empty() ? ct[0] : bind1(Prim::reduce_sum, {ct[0]}, Params{{"axes", sum_axes}}, loc);
+  return reshape_to(r, x, loc);
+}
+std::vector<Array> reshape_transpose(Arrays ct, LinearArgs a, const Params&, SourceLoc loc) {
+  return reshape_to(ct[0], a[0].aval, loc);
+}
+std::vector<Array> transpose_transpose(Arrays ct, LinearArgs, const Params& params, SourceLoc loc) {
+  const IntList& perm = params.get_ints("permutation");
+  IntList inverse(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inverse[size_t(perm[i])] = int64_t(i);
+  return {bind1(Prim::transpose, {ct[0]}, Params{{"permutation", inverse}}, loc)};
+}
+std::vector<Array> rev_transpose(Arrays ct, LinearArgs, const Params& params, SourceLoc loc) {
+  return {bind1(Prim::rev, {ct[0]}, params, loc)};
+}
+// concatenate: each linear operand gets its slice of the cotangent.
+std::vector<Array> concatenate_transpose(Arrays ct, LinearArgs a, const Params& params, SourceLoc loc) {
+  const int64_t dim = params.get_int("dimension");
+  std::vector<Array> out;
+  int64_t offset = 0;
+  for (const LinearArg& arg : a) {
+    const int64_t n = arg.aval.shape[size_t(dim)];
+    if (arg.linear) {
+      IntList start(size_t(ct[0].ndim()), 0), limit = ct[0].shape().dims();
+      start[size_t(dim)] = offset;
+      limit[size_t(dim)] = offset + n;
+      out.push_back(bind1(Prim::slice, {ct[0]}, Params{{"start_indices", start}, {"limit_indices", limit}}, loc));
+    } else {
+      out.emplace_back();
+    }
+    offset += n;
+  }
+  return out;
+}
+// pad: the operand's cotangent is the cotangent at the positions it was copied to (undo lo/hi by
+// padding with their negation, then take every (interior+1)-th element); the padding value's
+// cotangent is everything else.
+std::vector<Array> pad_transpose(Arrays ct, LinearArgs a, const Params& params, SourceLoc loc) {
+  const IntList& config = params.get_ints("padding_config");
+  const AbstractArray& x = a[0].aval;
+  IntList unpad, start, limit, strides;
+  for (size_t d = 0; d < size_t(x.ndim()); ++d) {
+    unpad.insert(unpad.end(), {-config[3 * d], -config[3 * d + 1], 0});
+    start.push_back(0);
+    strides.push_back(config[3 * d + 2] + 1);
+  }
+  Array zero = literal_array(Literal::of_int(0, x.dtype));
+  Array core = bind1(Prim::pad, {ct[0], zero}, Params{{"padding_config", unpad}}, loc);
+  for (size_t d = 0; d < size_t(x.ndim()); ++d) limit.push_back(core.shape()[d]);
+  Array t_x = bind1(Prim::slice, {core}, Params{{"start_indices", start}, {"limit_indices", limit}, {"strides", strides}}, loc);
+  Array t_v;
+  if (a[1].linear) t_v = sum_all(ct[0], loc) - sum_all(t_x, loc);
+  return {a[0].linear ? t_x : Array(), t_v};
+}
+// slice: the cotangent goes back to the sliced positions, zeros elsewhere.
+std::vector<Array> slice_transpose(Arrays ct, LinearArgs a, const Params& params, SourceLoc loc) {
+  const AbstractArray& x = a[0].aval;
+  const IntList& start = params.get_ints("start_indices");
+  IntList strides = params.has("strides") ? params.get_ints("strides") : IntList(size_t(x.ndim()), 1);
+  if (ct[0].size() == 0) return {zeros_of(x, loc)};
+  IntList config;
+  for (size_t d = 0; d < size_t(x.ndim()); ++d) {
+    const int64_t n = ct[0].shape()[d];
+    const int64_t last = start[d] + (n - 1) * strides[d];
+    config.insert(config.end(), {start[d], x.shape[d] - last - 1, strides[d] - 1});
+  }
+  Array zero = literal_array(Literal::of_int(0, x.dtype));
+  return {bind1(Prim::pad, {ct[0], zero}, Params{{"padding_config", config}}, loc)};
+}
+
 }  // namespace
 
 void register_shape_prims(RuleTable& t) {
@@ -354,6 +471,24 @@ void register_shape_prims(RuleTable& t) {
   t[size_t(Prim::concatenate)] = {&concatenate_rule, &concatenate_kernel};
   t[size_t(Prim::pad)] = {&pad_rule, &pad_kernel};
   t[size_t(Prim::slice)] = {&slice_rule, &slice_kernel};
+
+  t[size_t(Prim::broadcast_in_dim)].jvp = &linear_jvp<Prim::broadcast_in_dim>;
+  t[size_t(Prim::broadcast_in_dim)].transpose = &broadcast_in_dim_transpose;
+  t[size_t(Prim::reshape)].jvp = &linear_jvp<Prim::reshape>;
+  t[size_t(Prim::reshape)].transpose = &reshape_transpose;
+  t[size_t(Prim::transpose)].jvp = &linear_jvp<Prim::transpose>;
+  t[size_t(Prim::transpose)].transpose = &transpose_transpose;
+  t[size_t(Prim::squeeze)].jvp = &linear_jvp<Prim::squeeze>;
+  t[size_t(Prim::squeeze)].transpose = &reshape_transpose;
+  t[size_t(Prim::rev)].jvp = &linear_jvp<Prim::rev>;
+  t[size_t(Prim::rev)].transpose = &rev_transpose;
+  t[size_t(Prim::concatenate)].jvp = &linear_jvp<Prim::concatenate>;
+  t[size_t(Prim::concatenate)].transpose = &concatenate_transpose;
+  t[size_t(Prim::pad)].jvp = &linear_jvp<Prim::pad>;
+  t[size_t(Prim::pad)].transpose = &pad_transpose;
+  t[size_t(Prim::slice)].jvp = &linear_jvp<Prim::slice>;
+  t[size_t(Prim::slice)].transpose = &slice_transpose;
+  t[size_t(Prim::iota)].zero_derivative = true;  // no operands
 }
 
 }  // namespace fluxion

@@ -1,17 +1,93 @@
 #include "runtime/buffer.h"
 
 #include <cstdlib>
+#include <mutex>
 #include <new>
+#include <unordered_map>
+#include <vector>
 
 namespace fluxion {
 
-Buffer::Buffer(size_t n) : nbytes(n) {
-  // Never a null pointer, even for empty arrays, so kernels need no special case.
-  size_t rounded = (n + 63) / 64 * 64;
-  data = std::aligned_alloc(64, rounded ? rounded : 64);
-  if (!data) throw std::bad_alloc();
+namespace {
+
+// Size classes: multiples of 64 bytes up to 4 KiB, then multiples of 4 KiB (pages). Large blocks
+// are reused only at their exact page-rounded size, which is what eager loops and training steps
+// ask for again and again.
+size_t size_class(size_t n) {
+  if (n <= 4096) return n ? (n + 63) / 64 * 64 : 64;
+  return (n + 4095) / 4096 * 4096;
 }
 
-Buffer::~Buffer() { std::free(data); }
+// The cache holds at most this many bytes (FLUXION_ALLOCATOR_CACHE_MB, default 1024).
+size_t cache_limit() {
+  static const size_t limit = [] {
+    const char* s = std::getenv("FLUXION_ALLOCATOR_CACHE_MB");
+    long mb = s ? std::atol(s) : 1024;
+    return size_t(mb < 0 ? 0 : mb) << 20;
+  }();
+  return limit;
+}
+
+struct Cache {
+  std::mutex mu;
+  std::unordered_map<size_t, std::vector<void*>> free_blocks;
+  size_t cached = 0, hits = 0, misses = 0;
+};
+Cache& cache() {
+  static Cache* c = new Cache();  // never destroyed: buffers may be freed during static destruction
+  return *c;
+}
+
+}  // namespace
+
+Buffer::Buffer(size_t n) : nbytes(n), capacity(size_class(n)) {
+  Cache& c = cache();
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    auto it = c.free_blocks.find(capacity);
+    if (it != c.free_blocks.end() && !it->second.empty()) {
+      data = it->second.back();
+      it->second.pop_back();
+      c.cached -= capacity;
+      ++c.hits;
+      return;
+    }
+    ++c.misses;
+  }
+  data = std::aligned_alloc(64, capacity);
+  if (!data) {
+    allocator_trim();
+    data = std::aligned_alloc(64, capacity);
+    if (!data) throw std::bad_alloc();
+  }
+}
+
+Buffer::~Buffer() {
+  Cache& c = cache();
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    if (c.cached + capacity <= cache_limit()) {
+      c.free_blocks[capacity].push_back(data);
+      c.cached += capacity;
+      return;
+    }
+  }
+  std::free(data);
+}
+
+AllocatorStats allocator_stats() {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  return {c.cached, c.hits, c.misses};
+}
+
+void allocator_trim() {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  for (auto& [size, blocks] : c.free_blocks)
+    for (void* p : blocks) std::free(p);
+  c.free_blocks.clear();
+  c.cached = 0;
+}
 
 }  // namespace fluxion

@@ -1,5 +1,6 @@
 // Host memory owned by arrays: 64-byte aligned, so kernels (eager and compiled) can use aligned
-// vector loads.
+// vector loads. Freed blocks are kept by size and handed out again (a caching allocator): eager
+// loops then stop paying for page faults on every fresh result, and small arrays skip malloc.
 #pragma once
 #include <cstddef>
 #include <memory>
@@ -9,6 +10,7 @@ namespace fluxion {
 struct Buffer {
   void* data = nullptr;
   size_t nbytes = 0;
+  size_t capacity = 0;  // bytes actually reserved (the size class)
 
   explicit Buffer(size_t n);
   ~Buffer();
@@ -17,5 +19,15 @@ struct Buffer {
 
   static std::shared_ptr<Buffer> allocate(size_t nbytes) { return std::make_shared<Buffer>(nbytes); }
 };
+
+/// Statistics of the caching allocator (for tests and benchmarks).
+struct AllocatorStats {
+  size_t cached_bytes;  // held in the cache, free for reuse
+  size_t hits;          // allocations served from the cache
+  size_t misses;        // allocations that went to the system
+};
+AllocatorStats allocator_stats();
+/// Returns every cached block to the system.
+void allocator_trim();
 
 }  // namespace fluxion

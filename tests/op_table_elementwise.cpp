@@ -1,4 +1,5 @@
 // Op table entries for elementwise math, comparisons, where/clip and astype.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -257,6 +258,87 @@ void add_elementwise_ops(std::vector<OpInfo>& t) {
     };
     o.samples = float_samples(0, 100);
     o.dtypes = {fx::int32, fx::float32, fx::float64};
+    t.push_back(std::move(o));
+  }
+  // ---- fx::nn --------------------------------------------------------------------------------------
+  unary_float(t, "nn.relu", [](const fx::ArrayLike& x, fx::SourceLoc l) { return fx::nn::relu(x, l); },
+              [](double x) { return std::max(x, 0.0); }, -3, 3);
+  unary_float(t, "nn.softplus", [](const fx::ArrayLike& x, fx::SourceLoc l) { return fx::nn::softplus(x, l); },
+              [](double x) { return std::log1p(std::exp(x)); }, -30, 30);
+  unary_float(t, "nn.silu", [](const fx::ArrayLike& x, fx::SourceLoc l) { return fx::nn::silu(x, l); },
+              [](double x) { return x / (1 + std::exp(-x)); }, -5, 5);
+  unary_float(t, "nn.gelu", [](const fx::ArrayLike& x, fx::SourceLoc l) { return fx::nn::gelu(x, true, l); },
+              [](double x) { return 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); }, -4, 4, 2);
+  unary_float(t, "nn.gelu_exact", [](const fx::ArrayLike& x, fx::SourceLoc l) { return fx::nn::gelu(x, false, l); },
+              [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }, -4, 4, 2);
+  unary_float(t, "nn.elu", [](const fx::ArrayLike& x, fx::SourceLoc l) { return fx::nn::elu(x, 1.0, l); },
+              [](double x) { return x > 0 ? x : std::expm1(x); }, -4, 4);
+  unary_float(t, "nn.leaky_relu", [](const fx::ArrayLike& x, fx::SourceLoc l) { return fx::nn::leaky_relu(x, 0.01, l); },
+              [](double x) { return x >= 0 ? x : 0.01 * x; }, -4, 4);
+  unary_float(t, "nn.log_sigmoid", [](const fx::ArrayLike& x, fx::SourceLoc l) { return fx::nn::log_sigmoid(x, l); },
+              [](double x) { return -std::log1p(std::exp(-x)); }, -20, 20);
+  auto rowwise = [&](std::string name, std::function<fx::Array(const fx::Array&)> op,
+                     std::function<std::vector<double>(const std::vector<double>&)> row_ref) {
+    OpInfo o;
+    o.name = name;
+    o.op = [op](const Args& a) { return op(a[0]); };
+    o.reference = [row_ref](const std::vector<HostArray>& a, fx::DType) {
+      HostArray r = a[0];
+      r.dtype = fx::float64;
+      int64_t n = r.shape.rank() ? r.shape[size_t(r.shape.rank() - 1)] : 1;
+      for (size_t off = 0; off + size_t(n) <= r.data.size() && n > 0; off += size_t(n)) {
+        std::vector<double> row(r.data.begin() + long(off), r.data.begin() + long(off) + n);
+        std::vector<double> out = row_ref(row);
+        std::copy(out.begin(), out.end(), r.data.begin() + long(off));
+      }
+      return r;
+    };
+    o.samples = {{{uniform({5}, -4, 4, 1)}, "vector"},
+                 {{uniform({3, 4}, -30, 30, 2)}, "rows"},
+                 {{uniform({2, 3, 6}, -4, 4, 3)}, "batch of rows"}};
+    o.dtypes = kFloatTypes;
+    o.tol_scale = 2;
+    t.push_back(std::move(o));
+  };
+  auto lse = [](const std::vector<double>& r) {
+    double m = *std::max_element(r.begin(), r.end()), s = 0;
+    for (double v : r) s += std::exp(v - m);
+    return m + std::log(s);
+  };
+  rowwise("nn.softmax", [](const fx::Array& x) { return fx::nn::softmax(x); }, [lse](const std::vector<double>& r) {
+    double l = lse(r);
+    std::vector<double> o;
+    for (double v : r) o.push_back(std::exp(v - l));
+    return o;
+  });
+  rowwise("nn.log_softmax", [](const fx::Array& x) { return fx::nn::log_softmax(x); }, [lse](const std::vector<double>& r) {
+    double l = lse(r);
+    std::vector<double> o;
+    for (double v : r) o.push_back(v - l);
+    return o;
+  });
+  rowwise("nn.standardize", [](const fx::Array& x) { return fx::nn::standardize(x, -1, 0.0); }, [](const std::vector<double>& r) {
+    double m = 0, v = 0;
+    for (double x : r) m += x / double(r.size());
+    for (double x : r) v += (x - m) * (x - m) / double(r.size());
+    std::vector<double> o;
+    for (double x : r) o.push_back((x - m) / std::sqrt(v));
+    return o;
+  });
+  {
+    OpInfo o;
+    o.name = "nn.one_hot";
+    o.op = [](const Args& a) { return fx::nn::one_hot(a[0], 4); };
+    o.reference = [](const std::vector<HostArray>& a, fx::DType) {
+      HostArray r{a[0].shape, {}, fx::float32};
+      r.shape.push_back(4);
+      for (double v : a[0].data)
+        for (int c = 0; c < 4; ++c) r.data.push_back(double(int64_t(v) == c));
+      return r;
+    };
+    o.samples = {{{integers({5}, -1, 5, 1)}, "labels (incl. out of range)"}, {{integers({2, 3}, 0, 4, 2)}, "matrix"}};
+    o.dtypes = {fx::int32, fx::int8};
+    o.differentiable = false;
     t.push_back(std::move(o));
   }
   {

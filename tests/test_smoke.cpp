@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 #include <fluxion.h>
 
+#include "runtime/buffer.h"
+
 #include <cmath>
 #include <sstream>
 
@@ -21,4 +23,14 @@ TEST_CASE("eager elementwise and tracing") {
   CHECK(p.eqns.size() == 3);
   auto r = fx::eval(p, {a, a});
   CHECK(r[0].to_vector<float>()[2] == doctest::Approx(std::sin(9.f) + 1));
+}
+
+TEST_CASE("runtime: freed buffers are reused by size class, 64-byte aligned") {
+  fx::AllocatorStats before = fx::allocator_stats();
+  for (int i = 0; i < 3; ++i) {
+    fx::Array a = fx::ones({1000});
+    CHECK(reinterpret_cast<uintptr_t>(a.data()) % 64 == 0);
+  }
+  fx::AllocatorStats after = fx::allocator_stats();
+  CHECK(after.hits >= before.hits + 2);  // the second and third arrays reuse the first's block
 }

@@ -1,5 +1,7 @@
 #include "transforms/jvp.h"
 
+#include <algorithm>
+
 #include "api/creation.h"
 #include "ir/trace.h"
 #include "prims/registry.h"
@@ -38,6 +40,7 @@ void jvp_eval(const Program& p, std::span<const Array> primals, std::span<const 
     std::vector<Array> o = bind(e.prim, ins, e.params, e.loc);
     for (size_t j = 0; j < o.size(); ++j) primal[size_t(e.outputs[j])] = o[j];
     if (!any) continue;
+    LocationScope at(e.loc);
     const PrimitiveRules& r = rules(e.prim);
     if (r.zero_derivative) continue;
     if (!r.jvp)
@@ -55,7 +58,8 @@ void jvp_eval(const Program& p, std::span<const Array> primals, std::span<const 
   }
 }
 
-Program jvp_program(const Program& p, const std::vector<bool>& nonzero, std::vector<bool>* out_nonzero) {
+Program jvp_program(const Program& p, const std::vector<bool>& nonzero, std::vector<bool>* out_nonzero,
+                    size_t num_tangent_outputs) {
   TraceScope scope;
   std::vector<Array> primals, tangents(p.invars.size());
   for (int32_t v : p.invars) primals.push_back(scope.new_input(p.type(v)));
@@ -68,6 +72,7 @@ Program jvp_program(const Program& p, const std::vector<bool>& nonzero, std::vec
     for (const Array& t : touts) out_nonzero->push_back(!is_zero(t));
   }
   std::vector<Array> results = outs;
+  touts.resize(std::min(touts.size(), num_tangent_outputs));
   for (size_t i = 0; i < touts.size(); ++i)
     results.push_back(is_zero(touts[i]) ? zeros_for(outs[i].aval(), {}) : touts[i]);
   return scope.finish(results);

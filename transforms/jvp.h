@@ -30,7 +30,9 @@ inline bool has_tangent_space(DType d) { return is_float(d); }
 /// then one tangent per nonzero invar, and returns the outputs, then one tangent per output (zeros
 /// materialised as zeros of the output's type). `out_nonzero`, if given, receives which output
 /// tangents are structurally nonzero.
-Program jvp_program(const Program& p, const std::vector<bool>& nonzero, std::vector<bool>* out_nonzero = nullptr);
+/// `num_tangent_outputs` (default: all) limits the tangent outputs to the first outputs of p.
+Program jvp_program(const Program& p, const std::vector<bool>& nonzero, std::vector<bool>* out_nonzero = nullptr,
+                    size_t num_tangent_outputs = size_t(-1));
 
 /// Interprets p on primals and tangents in the current context (eager or inside a trace): the
 /// building block of jvp_program and of user-level fx::jvp.

@@ -72,6 +72,7 @@ std::vector<Array> transpose_eval(const Program& p, const std::vector<bool>& lin
       throw TypeError("TypeError: reverse-mode differentiation at " + q.loc.str() + ": " +
                       std::string(prim_name(q.prim)) +
                       " appears in the linear (tangent) program but has no transpose rule");
+    LocationScope at(q.loc);
     std::vector<Array> in_cts = r.transpose(cts_out, args, q.params, q.loc);
     for (size_t i = 0; i < q.inputs.size(); ++i)
       if (args[i].linear && i < in_cts.size() && !is_zero(in_cts[i])) {

@@ -1,0 +1,227 @@
+#include "transforms/simplify.h"
+
+#include <array>
+#include <list>
+#include <unordered_map>
+
+#include "ir/array.h"
+#include "prims/registry.h"
+
+namespace fluxion {
+
+namespace {
+
+bool is_literal_value(const Atom& a, double v) { return a.is_literal() && a.lit.as_double() == v; }
+
+// What is known about a var's value: a splat of a literal (broadcast_in_dim of a scalar literal).
+struct Splat {
+  bool known = false;
+  double value = 0;
+};
+
+class Simplifier {
+ public:
+  explicit Simplifier(Program& p) : p_(p), sub_(p.types.size()), splat_(p.types.size()) {
+    for (size_t i = 0; i < sub_.size(); ++i) sub_[i] = Atom(int32_t(i));
+  }
+
+  void run() {
+    std::vector<Eqn> out;
+    out.reserve(p_.eqns.size());
+    for (Eqn& e : p_.eqns) {
+      for (Atom& a : e.inputs) a = resolve(a);
+      if (fold(e) || identity(e) || cse(e)) continue;
+      record(e);
+      out.push_back(std::move(e));
+    }
+    p_.eqns = std::move(out);
+    for (Atom& a : p_.outvars) a = resolve(a);
+  }
+
+ private:
+  Atom resolve(const Atom& a) const { return a.is_literal() ? a : sub_[size_t(a.var)]; }
+  AbstractArray type_of(const Atom& a) const { return p_.aval(a); }
+  bool zero(const Atom& a) const {
+    return is_literal_value(a, 0) || (!a.is_literal() && splat_[size_t(a.var)].known && splat_[size_t(a.var)].value == 0);
+  }
+  bool one(const Atom& a) const {
+    return is_literal_value(a, 1) || (!a.is_literal() && splat_[size_t(a.var)].known && splat_[size_t(a.var)].value == 1);
+  }
+  // Replaces the eqn's single output by `a` if a has exactly the output's type.
+  bool forward(const Eqn& e, const Atom& a) {
+    const AbstractArray& t = p_.type(e.outputs[0]);
+    AbstractArray at = type_of(a);
+    if (!(at.shape == t.shape && at.dtype == t.dtype)) return false;
+    sub_[size_t(e.outputs[0])] = a;
+    return true;
+  }
+
+  bool fold(const Eqn& e) {
+    if (e.outputs.size() != 1 || e.inputs.empty()) return false;
+    for (const Atom& a : e.inputs)
+      if (!a.is_literal()) return false;
+    const AbstractArray& t = p_.type(e.outputs[0]);
+    if (t.ndim() != 0) return false;
+    const PrimitiveRules& r = rules(e.prim);
+    if (!r.kernel) return false;
+    std::vector<std::array<unsigned char, 8>> in_bytes(e.inputs.size());
+    std::vector<AbstractArray> in_avals;
+    std::vector<View> ins;
+    in_avals.reserve(e.inputs.size());
+    for (size_t i = 0; i < e.inputs.size(); ++i) {
+      e.inputs[i].lit.store(in_bytes[i].data());
+      in_avals.push_back(e.inputs[i].lit.aval());
+    }
+    for (size_t i = 0; i < e.inputs.size(); ++i) ins.push_back(View{in_bytes[i].data(), &in_avals[i]});
+    std::array<unsigned char, 8> out_bytes{};
+    View out{out_bytes.data(), &t};
+    r.kernel(ins, std::span<const View>(&out, 1), e.params);
+    sub_[size_t(e.outputs[0])] = Atom(Literal::load(out_bytes.data(), t.dtype, t.weak_type));
+    return true;
+  }
+
+  bool identity(const Eqn& e) {
+    const std::vector<Atom>& in = e.inputs;
+    switch (e.prim) {
+      case Prim::add:
+      case Prim::add_any:
+        if (zero(in[1]) && forward(e, in[0])) return true;
+        return zero(in[0]) && forward(e, in[1]);
+      case Prim::sub: return zero(in[1]) && forward(e, in[0]);
+      case Prim::mul:
+        if (one(in[1]) && forward(e, in[0])) return true;
+        return one(in[0]) && forward(e, in[1]);
+      case Prim::div: return one(in[1]) && forward(e, in[0]);
+      case Prim::neg:
+        if (!in[0].is_literal()) {
+          auto it = producer_.find(in[0].var);
+          if (it != producer_.end() && it->second.prim == Prim::neg) return forward(e, it->second.inputs[0]);
+        }
+        return false;
+      case Prim::convert_element_type:
+      case Prim::reshape:
+      case Prim::squeeze:
+        return type_of(in[0]).same_type(p_.type(e.outputs[0])) && forward(e, in[0]);
+      case Prim::broadcast_in_dim: {
+        if (type_of(in[0]).shape == p_.type(e.outputs[0]).shape) return forward(e, in[0]);
+        return false;
+      }
+      case Prim::transpose: {
+        const IntList& perm = e.params.get_ints("permutation");
+        bool id = true;
+        for (size_t i = 0; i < perm.size(); ++i) id = id && perm[i] == int64_t(i);
+        if (id) return forward(e, in[0]);
+        return false;
+      }
+      case Prim::reduce_sum:
+      case Prim::reduce_max:
+      case Prim::reduce_min:
+      case Prim::reduce_prod:
+        return e.params.get_ints("axes").empty() && forward(e, in[0]);
+      case Prim::select: return in[1] == in[2] && forward(e, in[1]);
+      default: return false;
+    }
+  }
+
+  struct Key {
+    const Eqn* e;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      size_t h = hash_combine(size_t(k.e->prim), k.e->params.hash());
+      for (const Atom& a : k.e->inputs)
+        h = hash_combine(h, a.is_literal() ? std::hash<double>()(a.lit.as_double()) + size_t(a.lit.dtype) : size_t(a.var));
+      return h;
+    }
+  };
+  struct KeyEq {
+    bool operator()(const Key& a, const Key& b) const {
+      return a.e->prim == b.e->prim && a.e->inputs == b.e->inputs && a.e->outputs.size() == b.e->outputs.size() &&
+             a.e->params == b.e->params;
+    }
+  };
+
+  bool cse(const Eqn& e) {
+    auto it = seen_.find(Key{&e});
+    if (it == seen_.end()) return false;
+    const std::vector<int32_t>& prev = it->second;
+    for (size_t j = 0; j < prev.size(); ++j) sub_[size_t(e.outputs[j])] = Atom(prev[j]);
+    return true;
+  }
+
+  void record(const Eqn& e) {
+    // Keys point at eqns in `kept_`, which never moves them (std::deque-like stability via list).
+    kept_.push_back(e);
+    const Eqn& stable = kept_.back();
+    seen_.emplace(Key{&stable}, stable.outputs);
+    if (stable.outputs.size() == 1) producer_.emplace(stable.outputs[0], stable);
+    if (e.prim == Prim::broadcast_in_dim && e.inputs[0].is_literal()) {
+      splat_[size_t(e.outputs[0])] = Splat{true, e.inputs[0].lit.as_double()};
+    }
+  }
+
+  Program& p_;
+  std::vector<Atom> sub_;
+  std::vector<Splat> splat_;
+  std::list<Eqn> kept_;
+  std::unordered_map<Key, std::vector<int32_t>, KeyHash, KeyEq> seen_;
+  std::unordered_map<int32_t, Eqn> producer_;
+};
+
+// Renumbers vars densely in order of definition (constvars, invars, eqn outputs).
+Program compact(Program p) {
+  std::vector<int32_t> map(p.types.size(), -1);
+  Program q;
+  auto def = [&](int32_t v) {
+    map[size_t(v)] = q.new_var(p.types[size_t(v)]);
+    return map[size_t(v)];
+  };
+  auto use = [&](const Atom& a) { return a.is_literal() ? a : Atom(map[size_t(a.var)]); };
+  for (int32_t v : p.constvars) q.constvars.push_back(def(v));
+  for (int32_t v : p.invars) q.invars.push_back(def(v));
+  q.consts = std::move(p.consts);
+  for (Eqn& e : p.eqns) {
+    for (Atom& a : e.inputs) a = use(a);
+    for (int32_t& v : e.outputs) v = def(v);
+    q.eqns.push_back(std::move(e));
+  }
+  for (const Atom& a : p.outvars) q.outvars.push_back(use(a));
+  return q;
+}
+
+}  // namespace
+
+Program dce(Program p) {
+  std::vector<char> live(p.types.size(), 0);
+  for (const Atom& a : p.outvars)
+    if (!a.is_literal()) live[size_t(a.var)] = 1;
+  std::vector<Eqn> kept;
+  for (size_t k = p.eqns.size(); k-- > 0;) {
+    Eqn& e = p.eqns[k];
+    bool used = false;
+    for (int32_t v : e.outputs) used = used || live[size_t(v)];
+    if (!used) continue;
+    for (const Atom& a : e.inputs)
+      if (!a.is_literal()) live[size_t(a.var)] = 1;
+    kept.push_back(std::move(e));
+  }
+  p.eqns.assign(std::make_move_iterator(kept.rbegin()), std::make_move_iterator(kept.rend()));
+  std::vector<int32_t> constvars;
+  std::vector<Array> consts;
+  for (size_t i = 0; i < p.constvars.size(); ++i)
+    if (live[size_t(p.constvars[i])]) {
+      constvars.push_back(p.constvars[i]);
+      if (i < p.consts.size()) consts.push_back(p.consts[i]);
+    }
+  bool had_values = p.consts.size() == p.constvars.size();
+  p.constvars = std::move(constvars);
+  p.consts = had_values ? std::move(consts) : std::vector<Array>{};
+  return compact(std::move(p));
+}
+
+Program simplify(Program p) {
+  Simplifier(p).run();
+  return dce(std::move(p));
+}
+
+}  // namespace fluxion

@@ -1,0 +1,57 @@
+#include "transforms/vjp.h"
+
+#include "ir/trace.h"
+#include "transforms/jvp.h"
+#include "transforms/partial_eval.h"
+#include "transforms/simplify.h"
+#include "transforms/transpose.h"
+
+namespace fluxion {
+
+LinearizedPrograms linearize_programs(const Program& p, const std::vector<bool>& wrt, size_t num_diff_outputs) {
+  Program j = jvp_program(p, wrt, nullptr, num_diff_outputs);
+  const size_t n_in = p.invars.size(), n_out = p.outvars.size();
+  size_t n_wrt = 0;
+  for (bool w : wrt) n_wrt += w;
+  std::vector<bool> unknown(n_in + n_wrt, false), instantiate(n_out + num_diff_outputs, false);
+  for (size_t i = n_in; i < unknown.size(); ++i) unknown[i] = true;
+  for (size_t i = n_out; i < instantiate.size(); ++i) instantiate[i] = true;
+  PartialEval pe = partial_eval(j, unknown, instantiate);
+  LinearizedPrograms r;
+  r.forward = simplify(std::move(pe.known));
+  r.linear = simplify(std::move(pe.unknown));
+  r.num_outputs = n_out;
+  r.num_residuals = pe.num_residuals;
+  return r;
+}
+
+VjpPrograms vjp_programs(const Program& p, const std::vector<bool>& wrt, size_t num_diff_outputs) {
+  LinearizedPrograms lin = linearize_programs(p, wrt, num_diff_outputs);
+  std::vector<bool> linear(lin.linear.invars.size(), false);
+  for (size_t i = lin.num_residuals; i < linear.size(); ++i) linear[i] = true;
+  VjpPrograms r;
+  r.forward = std::move(lin.forward);
+  r.backward = simplify(transpose_program(lin.linear, linear));
+  r.num_outputs = lin.num_outputs;
+  r.num_residuals = lin.num_residuals;
+  return r;
+}
+
+Program grad_program(const Program& p, const std::vector<bool>& wrt, const std::vector<bool>& keep_outputs) {
+  VjpPrograms v = vjp_programs(p, wrt, 1);
+  TraceScope scope;
+  std::vector<Array> in;
+  for (int32_t var : p.invars) in.push_back(scope.new_input(p.type(var)));
+  std::vector<Array> fwd = eval_program(v.forward, in);
+  std::vector<Array> back_in(fwd.begin() + long(v.num_outputs), fwd.end());
+  const AbstractArray out = p.out_avals().at(0);
+  back_in.push_back(literal_array(Literal::of_double(1.0, out.dtype, out.weak_type)));
+  std::vector<Array> grads = eval_program(v.backward, back_in);
+  std::vector<Array> results;
+  for (size_t i = 0; i < v.num_outputs; ++i)
+    if (keep_outputs[i]) results.push_back(fwd[i]);
+  results.insert(results.end(), grads.begin(), grads.end());
+  return simplify(scope.finish(results));
+}
+
+}  // namespace fluxion
