@@ -63,8 +63,11 @@ std::vector<Value> dot_general_rule(LowerCtx& c, const Eqn& e, std::span<const O
       [&](OpBuilder& nb_, Location nl, ValueRange args) {
         Value x = convert_scalar(nb_, nl, to_compute(nb_, nl, args[0], in_d), in_d, acc_d);
         Value y = convert_scalar(nb_, nl, to_compute(nb_, nl, args[1], in_d), in_d, acc_d);
-        Value r = is_float(acc_d) ? Value(nb_.create<arith::AddFOp>(nl, args[2], nb_.create<arith::MulFOp>(nl, x, y)))
-                                  : Value(nb_.create<arith::AddIOp>(nl, args[2], nb_.create<arith::MulIOp>(nl, x, y)));
+        Value r = is_float(acc_d) ? Value(nb_.create<arith::MulFOp>(nl, x, y)) : Value(nb_.create<arith::MulIOp>(nl, x, y));
+        // With no contracting dims the product is elementwise (an outer product): it must not read
+        // its output, which elementwise fusion would replace by the consumer's.
+        if (nc != 0)
+          r = is_float(acc_d) ? Value(nb_.create<arith::AddFOp>(nl, args[2], r)) : Value(nb_.create<arith::AddIOp>(nl, args[2], r));
         nb_.create<linalg::YieldOp>(nl, r);
       });
   Value r = g.getResult(0);

@@ -214,11 +214,14 @@ OwningOpRef<ModuleOp> lower_program(MLIRContext& ctx, const Program& p, bool app
   SmallVector<Type> arg_types;
   std::vector<int32_t> in_vars(p.invars.begin(), p.invars.end());
   in_vars.insert(in_vars.end(), p.constvars.begin(), p.constvars.end());
-  for (int32_t v : in_vars) arg_types.push_back(MemRefType::get(p.type(v).shape.dims(), storage_type(&ctx, p.type(v).dtype)));
-  for (const Atom& a : p.outvars) {
-    AbstractArray t = p.aval(a);
-    arg_types.push_back(MemRefType::get(t.shape.dims(), storage_type(&ctx, t.dtype)));
-  }
+  // Arrays without elements are passed as memref<1xT> (the bare-pointer ABI cannot lower a
+  // zero-size memref type; the runtime's buffers are never null): nothing reads or writes them.
+  auto arg_type = [&](const AbstractArray& t) {
+    Type elem = storage_type(&ctx, t.dtype);
+    return t.size() == 0 ? MemRefType::get({1}, elem) : MemRefType::get(t.shape.dims(), elem);
+  };
+  for (int32_t v : in_vars) arg_types.push_back(arg_type(p.type(v)));
+  for (const Atom& a : p.outvars) arg_types.push_back(arg_type(p.aval(a)));
   b.setInsertionPointToEnd(module->getBody());
   auto fn = b.create<func::FuncOp>(b.getUnknownLoc(), "kernel", b.getFunctionType(arg_types, {}));
   Block* entry = fn.addEntryBlock();
@@ -226,9 +229,13 @@ OwningOpRef<ModuleOp> lower_program(MLIRContext& ctx, const Program& p, bool app
 
   LowerCtx c{b, *module, b.getUnknownLoc(), approximate_sin_cos};
   std::vector<Value> values(p.types.size());
-  for (size_t i = 0; i < in_vars.size(); ++i)
+  for (size_t i = 0; i < in_vars.size(); ++i) {
+    const AbstractArray& t = p.type(in_vars[i]);
     values[size_t(in_vars[i])] =
-        b.create<bufferization::ToTensorOp>(c.loc, entry->getArgument(unsigned(i)), /*restrict=*/true, /*writable=*/false);
+        t.size() == 0 ? empty(c, t)
+                      : Value(b.create<bufferization::ToTensorOp>(c.loc, entry->getArgument(unsigned(i)), /*restrict=*/true,
+                                                                  /*writable=*/false));
+  }
 
   auto literal_scalar = [&](const Literal& lit) -> Value {
     Type t = storage_type(&ctx, lit.dtype);
@@ -253,6 +260,7 @@ OwningOpRef<ModuleOp> lower_program(MLIRContext& ctx, const Program& p, bool app
 
   c.loc = b.getUnknownLoc();
   for (size_t i = 0; i < p.outvars.size(); ++i) {
+    if (p.aval(p.outvars[i]).size() == 0) continue;
     Value t = as_tensor(c, operand(p.outvars[i]));
     b.create<bufferization::MaterializeInDestinationOp>(c.loc, TypeRange{}, t,
                                                         entry->getArgument(unsigned(in_vars.size() + i)),

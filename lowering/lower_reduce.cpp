@@ -80,6 +80,8 @@ std::vector<Value> reduce_rule(LowerCtx& c, const Eqn& e, std::span<const Operan
   const DType d = in[0].aval.dtype;
   const IntList& axes = e.params.get_ints("axes");
   const int rank = in[0].aval.ndim();
+  if (axes.empty())  // nothing reduced: a copy (kept out of the accumulate-into-output form)
+    return {elementwise(c, out[0], in, [](OpBuilder&, Location, ValueRange v) { return v[0]; })};
   Value x = as_tensor(c, in[0]);
   // The accumulator: the compute type (f32 for the 16-bit floats).
   Type acc_elem = compute_type(ctx, d);

@@ -43,17 +43,29 @@ std::vector<Value> transpose_rule(LowerCtx& c, const Eqn& e, std::span<const Ope
   return {gather_copy(c, out[0], as_tensor(c, in[0]), m)};
 }
 
+// rev reads the operand at reversed indices with tensor.extract (an index map n-1-d is not a
+// projected permutation, which tiling and vectorization require of indexing maps).
 std::vector<Value> rev_rule(LowerCtx& c, const Eqn& e, std::span<const Operand> in, std::span<const AbstractArray> out) {
+  OpBuilder& b = c.b;
   const IntList& dims = e.params.get_ints("dimensions");
   const Shape& s = out[0].shape;
-  SmallVector<AffineExpr> exprs;
-  for (int d = 0; d < s.rank(); ++d) {
-    AffineExpr x = getAffineDimExpr(unsigned(d), c.b.getContext());
-    bool reversed = std::find(dims.begin(), dims.end(), int64_t(d)) != dims.end();
-    exprs.push_back(reversed ? getAffineConstantExpr(s[size_t(d)] - 1, c.b.getContext()) - x : x);
-  }
-  AffineMap m = AffineMap::get(unsigned(s.rank()), 0, exprs, c.b.getContext());
-  return {gather_copy(c, out[0], as_tensor(c, in[0]), m)};
+  const unsigned rank = unsigned(s.rank());
+  Value src = as_tensor(c, in[0]);
+  SmallVector<AffineMap> maps{b.getMultiDimIdentityMap(rank)};
+  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+  auto g = b.create<linalg::GenericOp>(
+      c.loc, TypeRange{tensor_type(b.getContext(), out[0])}, ValueRange{}, ValueRange{empty(c, out[0])}, maps, iters,
+      [&](OpBuilder& nb, Location nl, ValueRange) {
+        SmallVector<Value> idx;
+        for (unsigned d = 0; d < rank; ++d) {
+          Value i = nb.create<linalg::IndexOp>(nl, uint64_t(d));
+          if (std::find(dims.begin(), dims.end(), int64_t(d)) != dims.end())
+            i = nb.create<arith::SubIOp>(nl, nb.create<arith::ConstantIndexOp>(nl, s[d] - 1), i);
+          idx.push_back(i);
+        }
+        nb.create<linalg::YieldOp>(nl, Value(nb.create<tensor::ExtractOp>(nl, src, idx)));
+      });
+  return {g.getResult(0)};
 }
 
 std::vector<Value> iota_rule(LowerCtx& c, const Eqn& e, std::span<const Operand>, std::span<const AbstractArray> out) {

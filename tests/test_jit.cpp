@@ -30,3 +30,25 @@ TEST_CASE("jit: fused elementwise matches eager") {
   for (size_t i = 0; i < g.size(); ++i) CHECK(g[i] == doctest::Approx(w[i]).epsilon(1e-5));
   CHECK(jf.compilations() == 1);
 }
+
+TEST_CASE("jit: logsumexp over all axes (fused full reductions)") {
+  fx::Program p = fx::parse_program(R"({ lambda ; a:f32[3,4]. let
+    b:f32[] = reduce_max[axes=(0, 1)] a
+    c:bool[] = is_finite b
+    d:f32[] = select c b 0.0:f32[]
+    e:f32[] = stop_gradient d
+    f:f32[1,1] = broadcast_in_dim[broadcast_dimensions=() shape=(1, 1)] e
+    g:f32[3,4] = broadcast_in_dim[broadcast_dimensions=(0, 1) shape=(3, 4)] f
+    h:f32[3,4] = sub a g
+    i:f32[3,4] = exp h
+    j:f32[] = reduce_sum[axes=(0, 1)] i
+    k:f32[] = log j
+    l:f32[] = add k e
+  in (l) })");
+  fx::Array a = fx::array(ramp(12, -2, 3), fx::Shape{3, 4});
+  auto exe = fx::runtime::compile(p);
+  std::vector<fx::Array> args{a};
+  float got = exe->run(args)[0].item<float>();
+  float want = fx::eval(p, {a})[0].item<float>();
+  CHECK(got == doctest::Approx(want).epsilon(1e-5));
+}
