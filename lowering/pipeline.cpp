@@ -9,6 +9,7 @@
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <mlir/Dialect/Bufferization/IR/Bufferization.h>
+#include <mlir/Dialect/Linalg/Transforms/Transforms.h>
 #include <mlir/Dialect/Math/Transforms/Approximation.h>
 #include <mlir/Dialect/Math/Transforms/Passes.h>
 #include <mlir/Dialect/MemRef/IR/MemRef.h>
@@ -51,7 +52,7 @@ namespace {
 // tensor.empty of the op that computes them (no copy).
 const char* kFusion =
     "linalg-generalize-named-ops,"
-    "linalg-fuse-elementwise-ops,"
+    "fx-fuse-elementwise,"
     "eliminate-empty-tensors,"
     "canonicalize,cse";
 
@@ -102,6 +103,36 @@ struct MathApproxPass : public PassWrapper<MathApproxPass, OperationPass<func::F
   }
 };
 
+// linalg-fuse-elementwise-ops with one more rule: a producer that calls libm (an op the vectorizer
+// cannot handle) is not fused into a reduction, whose vectorization would then fail; it stays a
+// scalar loop of its own and the reduction still vectorizes.
+bool calls_out(Operation* op) {
+  bool found = false;
+  op->walk([&](func::CallOp) { found = true; });
+  return found;
+}
+
+struct FuseElementwisePass : public PassWrapper<FuseElementwisePass, OperationPass<>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(FuseElementwisePass)
+  StringRef getArgument() const final { return "fx-fuse-elementwise"; }
+  StringRef getDescription() const final { return "elementwise producer-consumer fusion of linalg.generic ops"; }
+  void getDependentDialects(DialectRegistry& r) const override { r.insert<linalg::LinalgDialect, tensor::TensorDialect>(); }
+  void runOnOperation() override {
+    linalg::ControlFusionFn control = [](OpOperand* fused) {
+      Operation* producer = fused->get().getDefiningOp();
+      if (!producer || !producer->hasOneUse()) return false;
+      auto consumer = dyn_cast<linalg::LinalgOp>(fused->getOwner());
+      if (consumer && consumer.getNumReductionLoops() > 0 && calls_out(producer)) return false;
+      return true;
+    };
+    RewritePatternSet patterns(&getContext());
+    linalg::populateElementwiseOpsFusionPatterns(patterns, control);
+    linalg::populateEraseUnusedOperandsAndResultsPatterns(patterns);
+    linalg::GenericOp::getCanonicalizationPatterns(patterns, &getContext());
+    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns)))) signalPassFailure();
+  }
+};
+
 // memref.copy between strided views (insert_slice, concatenate, pad) would become a call into
 // libmlir_c_runner_utils; as linalg.copy it becomes a loop nest in the kernel itself.
 struct CopyToLinalgPass : public PassWrapper<CopyToLinalgPass, OperationPass<func::FuncOp>> {
@@ -138,6 +169,7 @@ Jit& jit() {
     registerOpenMPDialectTranslation(registry);
     PassRegistration<MathApproxPass>();
     PassRegistration<CopyToLinalgPass>();
+    PassRegistration<FuseElementwisePass>();
     auto* jj = new Jit;
     jj->ctx = std::make_unique<MLIRContext>(registry, MLIRContext::Threading::DISABLED);
     jj->ctx->loadAllAvailableDialects();
