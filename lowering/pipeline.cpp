@@ -29,6 +29,8 @@
 #include <mlir/Transforms/GreedyPatternRewriteDriver.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -67,6 +69,7 @@ const char* kBufferizeAndLower =
     "one-shot-bufferize,"
     "canonicalize,cse,canonicalize,"
     "buffer-deallocation-pipeline,inline,symbol-dce,canonicalize,"
+    "@THREADS@"
     "func.func(fx-copy-to-linalg),"
     "func.func(fx-math-approx),"
     "func.func(convert-vector-to-scf{full-unroll=1 target-rank=1}),"
@@ -85,7 +88,42 @@ const char* kBufferizeAndLower =
     "convert-arith-to-llvm,"
     "convert-index-to-llvm,"
     "convert-cf-to-llvm,"
+    "@OPENMP_TO_LLVM@"
     "reconcile-unrealized-casts";
+
+// Outer-loop threads: scf.forall -> scf.parallel -> omp.parallel + omp.wsloop (libomp, threads
+// pinned). canonicalize right after inlines the memref.alloca_scope the conversion wraps around
+// the body (else it becomes multi-block and fails to verify); the OpenMP dialect is lowered after
+// cf. With one thread the foralls are plain loops.
+std::string bufferize_and_lower_passes(int num_threads) {
+  std::string s = kBufferizeAndLower;
+  auto put = [&](const std::string& key, const std::string& text) { s.replace(s.find(key), key.size(), text); };
+  if (num_threads > 1) {
+    put("@THREADS@", "scf-forall-to-parallel,convert-scf-to-openmp{num-threads=" + std::to_string(num_threads) +
+                         "},canonicalize,");
+    put("@OPENMP_TO_LLVM@", "convert-openmp-to-llvm,");
+  } else {
+    put("@THREADS@", "scf-forall-to-for,");
+    put("@OPENMP_TO_LLVM@", "");
+  }
+  return s;
+}
+
+// libomp for LLVM 19 is not packaged; LLVM 14's runs the code MLIR 19 emits. Threads are pinned
+// (OMP_PROC_BIND): unpinned, OpenMP on these VMs was slower than one thread.
+const char* kLibOmp = "/usr/lib/llvm-14/lib/libomp.so";
+
+int usable_threads(int requested) {
+  if (requested <= 1) return 1;
+  static const bool have_omp = [] {
+    FILE* f = std::fopen(kLibOmp, "rb");
+    if (!f) return false;
+    std::fclose(f);
+    setenv("OMP_PROC_BIND", "true", 0);
+    return true;
+  }();
+  return have_omp ? requested : 1;
+}
 
 // Polynomial approximations of exp, log, tanh, erf, sin, cos (f32; the lowering emits math ops only
 // for those, and libm calls for the rest).
@@ -238,8 +276,9 @@ std::unique_ptr<CompiledKernel> compile_cpu(const Program& p, const CompileOptio
     }
     if (failed(pm.run(*module))) fail(what);
   };
+  const int threads = usable_threads(options.num_threads);
   run(kFusion, "fusion");
-  std::string script = tile_and_vectorize_script(*module, options.num_threads);
+  std::string script = tile_and_vectorize_script(*module, threads);
   if (dump) write_file(stem + ".transform.mlir", script);
   if (!script.empty()) {
     OwningOpRef<ModuleOp> td = parseSourceString<ModuleOp>(script, &ctx);
@@ -248,7 +287,8 @@ std::unique_ptr<CompiledKernel> compile_cpu(const Program& p, const CompileOptio
     if (!entry || failed(transform::applyTransformNamedSequence(*module, entry, *td, transform::TransformOptions())))
       return fail("tiling and vectorization");
   }
-  run(kBufferizeAndLower, "bufferization and lowering to LLVM");
+  const std::string lower_passes = bufferize_and_lower_passes(threads);
+  run(lower_passes.c_str(), "bufferization and lowering to LLVM");
   if (dump) write_file(stem + ".lowered.mlir", print(*module));
   kernel->passes_ms = ms_since(t1);
 
@@ -278,6 +318,8 @@ std::unique_ptr<CompiledKernel> compile_cpu(const Program& p, const CompileOptio
     return e;
   };
   eo.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
+  static const llvm::StringRef omp_libs[] = {kLibOmp};
+  if (threads > 1) eo.sharedLibPaths = omp_libs;
   auto engine = ExecutionEngine::create(*module, eo, std::move(*tm));
   if (!engine) {
     diagnostics += "\n  " + llvm::toString(engine.takeError());

@@ -192,3 +192,25 @@ TEST_CASE("jit: a primitive without a lowering raises CompileError naming it and
   // The failure is remembered, not retried, and raised again.
   CHECK_THROWS_AS(jf(fx::array({1.f, 2.f, 3.f})), fx::CompileError);
 }
+
+TEST_CASE("jit: large kernels (threaded outer loops when the device has several threads)") {
+  const int64_t R = 512, C = 384;
+  fx::Array m = fx::array(ramp(R * C, -3, 3), fx::Shape{R, C});
+  auto f = [](const fx::Array& m) {
+    fx::Array e = fx::sin(m * m) + fx::exp(-m);
+    return std::make_tuple(e, fx::sum(e, {1}), fx::max(m, {0}));
+  };
+  auto [e, s, mx] = fx::jit(f)(m);
+  auto [e0, s0, mx0] = f(m);
+  auto close = [](const fx::Array& a, const fx::Array& b, double rtol) {
+    REQUIRE(a.aval() == b.aval());
+    auto x = a.to_vector<float>(), y = b.to_vector<float>();
+    size_t bad = 0;
+    for (size_t i = 0; i < x.size(); ++i) bad += !(std::fabs(x[i] - y[i]) <= 1e-5 + rtol * std::fabs(y[i]));
+    CHECK(bad == 0);
+  };
+  close(e, e0, 1e-5);
+  close(s, s0, 1e-5);
+  close(mx, mx0, 0);
+  MESSAGE("device threads: " << fx::runtime::cpu_device().num_threads);
+}
