@@ -131,7 +131,10 @@ class Jitted {
     }
     if (!compiled) {
       auto [program, out] = detail::trace_to_program(f_, args...);
-      auto like = std::make_shared<const R>(tree::map([](const Array&) { return Array(); }, out));
+      // The output's structure, without the dead tracers (they would keep the trace alive).
+      std::vector<Array> no_leaves(tree::leaves(out).size());
+      const Array* empty_it = no_leaves.data();
+      auto like = std::make_shared<const R>(tree::rebuild(out, empty_it));
       compiled = jit_detail::compile_signature(*cache_, key, std::move(program), like);
     }
     std::vector<Array> results = jit_detail::run_compiled(*compiled, leaves);
