@@ -32,6 +32,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <sstream>
 
@@ -307,7 +308,8 @@ std::unique_ptr<CompiledKernel> compile_cpu(const Program& p, const CompileOptio
   auto optimize = makeOptimizingTransformer(3, 0, tm->get());
   ExecutionEngineOptions eo;
   std::string ll_path = dump ? stem + ".ll" : std::string();
-  eo.transformer = [optimize, ll_path](llvm::Module* m) -> llvm::Error {
+  // ExecutionEngineOptions::transformer is a function_ref: the callable must outlive create().
+  std::function<llvm::Error(llvm::Module*)> transform = [optimize, ll_path](llvm::Module* m) -> llvm::Error {
     llvm::Error e = optimize(m);
     if (!e && !ll_path.empty()) {
       std::string s;
@@ -317,6 +319,7 @@ std::unique_ptr<CompiledKernel> compile_cpu(const Program& p, const CompileOptio
     }
     return e;
   };
+  eo.transformer = transform;
   eo.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
   static const llvm::StringRef omp_libs[] = {kLibOmp};
   if (threads > 1) eo.sharedLibPaths = omp_libs;
