@@ -1,5 +1,5 @@
-// The op table under fx::jit: every entry, dtype and sample compiled (MLIR -> LLVM) and compared
-// with the eager result. A program that holds a primitive without a lowering must raise
+// The op table under fx::jit: every entry in every dtype compiled (MLIR -> LLVM) and compared with
+// the eager result. A program that holds a primitive without a lowering must raise
 // CompileError naming it; the registry test pins down which primitives those are.
 #include <doctest/doctest.h>
 
@@ -50,6 +50,10 @@ TEST_CASE("jit op table: compiled results match eager for every op, dtype and sa
   for (const OpInfo& op : op_table())
     for (fx::DType d : op.dtypes)
       for (const Sample& s : op.samples) {
+        // Each call compiles (~15 ms): every dtype runs the first sample, and the float32 and
+        // int32 runs (or the first dtype's) take every sample.
+        const bool full = d == fx::float32 || d == fx::int32 || d == op.dtypes.front();
+        if (&s != &op.samples.front() && !full) continue;
         std::ostringstream what;
         what << op.name << " [" << fx::dtype_name(d) << "] " << s.label;
         CAPTURE(what.str());
