@@ -23,5 +23,6 @@
 #include "ir/shape.h"
 #include "transforms/autodiff.h"
 #include "transforms/custom_derivatives.h"
+#include "transforms/jit.h"
 #include "transforms/make_ir.h"
 #include "transforms/vmap_api.h"

@@ -321,3 +321,19 @@ TEST_CASE("autodiff errors: jvp tangents and vjp cotangents of the wrong type") 
   };
   CHECK_THROWS_AS(fx::grad(outer)(fx::scalar(1.f)), fx::TypeError);
 }
+
+TEST_CASE("custom rules and checkpoint compose with jit (their bodies are inlined for lowering)") {
+  auto f = [](const fx::Array& x) { return fx::sin(fx::sin(x)) * x; };
+  auto loss = [&](const fx::Array& x) { return fx::sum(fx::checkpoint(f)(x)); };
+  auto softplus = fx::custom_jvp([](const fx::Array& x) { return fx::log1p(fx::exp(x)); },
+                                 [](auto p, auto t) {
+                                   auto [x] = p;
+                                   auto [tx] = t;
+                                   return std::pair{fx::log1p(fx::exp(x)), tx * fx::sigmoid(x)};
+                                 });
+  fx::Array x = fx::array({0.3f, -1.2f, 2.0f});
+  CHECK(max_abs_diff(fx::jit(fx::grad(loss))(x), fx::grad(loss)(x)) < 1e-6);
+  CHECK(max_abs_diff(fx::jit(softplus)(x), softplus(x)) < 1e-6);
+  auto g = fx::grad([&](const fx::Array& v) { return fx::sum(softplus(v)); });
+  CHECK(max_abs_diff(fx::jit(g)(x), fx::sigmoid(x)) < 1e-6);
+}

@@ -1,6 +1,7 @@
 #include "transforms/vjp.h"
 
 #include "ir/trace.h"
+#include "transforms/inline.h"
 #include "transforms/jvp.h"
 #include "transforms/partial_eval.h"
 #include "transforms/simplify.h"
@@ -36,37 +37,6 @@ VjpPrograms vjp_programs(const Program& p, const std::vector<bool>& wrt, size_t 
   r.num_residuals = lin.num_residuals;
   return r;
 }
-
-namespace {
-// Appends callee's eqns to caller with callee's invars bound to `args` (atoms of caller) and its
-// constvars added to caller's; returns callee's outvars as atoms of caller. Program surgery, not
-// re-tracing: no shape rules run and no Arrays are made.
-std::vector<Atom> append_program(Program& caller, const Program& callee, const std::vector<Atom>& args) {
-  std::vector<Atom> map(callee.types.size());
-  for (size_t i = 0; i < callee.invars.size(); ++i) map[size_t(callee.invars[i])] = args[i];
-  for (size_t i = 0; i < callee.constvars.size(); ++i) {
-    int32_t v = caller.new_var(callee.type(callee.constvars[i]));
-    caller.constvars.push_back(v);
-    caller.consts.push_back(callee.consts[i]);
-    map[size_t(callee.constvars[i])] = Atom(v);
-  }
-  caller.eqns.reserve(caller.eqns.size() + callee.eqns.size());
-  for (const Eqn& e : callee.eqns) {
-    Eqn n = e;
-    for (Atom& a : n.inputs)
-      if (!a.is_literal()) a = map[size_t(a.var)];
-    for (int32_t& v : n.outputs) {
-      int32_t fresh = caller.new_var(callee.type(v));
-      map[size_t(v)] = Atom(fresh);
-      v = fresh;
-    }
-    caller.eqns.push_back(std::move(n));
-  }
-  std::vector<Atom> outs;
-  for (const Atom& a : callee.outvars) outs.push_back(a.is_literal() ? a : map[size_t(a.var)]);
-  return outs;
-}
-}  // namespace
 
 Program grad_program(const Program& p, const std::vector<bool>& wrt, const std::vector<bool>& keep_outputs) {
   VjpPrograms v = vjp_programs(p, wrt, 1);

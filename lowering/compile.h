@@ -1,0 +1,46 @@
+// The MLIR-free face of the lowering: compile a Program into a native CPU kernel. The runtime
+// (runtime/cpu_device.cpp) calls this; no MLIR or LLVM type crosses this header.
+//
+// Kernel ABI (bare-pointer convention, static shapes): the kernel takes one pointer per array, in
+// this order -- the program's invars, then its constvars, then one output buffer per outvar -- each
+// pointing at contiguous row-major storage owned by the runtime (bool is one byte, 0 or 1). The
+// caller invokes it through `packed(void** args)`, where args[i] points at the i-th pointer.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "ir/primitive.h"
+#include "ir/program.h"
+
+namespace fluxion::lowering {
+
+struct CompileOptions {
+  /// Worker threads for the outer loops (1: no threading code at all).
+  int num_threads = 1;
+  /// Polynomial approximations of sin and cos (f32). Exact to ~1e-6 absolute on |x| <= 100; set
+  /// false for libm calls where large arguments matter.
+  bool approximate_sin_cos = true;
+  /// When non-empty, the program, the MLIR before and after the pipeline and the LLVM IR are
+  /// written there as <name>.program.txt, .input.mlir, .lowered.mlir and .ll.
+  std::string dump_dir;
+  /// File-name stem of the dumps (the cache fingerprint).
+  std::string dump_name = "kernel";
+};
+
+/// A compiled kernel; owns the JIT-ed code for as long as it lives.
+class CompiledKernel {
+ public:
+  virtual ~CompiledKernel() = default;
+  using PackedFn = void (*)(void**);
+  PackedFn packed = nullptr;
+  double lower_ms = 0, passes_ms = 0, llvm_ms = 0;  // where the compile time went
+};
+
+/// Lowers, optimizes and JIT-compiles `p`. Throws CompileError (naming the primitive and the user's
+/// line) when a primitive has no lowering or MLIR/LLVM rejects the module; never prints or aborts.
+std::unique_ptr<CompiledKernel> compile_cpu(const Program& p, const CompileOptions& options);
+
+/// Whether the lowering table has a rule for p (the registry test checks every primitive).
+bool has_lowering(Prim p);
+
+}  // namespace fluxion::lowering

@@ -1,0 +1,91 @@
+// Internal to lowering/: the state and helpers the per-primitive lowering rules share. Every rule
+// turns one eqn into linalg/tensor/arith/math ops on static-shape tensors.
+//
+// Element types: bool is stored as i8 (0 or 1) everywhere, so that memory and vector layouts are
+// one byte per element; comparisons produce i1 and widen. Integers are signless (the rule picks
+// the signed or unsigned op from the fluxion dtype). float16/bfloat16 compute in f32, as the
+// reference kernels do (compute_t), and round back after each primitive.
+#pragma once
+#include <mlir/Dialect/Arith/IR/Arith.h>
+#include <mlir/Dialect/Func/IR/FuncOps.h>
+#include <mlir/Dialect/Linalg/IR/Linalg.h>
+#include <mlir/Dialect/Math/IR/Math.h>
+#include <mlir/Dialect/Tensor/IR/Tensor.h>
+#include <mlir/IR/Builders.h>
+#include <mlir/IR/BuiltinOps.h>
+
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ir/program.h"
+
+namespace fluxion::lowering {
+
+/// An eqn operand as the rules see it: a tensor value, or (for a literal) a scalar constant of the
+/// storage type, which elementwise rules use directly inside their bodies.
+struct Operand {
+  mlir::Value value;
+  AbstractArray aval;
+  bool scalar = false;  // `value` is a scalar (a literal), not a tensor
+};
+
+struct LowerCtx {
+  mlir::OpBuilder& b;
+  mlir::ModuleOp module;
+  mlir::Location loc;  // the current eqn's location (primitive name + user's file:line)
+  bool approximate_sin_cos = true;
+
+  /// A declaration of an external C function (libm, runtime helpers), created once.
+  mlir::func::FuncOp external(const std::string& name, mlir::TypeRange args, mlir::TypeRange results);
+};
+
+using LowerRule = std::vector<mlir::Value> (*)(LowerCtx& c, const Eqn& e, std::span<const Operand> in,
+                                               std::span<const AbstractArray> out);
+using LowerTable = std::vector<LowerRule>;  // indexed by Prim; nullptr: no lowering
+
+void add_elementwise_lowerings(LowerTable& t);  // lower_elementwise.cpp
+void add_shape_lowerings(LowerTable& t);        // lower_shape.cpp
+void add_reduce_lowerings(LowerTable& t);       // lower_reduce.cpp
+void add_dot_general_lowerings(LowerTable& t);  // lower_dot_general.cpp
+const LowerTable& lower_table();
+
+/// Builds the module: func @kernel(memref args...) with the body on tensors.
+mlir::OwningOpRef<mlir::ModuleOp> lower_program(mlir::MLIRContext& ctx, const Program& p, bool approximate_sin_cos);
+
+// ---- types ----------------------------------------------------------------------------------------
+mlir::Type storage_type(mlir::MLIRContext* ctx, DType d);
+/// The type arithmetic happens in: f32 for the 16-bit floats, the storage type otherwise.
+mlir::Type compute_type(mlir::MLIRContext* ctx, DType d);
+mlir::RankedTensorType tensor_type(mlir::MLIRContext* ctx, const AbstractArray& a);
+
+// ---- scalars (inside linalg bodies) ---------------------------------------------------------------
+/// Storage value -> compute value (extends f16/bf16 to f32) and back.
+mlir::Value to_compute(mlir::OpBuilder& b, mlir::Location l, mlir::Value v, DType d);
+mlir::Value from_compute(mlir::OpBuilder& b, mlir::Location l, mlir::Value v, DType d);
+/// A constant of dtype d's compute type.
+mlir::Value constant(mlir::OpBuilder& b, mlir::Location l, DType d, double v);
+/// Converts one scalar of dtype `from` (compute value) to dtype `to` (compute value), with the
+/// reference's semantics (saturating float->int, NaN->0, x != 0 for bool).
+mlir::Value convert_scalar(mlir::OpBuilder& b, mlir::Location l, mlir::Value x, DType from, DType to);
+/// i1 -> the bool storage (i8).
+mlir::Value bool_to_storage(mlir::OpBuilder& b, mlir::Location l, mlir::Value i1);
+/// bool storage (i8) -> i1.
+mlir::Value storage_to_bool(mlir::OpBuilder& b, mlir::Location l, mlir::Value i8);
+
+// ---- tensors ------------------------------------------------------------------------------------
+using ScalarBody = std::function<mlir::Value(mlir::OpBuilder&, mlir::Location, mlir::ValueRange)>;
+/// One linalg.generic over `out`'s shape: rank-0 tensors and scalar operands broadcast, the others
+/// have `out`'s shape. The body gets each operand's element in its storage type and returns the
+/// result in `out`'s storage type.
+mlir::Value elementwise(LowerCtx& c, const AbstractArray& out, std::span<const Operand> in, const ScalarBody& body);
+/// A tensor holding the operand (a literal becomes a rank-0 tensor).
+mlir::Value as_tensor(LowerCtx& c, const Operand& o);
+/// A tensor of `a`'s type filled with the scalar (storage type) `v`.
+mlir::Value filled(LowerCtx& c, const AbstractArray& a, mlir::Value v);
+mlir::Value empty(LowerCtx& c, const AbstractArray& a);
+/// The same elements under another shape (row-major order).
+mlir::Value reshape_to(LowerCtx& c, mlir::Value t, const Shape& from, const AbstractArray& to);
+
+}  // namespace fluxion::lowering

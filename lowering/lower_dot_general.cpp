@@ -1,0 +1,85 @@
+// Lowering of dot_general (prims/dot_general.cpp): one contraction linalg.generic whose loops are
+// (batch..., lhs free..., rhs free..., contracting...), accumulating into a zero-filled tensor.
+// Accumulation: the output's compute type for float outputs (f32 for f16/bf16), int64 for integer
+// and bool outputs (wrapping; equal to the reference's uint64 modulo 2^bits), then one conversion.
+#include "lowering/lower.h"
+
+namespace fluxion::lowering {
+
+using namespace mlir;
+
+namespace {
+
+struct DimRoles {
+  IntList batch, contracting, free;
+};
+
+DimRoles roles(int rank, const IntList& batch, const IntList& contracting) {
+  DimRoles r{batch, contracting, {}};
+  for (int d = 0; d < rank; ++d)
+    if (std::find(batch.begin(), batch.end(), d) == batch.end() &&
+        std::find(contracting.begin(), contracting.end(), d) == contracting.end())
+      r.free.push_back(d);
+  return r;
+}
+
+// The operand's indexing map: batch dim k -> loop k, free dim k -> loop free_base + k, contracting
+// dim k -> loop contracting_base + k.
+AffineMap operand_map(MLIRContext* ctx, int rank, const DimRoles& r, unsigned free_base, unsigned contracting_base,
+                      unsigned loops) {
+  SmallVector<AffineExpr> e(static_cast<size_t>(rank));
+  for (size_t k = 0; k < r.batch.size(); ++k) e[size_t(r.batch[k])] = getAffineDimExpr(unsigned(k), ctx);
+  for (size_t k = 0; k < r.free.size(); ++k) e[size_t(r.free[k])] = getAffineDimExpr(free_base + unsigned(k), ctx);
+  for (size_t k = 0; k < r.contracting.size(); ++k)
+    e[size_t(r.contracting[k])] = getAffineDimExpr(contracting_base + unsigned(k), ctx);
+  return AffineMap::get(loops, 0, e, ctx);
+}
+
+std::vector<Value> dot_general_rule(LowerCtx& c, const Eqn& e, std::span<const Operand> in, std::span<const AbstractArray> out) {
+  OpBuilder& b = c.b;
+  MLIRContext* ctx = b.getContext();
+  const AbstractArray &lhs = in[0].aval, &rhs = in[1].aval;
+  const DType in_d = lhs.dtype, out_d = out[0].dtype;
+  const DType acc_d = is_float(out_d) ? (out_d == DType::float64 ? DType::float64 : DType::float32) : DType::int64;
+  DimRoles lr = roles(lhs.ndim(), e.params.get_ints("lhs_batch"), e.params.get_ints("lhs_contracting"));
+  DimRoles rr = roles(rhs.ndim(), e.params.get_ints("rhs_batch"), e.params.get_ints("rhs_contracting"));
+  const unsigned nb = unsigned(lr.batch.size()), nlf = unsigned(lr.free.size()), nrf = unsigned(rr.free.size());
+  const unsigned nc = unsigned(lr.contracting.size());
+  const unsigned loops = nb + nlf + nrf + nc;
+  SmallVector<AffineMap> maps{operand_map(ctx, lhs.ndim(), lr, nb, nb + nlf + nrf, loops),
+                              operand_map(ctx, rhs.ndim(), rr, nb + nlf, nb + nlf + nrf, loops)};
+  SmallVector<AffineExpr> out_exprs;
+  for (unsigned k = 0; k < nb + nlf + nrf; ++k) out_exprs.push_back(getAffineDimExpr(k, ctx));
+  maps.push_back(AffineMap::get(loops, 0, out_exprs, ctx));
+  SmallVector<utils::IteratorType> iters(loops, utils::IteratorType::parallel);
+  for (unsigned k = nb + nlf + nrf; k < loops; ++k) iters[k] = utils::IteratorType::reduction;
+
+  Type acc_elem = storage_type(ctx, acc_d);
+  Value init = b.create<tensor::EmptyOp>(c.loc, out[0].shape.dims(), acc_elem);
+  init = b.create<linalg::FillOp>(c.loc, ValueRange{constant(b, c.loc, acc_d, 0)}, ValueRange{init}).getResult(0);
+  auto g = b.create<linalg::GenericOp>(
+      c.loc, TypeRange{RankedTensorType::get(out[0].shape.dims(), acc_elem)},
+      ValueRange{as_tensor(c, in[0]), as_tensor(c, in[1])}, ValueRange{init}, maps, iters,
+      [&](OpBuilder& nb_, Location nl, ValueRange args) {
+        Value x = convert_scalar(nb_, nl, to_compute(nb_, nl, args[0], in_d), in_d, acc_d);
+        Value y = convert_scalar(nb_, nl, to_compute(nb_, nl, args[1], in_d), in_d, acc_d);
+        Value r = is_float(acc_d) ? Value(nb_.create<arith::MulFOp>(nl, x, y)) : Value(nb_.create<arith::MulIOp>(nl, x, y));
+        // With no contracting dims the product is elementwise (an outer product): it must not read
+        // its output, which elementwise fusion would replace by the consumer's.
+        if (nc != 0)
+          r = is_float(acc_d) ? Value(nb_.create<arith::AddFOp>(nl, args[2], r)) : Value(nb_.create<arith::AddIOp>(nl, args[2], r));
+        nb_.create<linalg::YieldOp>(nl, r);
+      });
+  Value r = g.getResult(0);
+  if (acc_d == out_d) return {r};
+  Operand acc{r, AbstractArray{out[0].shape, acc_d, false}, false};
+  return {elementwise(c, out[0], std::span<const Operand>(&acc, 1), [acc_d, out_d](OpBuilder& nb_, Location nl, ValueRange v) {
+    return from_compute(nb_, nl, convert_scalar(nb_, nl, v[0], acc_d, out_d), out_d);
+  })};
+}
+
+}  // namespace
+
+void add_dot_general_lowerings(LowerTable& t) { t[size_t(Prim::dot_general)] = &dot_general_rule; }
+
+}  // namespace fluxion::lowering

@@ -1,0 +1,273 @@
+// Program -> MLIR module: the kernel function, the value map, the dispatch over the rule table,
+// and the type/scalar/tensor helpers the rules share.
+#include <mlir/Dialect/Bufferization/IR/Bufferization.h>
+#include <mlir/IR/BuiltinTypes.h>
+
+#include "ir/error.h"
+#include "lowering/compile.h"
+#include "lowering/lower.h"
+
+namespace fluxion::lowering {
+
+using namespace mlir;
+
+// ---- types ----------------------------------------------------------------------------------------
+Type storage_type(MLIRContext* ctx, DType d) {
+  switch (d) {
+    case DType::bool_: case DType::int8: case DType::uint8: return IntegerType::get(ctx, 8);
+    case DType::int32: case DType::uint32: return IntegerType::get(ctx, 32);
+    case DType::int64: return IntegerType::get(ctx, 64);
+    case DType::float16: return Float16Type::get(ctx);
+    case DType::bfloat16: return BFloat16Type::get(ctx);
+    case DType::float32: return Float32Type::get(ctx);
+    case DType::float64: return Float64Type::get(ctx);
+  }
+  return Float32Type::get(ctx);
+}
+
+Type compute_type(MLIRContext* ctx, DType d) {
+  if (d == DType::float16 || d == DType::bfloat16) return Float32Type::get(ctx);
+  return storage_type(ctx, d);
+}
+
+RankedTensorType tensor_type(MLIRContext* ctx, const AbstractArray& a) {
+  return RankedTensorType::get(a.shape.dims(), storage_type(ctx, a.dtype));
+}
+
+// ---- scalars --------------------------------------------------------------------------------------
+Value to_compute(OpBuilder& b, Location l, Value v, DType d) {
+  if (d == DType::float16 || d == DType::bfloat16) return b.create<arith::ExtFOp>(l, b.getF32Type(), v);
+  return v;
+}
+
+Value from_compute(OpBuilder& b, Location l, Value v, DType d) {
+  if (d == DType::float16 || d == DType::bfloat16) return b.create<arith::TruncFOp>(l, storage_type(b.getContext(), d), v);
+  return v;
+}
+
+Value constant(OpBuilder& b, Location l, DType d, double v) {
+  Type t = compute_type(b.getContext(), d);
+  if (is_float(d)) return b.create<arith::ConstantOp>(l, b.getFloatAttr(t, v));
+  if (is_unsigned_int(d) && v < 0) return b.create<arith::ConstantOp>(l, b.getIntegerAttr(t, int64_t(v)));
+  return b.create<arith::ConstantOp>(l, b.getIntegerAttr(t, int64_t(v)));
+}
+
+Value bool_to_storage(OpBuilder& b, Location l, Value i1) { return b.create<arith::ExtUIOp>(l, b.getI8Type(), i1); }
+
+Value storage_to_bool(OpBuilder& b, Location l, Value i8) {
+  Value zero = b.create<arith::ConstantOp>(l, b.getIntegerAttr(i8.getType(), 0));
+  return b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ne, i8, zero);
+}
+
+namespace {
+unsigned bits_of(DType d) { return unsigned(itemsize(d) * 8); }
+// The saturation bounds of an integer dtype as doubles (what the reference's C(limit) rounds to).
+double int_min(DType d) {
+  switch (d) {
+    case DType::int8: return -128.0;
+    case DType::int32: return -2147483648.0;
+    case DType::int64: return -9223372036854775808.0;
+    default: return 0.0;
+  }
+}
+double int_max(DType d) {
+  switch (d) {
+    case DType::int8: return 127.0;
+    case DType::int32: return 2147483647.0;
+    case DType::int64: return 9223372036854775807.0;
+    case DType::uint8: return 255.0;
+    case DType::uint32: return 4294967295.0;
+    default: return 1.0;
+  }
+}
+}  // namespace
+
+Value convert_scalar(OpBuilder& b, Location l, Value x, DType from, DType to) {
+  MLIRContext* ctx = b.getContext();
+  Type tt = compute_type(ctx, to);
+  if (to == DType::bool_) {
+    Value ne;
+    if (is_float(from)) {
+      ne = b.create<arith::CmpFOp>(l, arith::CmpFPredicate::UNE, x, constant(b, l, from, 0));
+    } else {
+      ne = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ne, x, constant(b, l, from, 0));
+    }
+    return bool_to_storage(b, l, ne);
+  }
+  const bool from_f = is_float(from), to_f = is_float(to);
+  if (from_f && to_f) {
+    unsigned fb = x.getType().getIntOrFloatBitWidth(), tb = tt.getIntOrFloatBitWidth();
+    if (fb == tb) return x;
+    if (fb < tb) return b.create<arith::ExtFOp>(l, tt, x);
+    return b.create<arith::TruncFOp>(l, tt, x);
+  }
+  if (!from_f && to_f) {
+    if (is_signed_int(from)) return b.create<arith::SIToFPOp>(l, tt, x);
+    return b.create<arith::UIToFPOp>(l, tt, x);  // unsigned and bool (0/1)
+  }
+  if (from_f && !to_f) {
+    // The reference: NaN -> 0, x <= C(min) -> min, x >= C(max) -> max, else truncate.
+    Type ft = x.getType();
+    auto fconst = [&](double v) -> Value { return b.create<arith::ConstantOp>(l, b.getFloatAttr(ft, v)); };
+    Value lo = fconst(int_min(to)), hi = fconst(int_max(to));
+    Value conv = is_signed_int(to) ? Value(b.create<arith::FPToSIOp>(l, tt, x)) : Value(b.create<arith::FPToUIOp>(l, tt, x));
+    auto iconst = [&](double v) -> Value {
+      return b.create<arith::ConstantOp>(l, b.getIntegerAttr(tt, is_signed_int(to) ? int64_t(v) : int64_t(uint64_t(v))));
+    };
+    Value r = b.create<arith::SelectOp>(l, b.create<arith::CmpFOp>(l, arith::CmpFPredicate::OGE, x, hi), iconst(int_max(to)), conv);
+    r = b.create<arith::SelectOp>(l, b.create<arith::CmpFOp>(l, arith::CmpFPredicate::OLE, x, lo), iconst(int_min(to)), r);
+    r = b.create<arith::SelectOp>(l, b.create<arith::CmpFOp>(l, arith::CmpFPredicate::UNO, x, x), iconst(0), r);
+    return r;
+  }
+  // integer -> integer: wraps (truncate) or extends by the source's signedness.
+  unsigned fb = bits_of(from), tb = bits_of(to);
+  if (fb == tb) return x;
+  if (fb > tb) return b.create<arith::TruncIOp>(l, tt, x);
+  if (is_signed_int(from)) return b.create<arith::ExtSIOp>(l, tt, x);
+  return b.create<arith::ExtUIOp>(l, tt, x);
+}
+
+// ---- tensors --------------------------------------------------------------------------------------
+Value empty(LowerCtx& c, const AbstractArray& a) {
+  return c.b.create<tensor::EmptyOp>(c.loc, a.shape.dims(), storage_type(c.b.getContext(), a.dtype));
+}
+
+Value filled(LowerCtx& c, const AbstractArray& a, Value v) {
+  return c.b.create<linalg::FillOp>(c.loc, ValueRange{v}, ValueRange{empty(c, a)}).getResult(0);
+}
+
+Value as_tensor(LowerCtx& c, const Operand& o) {
+  if (!o.scalar) return o.value;
+  return c.b.create<tensor::FromElementsOp>(c.loc, tensor_type(c.b.getContext(), o.aval), ValueRange{o.value});
+}
+
+Value elementwise(LowerCtx& c, const AbstractArray& out, std::span<const Operand> in, const ScalarBody& body) {
+  OpBuilder& b = c.b;
+  const unsigned rank = unsigned(out.ndim());
+  SmallVector<Value> ins;
+  SmallVector<AffineMap> maps;
+  SmallVector<int> slot(in.size(), -1);  // operand i -> block argument, or -1 for a scalar
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i].scalar) continue;
+    slot[i] = int(ins.size());
+    ins.push_back(in[i].value);
+    maps.push_back(in[i].aval.ndim() == 0 && rank != 0 ? AffineMap::get(rank, 0, b.getContext())
+                                                       : b.getMultiDimIdentityMap(rank));
+  }
+  maps.push_back(b.getMultiDimIdentityMap(rank));
+  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+  auto g = b.create<linalg::GenericOp>(
+      c.loc, TypeRange{tensor_type(b.getContext(), out)}, ins, ValueRange{empty(c, out)}, maps, iters,
+      [&](OpBuilder& nb, Location nl, ValueRange args) {
+        SmallVector<Value> scalars;
+        for (size_t i = 0; i < in.size(); ++i) scalars.push_back(slot[i] < 0 ? in[i].value : args[size_t(slot[i])]);
+        nb.create<linalg::YieldOp>(nl, body(nb, nl, scalars));
+      });
+  return g.getResult(0);
+}
+
+func::FuncOp LowerCtx::external(const std::string& name, TypeRange args, TypeRange results) {
+  if (auto f = module.lookupSymbol<func::FuncOp>(name)) return f;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(module.getBody());
+  auto f = b.create<func::FuncOp>(b.getUnknownLoc(), name, b.getFunctionType(args, results));
+  f.setPrivate();
+  return f;
+}
+
+// ---- the rule table -------------------------------------------------------------------------------
+const LowerTable& lower_table() {
+  static const LowerTable table = [] {
+    LowerTable t(size_t(kNumPrims), nullptr);
+    add_elementwise_lowerings(t);
+    add_shape_lowerings(t);
+    add_reduce_lowerings(t);
+    add_dot_general_lowerings(t);
+    return t;
+  }();
+  return table;
+}
+
+bool has_lowering(Prim p) { return lower_table()[size_t(p)] != nullptr; }
+
+namespace {
+Location eqn_location(MLIRContext* ctx, const Eqn& e) {
+  Location file = e.loc.known() ? Location(FileLineColLoc::get(ctx, e.loc.file, e.loc.line, 0)) : UnknownLoc::get(ctx);
+  return NameLoc::get(StringAttr::get(ctx, prim_name(e.prim)), file);
+}
+
+[[noreturn]] void no_lowering(const Program& p, const Eqn& e) {
+  std::vector<AbstractArray> in;
+  for (const Atom& a : e.inputs) in.push_back(p.aval(a));
+  op_error(ErrorKind::Compile, "jit", in, e.loc,
+           "the primitive '" + std::string(prim_name(e.prim)) + "' has no MLIR lowering yet; it runs only eagerly");
+}
+}  // namespace
+
+OwningOpRef<ModuleOp> lower_program(MLIRContext& ctx, const Program& p, bool approximate_sin_cos) {
+  OpBuilder b(&ctx);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
+  // Every eqn must have a rule before any IR is built, so the error names the first offender.
+  for (const Eqn& e : p.eqns)
+    if (!has_lowering(e.prim)) no_lowering(p, e);
+
+  SmallVector<Type> arg_types;
+  std::vector<int32_t> in_vars(p.invars.begin(), p.invars.end());
+  in_vars.insert(in_vars.end(), p.constvars.begin(), p.constvars.end());
+  // Arrays without elements are passed as memref<1xT> (the bare-pointer ABI cannot lower a
+  // zero-size memref type; the runtime's buffers are never null): nothing reads or writes them.
+  auto arg_type = [&](const AbstractArray& t) {
+    Type elem = storage_type(&ctx, t.dtype);
+    return t.size() == 0 ? MemRefType::get({1}, elem) : MemRefType::get(t.shape.dims(), elem);
+  };
+  for (int32_t v : in_vars) arg_types.push_back(arg_type(p.type(v)));
+  for (const Atom& a : p.outvars) arg_types.push_back(arg_type(p.aval(a)));
+  b.setInsertionPointToEnd(module->getBody());
+  auto fn = b.create<func::FuncOp>(b.getUnknownLoc(), "kernel", b.getFunctionType(arg_types, {}));
+  Block* entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+
+  LowerCtx c{b, *module, b.getUnknownLoc(), approximate_sin_cos};
+  std::vector<Value> values(p.types.size());
+  for (size_t i = 0; i < in_vars.size(); ++i) {
+    const AbstractArray& t = p.type(in_vars[i]);
+    values[size_t(in_vars[i])] =
+        t.size() == 0 ? empty(c, t)
+                      : Value(b.create<bufferization::ToTensorOp>(c.loc, entry->getArgument(unsigned(i)), /*restrict=*/true,
+                                                                  /*writable=*/false));
+  }
+
+  auto literal_scalar = [&](const Literal& lit) -> Value {
+    Type t = storage_type(&ctx, lit.dtype);
+    if (is_float(lit.dtype)) return b.create<arith::ConstantOp>(c.loc, b.getFloatAttr(t, lit.as_double()));
+    if (is_unsigned_int(lit.dtype)) return b.create<arith::ConstantOp>(c.loc, b.getIntegerAttr(t, int64_t(lit.u)));
+    return b.create<arith::ConstantOp>(c.loc, b.getIntegerAttr(t, lit.i));
+  };
+  auto operand = [&](const Atom& a) -> Operand {
+    if (a.is_literal()) return Operand{literal_scalar(a.lit), a.lit.aval(), true};
+    return Operand{values[size_t(a.var)], p.type(a.var), false};
+  };
+
+  for (const Eqn& e : p.eqns) {
+    c.loc = eqn_location(&ctx, e);
+    std::vector<Operand> in;
+    for (const Atom& a : e.inputs) in.push_back(operand(a));
+    std::vector<AbstractArray> out;
+    for (int32_t v : e.outputs) out.push_back(p.type(v));
+    std::vector<Value> results = lower_table()[size_t(e.prim)](c, e, in, out);
+    for (size_t i = 0; i < e.outputs.size(); ++i) values[size_t(e.outputs[i])] = results.at(i);
+  }
+
+  c.loc = b.getUnknownLoc();
+  for (size_t i = 0; i < p.outvars.size(); ++i) {
+    if (p.aval(p.outvars[i]).size() == 0) continue;
+    Value t = as_tensor(c, operand(p.outvars[i]));
+    b.create<bufferization::MaterializeInDestinationOp>(c.loc, TypeRange{}, t,
+                                                        entry->getArgument(unsigned(in_vars.size() + i)),
+                                                        /*restrict=*/true, /*writable=*/true);
+  }
+  b.create<func::ReturnOp>(c.loc);
+  return module;
+}
+
+}  // namespace fluxion::lowering

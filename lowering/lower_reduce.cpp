@@ -1,0 +1,167 @@
+// Lowering of the reductions (prims/reduce.cpp): one linalg.generic with reduction iterators over
+// the reduced axes, into an accumulator initialised by linalg.fill. Producers fuse into it
+// (linalg-fuse-elementwise-ops), and the pipeline splits the innermost reduction for vectors.
+//
+// Accumulation: float16/bfloat16 in f32 (as the reference), float32 in f32 (the reference uses
+// f64; XLA uses f32 -- vector partial sums keep the error small), integers in their own width
+// (wrapping, which equals the reference's uint64 accumulation modulo 2^bits).
+#include <limits>
+
+#include "lowering/lower.h"
+
+namespace fluxion::lowering {
+
+using namespace mlir;
+
+namespace {
+
+enum class Kind { sum, prod, max, min, and_, or_ };
+
+// The reduction's identity in the accumulator type.
+Value identity(OpBuilder& b, Location l, Kind k, DType d) {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  switch (k) {
+    case Kind::sum: return constant(b, l, d, 0);
+    case Kind::prod: return constant(b, l, d, 1);
+    case Kind::and_: return constant(b, l, d, d == DType::bool_ ? 1 : -1);
+    case Kind::or_: return constant(b, l, d, 0);
+    case Kind::max:
+    case Kind::min: {
+      const bool max = k == Kind::max;
+      if (is_float(d)) return constant(b, l, d, max ? -inf : inf);
+      if (d == DType::bool_) return constant(b, l, d, max ? 0 : 1);
+      Type t = compute_type(b.getContext(), d);
+      unsigned w = t.getIntOrFloatBitWidth();
+      APInt v = is_signed_int(d) ? (max ? APInt::getSignedMinValue(w) : APInt::getSignedMaxValue(w))
+                                 : (max ? APInt::getMinValue(w) : APInt::getMaxValue(w));
+      return b.create<arith::ConstantOp>(l, b.getIntegerAttr(t, v));
+    }
+  }
+  return Value();
+}
+
+Value combine(OpBuilder& b, Location l, Kind k, DType d, Value x, Value acc) {
+  const bool f = is_float(d);
+  switch (k) {
+    case Kind::sum: return f ? Value(b.create<arith::AddFOp>(l, acc, x)) : Value(b.create<arith::AddIOp>(l, acc, x));
+    case Kind::prod: return f ? Value(b.create<arith::MulFOp>(l, acc, x)) : Value(b.create<arith::MulIOp>(l, acc, x));
+    case Kind::and_: return b.create<arith::AndIOp>(l, acc, x);
+    case Kind::or_: return b.create<arith::OrIOp>(l, acc, x);
+    case Kind::max:
+    case Kind::min: {
+      const bool max = k == Kind::max;
+      if (f) return max ? Value(b.create<arith::MaximumFOp>(l, acc, x)) : Value(b.create<arith::MinimumFOp>(l, acc, x));
+      if (is_signed_int(d)) return max ? Value(b.create<arith::MaxSIOp>(l, acc, x)) : Value(b.create<arith::MinSIOp>(l, acc, x));
+      return max ? Value(b.create<arith::MaxUIOp>(l, acc, x)) : Value(b.create<arith::MinUIOp>(l, acc, x));
+    }
+  }
+  return Value();
+}
+
+// Loop maps of a reduction of `rank` loops over `axes`: identity for the operand, the kept loops
+// for the result.
+AffineMap kept_map(MLIRContext* ctx, int rank, const IntList& axes) {
+  SmallVector<AffineExpr> kept;
+  for (int d = 0; d < rank; ++d)
+    if (std::find(axes.begin(), axes.end(), int64_t(d)) == axes.end()) kept.push_back(getAffineDimExpr(unsigned(d), ctx));
+  return AffineMap::get(unsigned(rank), 0, kept, ctx);
+}
+
+SmallVector<utils::IteratorType> iterators(int rank, const IntList& axes) {
+  SmallVector<utils::IteratorType> it(size_t(rank), utils::IteratorType::parallel);
+  for (int64_t a : axes) it[size_t(a)] = utils::IteratorType::reduction;
+  return it;
+}
+
+template <Kind K>
+std::vector<Value> reduce_rule(LowerCtx& c, const Eqn& e, std::span<const Operand> in, std::span<const AbstractArray> out) {
+  OpBuilder& b = c.b;
+  MLIRContext* ctx = b.getContext();
+  const DType d = in[0].aval.dtype;
+  const IntList& axes = e.params.get_ints("axes");
+  const int rank = in[0].aval.ndim();
+  if (axes.empty())  // nothing reduced: a copy (kept out of the accumulate-into-output form)
+    return {elementwise(c, out[0], in, [](OpBuilder&, Location, ValueRange v) { return v[0]; })};
+  Value x = as_tensor(c, in[0]);
+  // The accumulator: the compute type (f32 for the 16-bit floats).
+  Type acc_elem = compute_type(ctx, d);
+  auto acc_type = RankedTensorType::get(out[0].shape.dims(), acc_elem);
+  Value init = b.create<tensor::EmptyOp>(c.loc, out[0].shape.dims(), acc_elem);
+  init = b.create<linalg::FillOp>(c.loc, ValueRange{identity(b, c.loc, K, d)}, ValueRange{init}).getResult(0);
+  SmallVector<AffineMap> maps{b.getMultiDimIdentityMap(unsigned(rank)), kept_map(ctx, rank, axes)};
+  auto g = b.create<linalg::GenericOp>(c.loc, TypeRange{acc_type}, ValueRange{x}, ValueRange{init}, maps,
+                                       iterators(rank, axes), [&](OpBuilder& nb, Location nl, ValueRange args) {
+                                         Value v = to_compute(nb, nl, args[0], d);
+                                         nb.create<linalg::YieldOp>(nl, combine(nb, nl, K, d, v, args[1]));
+                                       });
+  Value r = g.getResult(0);
+  if (acc_elem == storage_type(ctx, d)) return {r};
+  Operand acc{r, AbstractArray{out[0].shape, DType::float32, false}, false};
+  return {elementwise(c, out[0], std::span<const Operand>(&acc, 1),
+                      [d](OpBuilder& nb, Location nl, ValueRange v) { return from_compute(nb, nl, v[0], d); })};
+}
+
+// argmax/argmin over one axis: (best value, best index) carried together. NaN beats everything and
+// the first NaN stays; ties keep the first index (the reference's `beats`).
+template <bool IsMax>
+std::vector<Value> argminmax_rule(LowerCtx& c, const Eqn& e, std::span<const Operand> in, std::span<const AbstractArray> out) {
+  OpBuilder& b = c.b;
+  MLIRContext* ctx = b.getContext();
+  const DType d = in[0].aval.dtype;
+  const IntList& axes = e.params.get_ints("axes");
+  const int64_t axis = axes.at(0);
+  const int rank = in[0].aval.ndim();
+  Type val_elem = compute_type(ctx, d);
+  Value best0 = b.create<tensor::EmptyOp>(c.loc, out[0].shape.dims(), val_elem);
+  best0 = b.create<linalg::FillOp>(c.loc, ValueRange{identity(b, c.loc, IsMax ? Kind::max : Kind::min, d)}, ValueRange{best0})
+              .getResult(0);
+  Value idx0 = b.create<tensor::EmptyOp>(c.loc, out[0].shape.dims(), b.getI64Type());
+  idx0 = b.create<linalg::FillOp>(c.loc, ValueRange{Value(b.create<arith::ConstantOp>(c.loc, b.getI64IntegerAttr(0)))},
+                                  ValueRange{idx0})
+             .getResult(0);
+  AffineMap kept = kept_map(ctx, rank, axes);
+  SmallVector<AffineMap> maps{b.getMultiDimIdentityMap(unsigned(rank)), kept, kept};
+  auto g = b.create<linalg::GenericOp>(
+      c.loc, TypeRange{RankedTensorType::get(out[0].shape.dims(), val_elem), RankedTensorType::get(out[0].shape.dims(), b.getI64Type())},
+      ValueRange{as_tensor(c, in[0])}, ValueRange{best0, idx0}, maps, iterators(rank, axes),
+      [&](OpBuilder& nb, Location nl, ValueRange args) {
+        Value v = to_compute(nb, nl, args[0], d), best = args[1], bi = args[2];
+        Value i = nb.create<arith::IndexCastOp>(nl, nb.getI64Type(), nb.create<linalg::IndexOp>(nl, uint64_t(axis)));
+        Value beats;
+        if (is_float(d)) {
+          Value best_ok = nb.create<arith::CmpFOp>(nl, arith::CmpFPredicate::ORD, best, best);
+          Value v_nan = nb.create<arith::CmpFOp>(nl, arith::CmpFPredicate::UNO, v, v);
+          Value better = nb.create<arith::CmpFOp>(nl, IsMax ? arith::CmpFPredicate::OGT : arith::CmpFPredicate::OLT, v, best);
+          beats = nb.create<arith::AndIOp>(nl, best_ok, nb.create<arith::OrIOp>(nl, v_nan, better));
+        } else {
+          auto pred = is_signed_int(d) ? (IsMax ? arith::CmpIPredicate::sgt : arith::CmpIPredicate::slt)
+                                       : (IsMax ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::ult);
+          beats = nb.create<arith::CmpIOp>(nl, pred, v, best);
+        }
+        // The first element always starts the run (the fill value is only a placeholder).
+        Value first = nb.create<arith::CmpIOp>(nl, arith::CmpIPredicate::eq, i,
+                                               nb.create<arith::ConstantOp>(nl, nb.getI64IntegerAttr(0)));
+        beats = nb.create<arith::OrIOp>(nl, beats, first);
+        nb.create<linalg::YieldOp>(nl, ValueRange{Value(nb.create<arith::SelectOp>(nl, beats, v, best)),
+                                                  Value(nb.create<arith::SelectOp>(nl, beats, i, bi))});
+      });
+  Operand idx{g.getResult(1), AbstractArray{out[0].shape, DType::int64, false}, false};
+  const DType to = out[0].dtype;
+  return {elementwise(c, out[0], std::span<const Operand>(&idx, 1),
+                      [to](OpBuilder& nb, Location nl, ValueRange v) { return convert_scalar(nb, nl, v[0], DType::int64, to); })};
+}
+
+}  // namespace
+
+void add_reduce_lowerings(LowerTable& t) {
+  t[size_t(Prim::reduce_sum)] = &reduce_rule<Kind::sum>;
+  t[size_t(Prim::reduce_prod)] = &reduce_rule<Kind::prod>;
+  t[size_t(Prim::reduce_max)] = &reduce_rule<Kind::max>;
+  t[size_t(Prim::reduce_min)] = &reduce_rule<Kind::min>;
+  t[size_t(Prim::reduce_and)] = &reduce_rule<Kind::and_>;
+  t[size_t(Prim::reduce_or)] = &reduce_rule<Kind::or_>;
+  t[size_t(Prim::argmax)] = &argminmax_rule<true>;
+  t[size_t(Prim::argmin)] = &argminmax_rule<false>;
+}
+
+}  // namespace fluxion::lowering

@@ -1,0 +1,346 @@
+// The CPU pipeline: Program -> MLIR (lower_program) -> fusion -> tiling and vectorization (a
+// transform script written per kernel) -> bufferization into the runtime's buffers -> polynomial
+// math -> LLVM -> ExecutionEngine. The pass lists below are the whole pipeline, in order.
+//
+// One MLIRContext serves every compile, under a mutex (a compile takes milliseconds; the kernels
+// it produces run concurrently without it). Diagnostics are captured into the CompileError.
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <mlir/Dialect/Bufferization/IR/Bufferization.h>
+#include <mlir/Dialect/Linalg/Transforms/Transforms.h>
+#include <mlir/Dialect/Math/Transforms/Approximation.h>
+#include <mlir/Dialect/Math/Transforms/Passes.h>
+#include <mlir/Dialect/MemRef/IR/MemRef.h>
+#include <mlir/Dialect/Transform/IR/TransformOps.h>
+#include <mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h>
+#include <mlir/Dialect/Vector/IR/VectorOps.h>
+#include <mlir/ExecutionEngine/ExecutionEngine.h>
+#include <mlir/ExecutionEngine/OptUtils.h>
+#include <mlir/IR/Diagnostics.h>
+#include <mlir/IR/Verifier.h>
+#include <mlir/Parser/Parser.h>
+#include <mlir/Pass/PassManager.h>
+#include <mlir/Pass/PassRegistry.h>
+#include <mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h>
+#include <mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h>
+#include <mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h>
+#include <mlir/Transforms/GreedyPatternRewriteDriver.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <sstream>
+
+#include "ir/error.h"
+#include "lowering/compile.h"
+#include "lowering/lower.h"
+#include "lowering/tiling.h"
+
+namespace fluxion::lowering {
+
+void register_all_mlir(mlir::DialectRegistry& registry);  // mlir_registry.cpp
+
+using namespace mlir;
+
+namespace {
+
+// ---- the passes -----------------------------------------------------------------------------------
+// Before the transform script: named ops become generics so that elementwise producers fuse into
+// each other and into reductions; outputs written by materialize_in_destination take over the
+// tensor.empty of the op that computes them (no copy).
+const char* kFusion =
+    "linalg-generalize-named-ops,"
+    "fx-fuse-elementwise,"
+    "eliminate-empty-tensors,"
+    "canonicalize,cse";
+
+// After it: hoist vector accumulators out of loops (on tensors, or they bounce through memory),
+// bufferize, free the temporaries (inline+symbol-dce remove the dealloc helper that the bare-pointer
+// ABI cannot lower), approximate the math, and lower everything to the LLVM dialect.
+const char* kBufferizeAndLower =
+    "canonicalize,cse,"
+    "loop-invariant-subset-hoisting,"
+    "canonicalize,"
+    "empty-tensor-to-alloc-tensor,"
+    "one-shot-bufferize,"
+    "canonicalize,cse,canonicalize,"
+    "buffer-deallocation-pipeline,inline,symbol-dce,canonicalize,"
+    "@THREADS@"
+    "func.func(fx-copy-to-linalg),"
+    "func.func(fx-math-approx),"
+    "func.func(convert-vector-to-scf{full-unroll=1 target-rank=1}),"
+    "func.func(convert-linalg-to-loops),"
+    "lower-affine,"
+    "convert-scf-to-cf,"
+    "canonicalize,cse,"
+    "convert-vector-to-llvm{reassociate-fp-reductions=1},"
+    "func.func(convert-math-to-llvm),"
+    "arith-expand{include-bf16=1},"
+    "memref-expand,"
+    "expand-strided-metadata,"
+    "lower-affine,"
+    "finalize-memref-to-llvm,"
+    "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},"
+    "convert-arith-to-llvm,"
+    "convert-index-to-llvm,"
+    "convert-cf-to-llvm,"
+    "@OPENMP_TO_LLVM@"
+    "reconcile-unrealized-casts";
+
+// Outer-loop threads: scf.forall -> scf.parallel -> omp.parallel + omp.wsloop (libomp, threads
+// pinned). canonicalize right after inlines the memref.alloca_scope the conversion wraps around
+// the body (else it becomes multi-block and fails to verify); the OpenMP dialect is lowered after
+// cf. With one thread the foralls are plain loops.
+std::string bufferize_and_lower_passes(int num_threads) {
+  std::string s = kBufferizeAndLower;
+  auto put = [&](const std::string& key, const std::string& text) { s.replace(s.find(key), key.size(), text); };
+  if (num_threads > 1) {
+    put("@THREADS@", "scf-forall-to-parallel,convert-scf-to-openmp{num-threads=" + std::to_string(num_threads) +
+                         "},canonicalize,");
+    put("@OPENMP_TO_LLVM@", "convert-openmp-to-llvm,");
+  } else {
+    put("@THREADS@", "scf-forall-to-for,");
+    put("@OPENMP_TO_LLVM@", "");
+  }
+  return s;
+}
+
+// libomp for LLVM 19 is not packaged; LLVM 14's runs the code MLIR 19 emits. Threads are pinned
+// (OMP_PROC_BIND): unpinned, OpenMP on these VMs was slower than one thread.
+const char* kLibOmp = "/usr/lib/llvm-14/lib/libomp.so";
+
+int usable_threads(int requested) {
+  if (requested <= 1) return 1;
+  static const bool have_omp = [] {
+    FILE* f = std::fopen(kLibOmp, "rb");
+    if (!f) return false;
+    std::fclose(f);
+    setenv("OMP_PROC_BIND", "true", 0);
+    return true;
+  }();
+  return have_omp ? requested : 1;
+}
+
+// Polynomial approximations of exp, log, tanh, erf, sin, cos (f32; the lowering emits math ops only
+// for those, and libm calls for the rest).
+struct MathApproxPass : public PassWrapper<MathApproxPass, OperationPass<func::FuncOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(MathApproxPass)
+  StringRef getArgument() const final { return "fx-math-approx"; }
+  StringRef getDescription() const final { return "vectorizable polynomial approximations of f32 math"; }
+  void getDependentDialects(DialectRegistry& r) const override {
+    r.insert<arith::ArithDialect, math::MathDialect, vector::VectorDialect>();
+  }
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateMathPolynomialApproximationPatterns(patterns);
+    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns)))) signalPassFailure();
+  }
+};
+
+// linalg-fuse-elementwise-ops with one more rule: a producer that calls libm (an op the vectorizer
+// cannot handle) is not fused into a reduction, whose vectorization would then fail; it stays a
+// scalar loop of its own and the reduction still vectorizes.
+bool calls_out(Operation* op) {
+  bool found = false;
+  op->walk([&](func::CallOp) { found = true; });
+  return found;
+}
+
+struct FuseElementwisePass : public PassWrapper<FuseElementwisePass, OperationPass<>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(FuseElementwisePass)
+  StringRef getArgument() const final { return "fx-fuse-elementwise"; }
+  StringRef getDescription() const final { return "elementwise producer-consumer fusion of linalg.generic ops"; }
+  void getDependentDialects(DialectRegistry& r) const override { r.insert<linalg::LinalgDialect, tensor::TensorDialect>(); }
+  void runOnOperation() override {
+    linalg::ControlFusionFn control = [](OpOperand* fused) {
+      Operation* producer = fused->get().getDefiningOp();
+      if (!producer || !producer->hasOneUse()) return false;
+      auto consumer = dyn_cast<linalg::LinalgOp>(fused->getOwner());
+      if (consumer && consumer.getNumReductionLoops() > 0 && calls_out(producer)) return false;
+      return true;
+    };
+    RewritePatternSet patterns(&getContext());
+    linalg::populateElementwiseOpsFusionPatterns(patterns, control);
+    linalg::populateEraseUnusedOperandsAndResultsPatterns(patterns);
+    linalg::GenericOp::getCanonicalizationPatterns(patterns, &getContext());
+    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns)))) signalPassFailure();
+  }
+};
+
+// memref.copy between strided views (insert_slice, concatenate, pad) would become a call into
+// libmlir_c_runner_utils; as linalg.copy it becomes a loop nest in the kernel itself.
+struct CopyToLinalgPass : public PassWrapper<CopyToLinalgPass, OperationPass<func::FuncOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CopyToLinalgPass)
+  StringRef getArgument() const final { return "fx-copy-to-linalg"; }
+  StringRef getDescription() const final { return "memref.copy -> linalg.copy"; }
+  void getDependentDialects(DialectRegistry& r) const override { r.insert<linalg::LinalgDialect>(); }
+  void runOnOperation() override {
+    SmallVector<memref::CopyOp> copies;
+    getOperation().walk([&](memref::CopyOp op) { copies.push_back(op); });
+    for (memref::CopyOp op : copies) {
+      OpBuilder b(op);
+      b.create<linalg::CopyOp>(op.getLoc(), op.getSource(), op.getTarget());
+      op.erase();
+    }
+  }
+};
+
+// ---- the context ----------------------------------------------------------------------------------
+struct Jit {
+  std::mutex mutex;
+  std::unique_ptr<MLIRContext> ctx;
+};
+
+Jit& jit() {
+  static Jit* j = [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    llvm::InitializeNativeTargetAsmParser();
+    DialectRegistry registry;
+    register_all_mlir(registry);
+    registerBuiltinDialectTranslation(registry);
+    registerLLVMDialectTranslation(registry);
+    registerOpenMPDialectTranslation(registry);
+    PassRegistration<MathApproxPass>();
+    PassRegistration<CopyToLinalgPass>();
+    PassRegistration<FuseElementwisePass>();
+    auto* jj = new Jit;
+    jj->ctx = std::make_unique<MLIRContext>(registry, MLIRContext::Threading::DISABLED);
+    jj->ctx->loadAllAvailableDialects();
+    return jj;
+  }();
+  return *j;
+}
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+class JitKernel : public CompiledKernel {
+ public:
+  std::unique_ptr<ExecutionEngine> engine;
+};
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path);
+  f << text;
+}
+
+std::string print(ModuleOp m) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  m.print(os);
+  return s;
+}
+
+}  // namespace
+
+std::unique_ptr<CompiledKernel> compile_cpu(const Program& p, const CompileOptions& options) {
+  Jit& j = jit();
+  std::lock_guard<std::mutex> lock(j.mutex);
+  MLIRContext& ctx = *j.ctx;
+
+  // Every diagnostic is collected here; none reaches stderr.
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic& d) {
+    llvm::raw_string_ostream os(diagnostics);
+    os << "\n  " << d.getLocation() << ": " << d;
+    for (const Diagnostic& note : d.getNotes()) os << "\n    note: " << note;
+    return success();
+  });
+  auto fail = [&](const std::string& stage) -> std::unique_ptr<CompiledKernel> {
+    throw CompileError("CompileError: jit: " + stage + " failed for the program\n" + p.str() + "MLIR said:" + diagnostics);
+  };
+  const bool dump = !options.dump_dir.empty();
+  const std::string stem = options.dump_dir + "/" + options.dump_name;
+  if (dump) write_file(stem + ".program.txt", p.str());
+
+  auto kernel = std::make_unique<JitKernel>();
+  auto t0 = Clock::now();
+  OwningOpRef<ModuleOp> module = lower_program(ctx, p, options.approximate_sin_cos);  // throws CompileError itself
+  if (dump) write_file(stem + ".input.mlir", print(*module));
+  if (failed(verify(*module))) return fail("verifying the lowered module");
+  kernel->lower_ms = ms_since(t0);
+
+  auto t1 = Clock::now();
+  auto run = [&](const char* passes, const char* what) {
+    PassManager pm(&ctx);  // anchored on builtin.module: the list is its body
+    std::string err;
+    llvm::raw_string_ostream es(err);
+    if (failed(parsePassPipeline(passes, pm, es))) {
+      diagnostics += "\n  " + err;
+      fail(std::string("parsing the pass list of ") + what);
+    }
+    if (failed(pm.run(*module))) fail(what);
+  };
+  const int threads = usable_threads(options.num_threads);
+  run(kFusion, "fusion");
+  std::string script = tile_and_vectorize_script(*module, threads);
+  if (dump) write_file(stem + ".transform.mlir", script);
+  if (!script.empty()) {
+    OwningOpRef<ModuleOp> td = parseSourceString<ModuleOp>(script, &ctx);
+    if (!td) return fail("parsing the tiling script");
+    auto entry = transform::detail::findTransformEntryPoint(*module, *td);
+    if (!entry || failed(transform::applyTransformNamedSequence(*module, entry, *td, transform::TransformOptions())))
+      return fail("tiling and vectorization");
+  }
+  const std::string lower_passes = bufferize_and_lower_passes(threads);
+  run(lower_passes.c_str(), "bufferization and lowering to LLVM");
+  if (dump) write_file(stem + ".lowered.mlir", print(*module));
+  kernel->passes_ms = ms_since(t1);
+
+  auto t2 = Clock::now();
+  auto tmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!tmb) {
+    diagnostics += "\n  " + llvm::toString(tmb.takeError());
+    return fail("detecting the host CPU");
+  }
+  auto tm = tmb->createTargetMachine();
+  if (!tm) {
+    diagnostics += "\n  " + llvm::toString(tm.takeError());
+    return fail("creating the target machine");
+  }
+  // LLVM -O3 costs ~10 ms a kernel. MLIR has already fused and vectorized, so small kernels
+  // (under 64K elements in every array) skip LLVM's optimizer: compile time dominates for them.
+  int64_t largest = 0;
+  for (const AbstractArray& t : p.types) largest = std::max<int64_t>(largest, t.size());
+  const bool small = largest < (int64_t(1) << 16);
+  auto optimize = makeOptimizingTransformer(small ? 0 : 3, 0, tm->get());
+  ExecutionEngineOptions eo;
+  std::string ll_path = dump ? stem + ".ll" : std::string();
+  // ExecutionEngineOptions::transformer is a function_ref: the callable must outlive create().
+  std::function<llvm::Error(llvm::Module*)> transform = [optimize, ll_path](llvm::Module* m) -> llvm::Error {
+    llvm::Error e = optimize(m);
+    if (!e && !ll_path.empty()) {
+      std::string s;
+      llvm::raw_string_ostream os(s);
+      m->print(os, nullptr);
+      write_file(ll_path, s);
+    }
+    return e;
+  };
+  eo.transformer = transform;
+  eo.jitCodeGenOptLevel = small ? llvm::CodeGenOptLevel::None : llvm::CodeGenOptLevel::Aggressive;
+  static const llvm::StringRef omp_libs[] = {kLibOmp};
+  if (threads > 1) eo.sharedLibPaths = omp_libs;
+  auto engine = ExecutionEngine::create(*module, eo, std::move(*tm));
+  if (!engine) {
+    diagnostics += "\n  " + llvm::toString(engine.takeError());
+    return fail("LLVM code generation");
+  }
+  auto fn = (*engine)->lookupPacked("kernel");
+  if (!fn) {
+    diagnostics += "\n  " + llvm::toString(fn.takeError());
+    return fail("looking up the kernel");
+  }
+  kernel->packed = *fn;
+  kernel->engine = std::move(*engine);
+  kernel->llvm_ms = ms_since(t2);
+  return kernel;
+}
+
+}  // namespace fluxion::lowering

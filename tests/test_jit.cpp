@@ -1,0 +1,220 @@
+// fx::jit: compiled results against the reference interpreter, the compile cache, closures,
+// static arguments, composition with tracing, and the CompileError path.
+#include <doctest/doctest.h>
+#include <fluxion.h>
+
+#include <cmath>
+#include <set>
+#include <thread>
+
+#include "lowering/compile.h"
+#include "prims/registry.h"
+
+namespace fx = fluxion;
+
+namespace {
+std::vector<float> ramp(int64_t n, float lo, float hi) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = lo + (hi - lo) * float(i) / float(std::max<int64_t>(n - 1, 1));
+  return v;
+}
+}  // namespace
+
+TEST_CASE("jit: fused elementwise matches eager") {
+  auto f = [](const fx::Array& a, const fx::Array& b, const fx::Array& c) { return fx::sin(a * b) + fx::exp(c); };
+  auto jf = fx::jit(f);
+  fx::Array a = fx::array(ramp(1000, -3, 3)), b = fx::array(ramp(1000, 0.5, 2)), c = fx::array(ramp(1000, -5, 2));
+  fx::Array want = f(a, b, c);
+  fx::Array got = jf(a, b, c);
+  REQUIRE(got.shape() == want.shape());
+  auto g = got.to_vector<float>(), w = want.to_vector<float>();
+  for (size_t i = 0; i < g.size(); ++i) CHECK(g[i] == doctest::Approx(w[i]).epsilon(1e-5));
+  CHECK(jf.compilations() == 1);
+}
+
+TEST_CASE("jit: logsumexp over all axes (fused full reductions)") {
+  fx::Program p = fx::parse_program(R"({ lambda ; a:f32[3,4]. let
+    b:f32[] = reduce_max[axes=(0, 1)] a
+    c:bool[] = is_finite b
+    d:f32[] = select c b 0.0:f32[]
+    e:f32[] = stop_gradient d
+    f:f32[1,1] = broadcast_in_dim[broadcast_dimensions=() shape=(1, 1)] e
+    g:f32[3,4] = broadcast_in_dim[broadcast_dimensions=(0, 1) shape=(3, 4)] f
+    h:f32[3,4] = sub a g
+    i:f32[3,4] = exp h
+    j:f32[] = reduce_sum[axes=(0, 1)] i
+    k:f32[] = log j
+    l:f32[] = add k e
+  in (l) })");
+  fx::Array a = fx::array(ramp(12, -2, 3), fx::Shape{3, 4});
+  auto exe = fx::runtime::compile(p);
+  std::vector<fx::Array> args{a};
+  float got = exe->run(args)[0].item<float>();
+  float want = fx::eval(p, {a})[0].item<float>();
+  CHECK(got == doctest::Approx(want).epsilon(1e-5));
+}
+
+TEST_CASE("jit: a second call with the same signature reuses the kernel; a new shape compiles again") {
+  int traces = 0;
+  auto jf = fx::jit([&](const fx::Array& x) {
+    ++traces;
+    return fx::tanh(x) * 2.f;
+  });
+  fx::Array a = fx::array(ramp(16, -1, 1)), b = fx::array(ramp(16, 0, 2)), c = fx::array(ramp(17, 0, 2));
+  fx::Array ya = jf(a);
+  fx::Array yb = jf(b);
+  CHECK(jf.compilations() == 1);
+  CHECK(traces == 1);
+  CHECK(yb.to_vector<float>()[5] == doctest::Approx(std::tanh(b.to_vector<float>()[5]) * 2).epsilon(1e-6));
+  jf(c);
+  CHECK(jf.compilations() == 2);
+  jf(fx::astype(a, fx::float64));
+  CHECK(jf.compilations() == 3);
+  jf(a);
+  CHECK(jf.compilations() == 3);
+  CHECK(traces == 3);
+  // A copy of the callable shares its cache.
+  auto copy = jf;
+  copy(b);
+  CHECK(copy.compilations() == 3);
+}
+
+TEST_CASE("jit: the runtime cache compiles each fingerprint once, across callables and threads") {
+  auto f = [](const fx::Array& x) { return fx::exp(x) + 3.f; };
+  fx::Array a = fx::array(ramp(33, -1, 1));
+  fx::runtime::CacheStats before = fx::runtime::cache_stats();
+  std::vector<std::thread> threads;
+  std::vector<float> out(4);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] { out[size_t(t)] = fx::jit(f)(a).to_vector<float>()[7]; });
+  for (auto& th : threads) th.join();
+  fx::runtime::CacheStats after = fx::runtime::cache_stats();
+  CHECK(after.compiles - before.compiles == 1);
+  CHECK(after.hits - before.hits == 3);
+  for (float v : out) CHECK(v == doctest::Approx(std::exp(a.to_vector<float>()[7]) + 3).epsilon(1e-6));
+}
+
+TEST_CASE("jit: closures become kernel inputs, static arguments are part of the key") {
+  fx::Array w = fx::array(ramp(8, 1, 2));
+  auto jf = fx::jit([w](const fx::Array& x, int power, const std::string& mode) {
+    fx::Array y = fx::integer_pow(x, power) * w;
+    return mode == "neg" ? -y : y;
+  });
+  fx::Array x = fx::array(ramp(8, -1, 1));
+  auto y2 = jf(x, 2, std::string("pos")).to_vector<float>();
+  auto y3 = jf(x, 3, std::string("neg")).to_vector<float>();
+  CHECK(jf.compilations() == 2);
+  jf(x, 2, std::string("pos"));
+  CHECK(jf.compilations() == 2);
+  auto xv = x.to_vector<float>(), wv = w.to_vector<float>();
+  for (size_t i = 0; i < 8; ++i) {
+    CHECK(y2[i] == doctest::Approx(xv[i] * xv[i] * wv[i]));
+    CHECK(y3[i] == doctest::Approx(-xv[i] * xv[i] * xv[i] * wv[i]));
+  }
+}
+
+TEST_CASE("jit: trees in and out") {
+  auto jf = fx::jit([](const std::vector<fx::Array>& xs, const std::pair<fx::Array, double>& p) {
+    return std::make_tuple(xs[0] + xs[1], p.first * p.second, 7);
+  });
+  fx::Array a = fx::array({1.f, 2.f}), b = fx::array({10.f, 20.f});
+  auto [s, t, k] = jf(std::vector<fx::Array>{a, b}, std::make_pair(a, 0.5));
+  CHECK(s.to_vector<float>() == std::vector<float>{11.f, 22.f});
+  CHECK(t.to_vector<float>() == std::vector<float>{0.5f, 1.f});
+  CHECK(k == 7);
+}
+
+TEST_CASE("jit: inside make_ir it inlines its program; jit of grad and grad of jit") {
+  auto inner = fx::jit([](const fx::Array& x) { return fx::sin(x) * x; });
+  fx::Program p = fx::make_ir([&](const fx::Array& x) { return inner(x) + 1.f; })(fx::array({1.f, 2.f}));
+  CHECK(p.eqns.size() == 3);
+  CHECK(inner.compilations() == 0);
+  auto loss = [](const fx::Array& x) { return fx::sum(fx::sin(x) * x); };
+  fx::Array x = fx::array(ramp(5, -1, 1));
+  auto g_eager = fx::grad(loss)(x).to_vector<float>();
+  auto g_jit = fx::jit(fx::grad(loss))(x).to_vector<float>();
+  auto g_of_jit = fx::grad(fx::jit(loss))(x).to_vector<float>();
+  for (size_t i = 0; i < g_eager.size(); ++i) {
+    CHECK(g_jit[i] == doctest::Approx(g_eager[i]).epsilon(1e-5));
+    CHECK(g_of_jit[i] == doctest::Approx(g_eager[i]).epsilon(1e-5));
+  }
+  // jit inside jit
+  auto outer = fx::jit([&](const fx::Array& y) { return inner(y) * 2.f; });
+  CHECK(outer(x).to_vector<float>()[1] == doctest::Approx(2 * std::sin(x.to_vector<float>()[1]) * x.to_vector<float>()[1]));
+}
+
+TEST_CASE("jit: row sums, matmul and a broadcasting program against eval") {
+  fx::Array m = fx::array(ramp(64 * 96, -1, 1), fx::Shape{64, 96});
+  fx::Array v = fx::array(ramp(96, 0, 1));
+  auto f = [](const fx::Array& m, const fx::Array& v) {
+    fx::Array s = fx::sum(fx::exp(m) * 2.f, {1});
+    fx::Array mm = fx::matmul(m, fx::reshape(v, fx::Shape{96, 1}));
+    return std::make_tuple(s, mm, fx::max(m + v, {0}));
+  };
+  auto [s, mm, mx] = fx::jit(f)(m, v);
+  auto [s0, mm0, mx0] = f(m, v);
+  auto cmp = [](const fx::Array& a, const fx::Array& b) {
+    REQUIRE(a.aval() == b.aval());
+    auto x = a.to_vector<float>(), y = b.to_vector<float>();
+    for (size_t i = 0; i < x.size(); ++i) CHECK(x[i] == doctest::Approx(y[i]).epsilon(1e-5));
+  };
+  cmp(s, s0);
+  cmp(mm, mm0);
+  cmp(mx, mx0);
+}
+
+// The primitives that still run only eagerly (docs/jit.md lists them). A new lowering must take its
+// primitive off this list, and a new primitive without a lowering fails here.
+const std::set<std::string> kEagerOnly = {"cumsum",  "dynamic_slice", "dynamic_update_slice", "gather",      "scatter",
+                                          "scatter_add", "sort",      "polygamma",            "threefry2x32",
+                                          // wrappers: jit inlines their bodies before lowering
+                                          "custom_jvp_call", "custom_vjp_call", "checkpoint",
+                                          // only ever transposed, never evaluated forward
+                                          "custom_vjp_linear"};
+
+TEST_CASE("jit: lowering registry: every primitive is lowered or on the eager-only list") {
+  for (int i = 0; i < fx::kNumPrims; ++i) {
+    std::string name(fx::prim_name(fx::Prim(i)));
+    CAPTURE(name);
+    CHECK(fx::lowering::has_lowering(fx::Prim(i)) != (kEagerOnly.count(name) == 1));
+  }
+}
+
+TEST_CASE("jit: a primitive without a lowering raises CompileError naming it and the user's line") {
+  auto jf = fx::jit([](const fx::Array& x) { return fx::cumsum(fx::exp(x), 0); });  // line of the cumsum
+  const int line = __LINE__ - 1;
+  try {
+    jf(fx::array({1.f, 2.f, 3.f}));
+    FAIL("no CompileError");
+  } catch (const fx::CompileError& e) {
+    std::string msg = e.what();
+    CAPTURE(msg);
+    CHECK(msg.rfind("CompileError", 0) == 0);
+    CHECK(msg.find("'cumsum'") != std::string::npos);
+    CHECK(msg.find("test_jit.cpp:" + std::to_string(line)) != std::string::npos);
+  }
+  // The failure is remembered, not retried, and raised again.
+  CHECK_THROWS_AS(jf(fx::array({1.f, 2.f, 3.f})), fx::CompileError);
+}
+
+TEST_CASE("jit: large kernels (threaded outer loops when the device has several threads)") {
+  const int64_t R = 512, C = 384;
+  fx::Array m = fx::array(ramp(R * C, -3, 3), fx::Shape{R, C});
+  auto f = [](const fx::Array& m) {
+    fx::Array e = fx::sin(m * m) + fx::exp(-m);
+    return std::make_tuple(e, fx::sum(e, {1}), fx::max(m, {0}));
+  };
+  auto [e, s, mx] = fx::jit(f)(m);
+  auto [e0, s0, mx0] = f(m);
+  auto close = [](const fx::Array& a, const fx::Array& b, double rtol) {
+    REQUIRE(a.aval() == b.aval());
+    auto x = a.to_vector<float>(), y = b.to_vector<float>();
+    size_t bad = 0;
+    for (size_t i = 0; i < x.size(); ++i) bad += !(std::fabs(x[i] - y[i]) <= 1e-5 + rtol * std::fabs(y[i]));
+    CHECK(bad == 0);
+  };
+  close(e, e0, 1e-5);
+  close(s, s0, 1e-5);
+  close(mx, mx0, 0);
+  MESSAGE("device threads: " << fx::runtime::cpu_device().num_threads);
+}

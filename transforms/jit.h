@@ -1,0 +1,162 @@
+// fx::jit(f): compile f once per input signature and call native code afterwards.
+//
+//   auto f = fx::jit([](const fx::Array& a, const fx::Array& b) { return fx::sin(a * b); });
+//   fx::Array y = f(a, b);   // traces, compiles (MLIR -> LLVM), runs
+//   y = f(a, b);             // runs the cached kernel
+//   f.compilations();        // 1
+//
+// The signature of a call is the structure of its argument trees, the types of their Array leaves
+// and the values of every other leaf (those are static: part of the key, baked into the program).
+// Arrays that f closes over become extra kernel inputs. Called while another transformation is
+// tracing (make_ir, grad, vmap, an outer jit), jit inlines f's program into that trace, so it
+// composes with everything.
+#pragma once
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <typeinfo>
+#include <unordered_map>
+
+#include "api/tree.h"
+#include "ir/trace.h"
+#include "runtime/executable.h"
+#include "transforms/make_ir.h"
+
+namespace fluxion {
+
+namespace jit_detail {
+
+template <class T>
+concept StdHashable = requires(const T& t) { std::hash<T>{}(t); };
+
+/// Appends the part of the call signature that `t` determines.
+template <class T>
+void signature(const T& t, std::string& s) {
+  using namespace tree::detail;
+  if constexpr (std::is_same_v<T, Array>) {
+    s += t.valid() ? t.aval().str() : std::string("<empty>");
+    s += ';';
+  } else if constexpr (is_tuple<T>::value) {
+    s += '(';
+    std::apply([&](const auto&... xs) { (signature(xs, s), ...); }, t);
+    s += ')';
+  } else if constexpr (is_vector<T>::value || is_std_array<T>::value) {
+    s += '[' + std::to_string(t.size()) + ':';
+    for (const auto& x : t) signature(x, s);
+    s += ']';
+  } else if constexpr (is_string_map<T>::value) {
+    s += '{';
+    for (const auto& kv : t) {
+      s += std::to_string(kv.first.size()) + '#' + kv.first + ':';
+      signature(kv.second, s);
+    }
+    s += '}';
+  } else if constexpr (is_optional<T>::value) {
+    if (t) {
+      s += '?';
+      signature(*t, s);
+    } else {
+      s += '-';
+    }
+  } else if constexpr (registered<T>) {
+    s += '<';
+    std::apply([&](auto... m) { (signature(t.*m, s), ...); }, fluxion_tree_members(static_cast<const T*>(nullptr)));
+    s += '>';
+  } else if constexpr (std::is_arithmetic_v<T> || std::is_enum_v<T>) {
+    char bytes[sizeof(T)];
+    std::memcpy(bytes, &t, sizeof(T));  // exact, also for floating values
+    s += typeid(T).name();
+    s += '=';
+    s.append(bytes, sizeof(T));
+    s += ';';
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    s += "s" + std::to_string(t.size()) + '#' + t + ';';
+  } else if constexpr (StdHashable<T>) {
+    s += typeid(T).name();
+    s += '#' + std::to_string(std::hash<T>{}(t)) + ';';
+  } else {
+    static_assert(StdHashable<T>, "fx::jit: a static (non-Array) argument must be arithmetic, an enum, a string, "
+                                  "a container of those, or hashable with std::hash");
+  }
+}
+
+/// What one signature compiled to.
+struct Compiled {
+  std::shared_ptr<const runtime::Executable> executable;
+  std::vector<Array> consts;          // closure arrays: extra kernel inputs
+  std::shared_ptr<const void> out_like;  // the output tree (leaves emptied), of f's result type
+};
+
+/// The per-callable cache (shared by copies of the callable).
+struct JitCache {
+  std::mutex mutex;
+  std::unordered_map<std::string, std::shared_ptr<const Compiled>> entries;
+  int64_t compilations = 0;
+};
+
+/// Compiles a traced program (runtime::compile) and counts it for the callable.
+std::shared_ptr<const Compiled> compile_signature(JitCache& cache, const std::string& key, Program program,
+                                                  std::shared_ptr<const void> out_like);
+/// Runs a compiled signature on the flattened Array arguments.
+std::vector<Array> run_compiled(const Compiled& c, std::span<const Array> args);
+
+}  // namespace jit_detail
+
+template <class F>
+class Jitted {
+ public:
+  explicit Jitted(F f) : f_(std::move(f)), cache_(std::make_shared<jit_detail::JitCache>()) {}
+
+  template <class... Args>
+  auto operator()(const Args&... args) const {
+    using R = std::decay_t<decltype(std::apply(f_, std::tuple<Args...>{args...}))>;
+    std::vector<Array> leaves;
+    (tree::flatten_into(args, leaves), ...);
+    if (is_tracing()) {
+      // Inside another trace: trace f and inline its program there.
+      auto [program, out] = detail::trace_to_program(f_, args...);
+      std::vector<Array> results = eval_program(program, leaves);
+      const Array* it = results.data();
+      return tree::rebuild(out, it);
+    }
+    std::string key;
+    ((key += typeid(Args).name(), key += '|', jit_detail::signature(args, key)), ...);
+    std::shared_ptr<const jit_detail::Compiled> compiled;
+    {
+      std::lock_guard<std::mutex> lock(cache_->mutex);
+      auto it = cache_->entries.find(key);
+      if (it != cache_->entries.end()) compiled = it->second;
+    }
+    if (!compiled) {
+      auto [program, out] = detail::trace_to_program(f_, args...);
+      // The output's structure, without the dead tracers (they would keep the trace alive).
+      std::vector<Array> no_leaves(tree::leaves(out).size());
+      const Array* empty_it = no_leaves.data();
+      auto like = std::make_shared<const R>(tree::rebuild(out, empty_it));
+      compiled = jit_detail::compile_signature(*cache_, key, std::move(program), like);
+    }
+    std::vector<Array> results = jit_detail::run_compiled(*compiled, leaves);
+    const Array* it = results.data();
+    return tree::rebuild(*static_cast<const R*>(compiled->out_like.get()), it);
+  }
+
+  /// How many signatures this callable (and its copies) compiled.
+  int64_t compilations() const {
+    std::lock_guard<std::mutex> lock(cache_->mutex);
+    return cache_->compilations;
+  }
+
+ private:
+  F f_;
+  std::shared_ptr<jit_detail::JitCache> cache_;
+};
+
+/// jax.jit: see the top of this file.
+template <class F>
+Jitted<F> jit(F f) {
+  return Jitted<F>(std::move(f));
+}
+
+}  // namespace fluxion
