@@ -111,10 +111,11 @@ void kernel(std::span<const View> in, std::span<const View> out, const Params&) 
   });
 }
 
-template <class Op>
-void set(RuleTable& t, Prim p) {
+template <class Op, Prim p>
+void set(RuleTable& t) {
   t[size_t(p)].shape = &shape_rule<Op>;
   t[size_t(p)].kernel = &kernel<Op>;
+  t[size_t(p)].batch = &batch_rule<p>;
 }
 
 // ---- derivatives --------------------------------------------------------------------------------
@@ -199,8 +200,8 @@ std::vector<Array> div_transpose(Cts ct, Args a, const Params&, SourceLoc) {
 }  // namespace
 
 void register_binary_prims(RuleTable& t) {
-  set<Add>(t, Prim::add);
-  set<Add>(t, Prim::add_any);
+  set<Add, Prim::add>(t);
+  set<Add, Prim::add_any>(t);
   for (Prim p : {Prim::add, Prim::add_any}) {
     t[size_t(p)].jvp = &add_jvp;
     t[size_t(p)].transpose = &add_transpose;
@@ -217,17 +218,17 @@ void register_binary_prims(RuleTable& t) {
   t[size_t(Prim::min)].jvp = &min_jvp;
   t[size_t(Prim::atan2)].jvp = &atan2_jvp;
   for (Prim p : {Prim::and_, Prim::or_, Prim::xor_}) t[size_t(p)].zero_derivative = true;
-  set<Sub>(t, Prim::sub);
-  set<Mul>(t, Prim::mul);
-  set<Div>(t, Prim::div);
-  set<Rem>(t, Prim::rem);
-  set<Pow>(t, Prim::pow);
-  set<Max>(t, Prim::max);
-  set<Min>(t, Prim::min);
-  set<Atan2>(t, Prim::atan2);
-  set<And>(t, Prim::and_);
-  set<Or>(t, Prim::or_);
-  set<Xor>(t, Prim::xor_);
+  set<Sub, Prim::sub>(t);
+  set<Mul, Prim::mul>(t);
+  set<Div, Prim::div>(t);
+  set<Rem, Prim::rem>(t);
+  set<Pow, Prim::pow>(t);
+  set<Max, Prim::max>(t);
+  set<Min, Prim::min>(t);
+  set<Atan2, Prim::atan2>(t);
+  set<And, Prim::and_>(t);
+  set<Or, Prim::or_>(t);
+  set<Xor, Prim::xor_>(t);
 }
 
 }  // namespace fluxion

@@ -79,11 +79,12 @@ void clamp_kernel(std::span<const View> in, std::span<const View> out, const Par
   });
 }
 
-template <class Op>
-void set_compare(RuleTable& t, Prim p) {
+template <class Op, Prim p>
+void set_compare(RuleTable& t) {
   t[size_t(p)].shape = &compare_rule;
   t[size_t(p)].kernel = &compare_kernel<Op>;
   t[size_t(p)].zero_derivative = true;  // bool results
+  t[size_t(p)].batch = &batch_rule<p>;
 }
 
 // select picks tangents the way it picks values; it is linear in both cases.
@@ -117,14 +118,16 @@ std::vector<Array> clamp_jvp(std::span<const Array> x, std::span<const Array> t,
 }  // namespace
 
 void register_compare_prims(RuleTable& t) {
-  set_compare<Eq>(t, Prim::eq);
-  set_compare<Ne>(t, Prim::ne);
-  set_compare<Lt>(t, Prim::lt);
-  set_compare<Le>(t, Prim::le);
-  set_compare<Gt>(t, Prim::gt);
-  set_compare<Ge>(t, Prim::ge);
+  set_compare<Eq, Prim::eq>(t);
+  set_compare<Ne, Prim::ne>(t);
+  set_compare<Lt, Prim::lt>(t);
+  set_compare<Le, Prim::le>(t);
+  set_compare<Gt, Prim::gt>(t);
+  set_compare<Ge, Prim::ge>(t);
   t[size_t(Prim::select)] = {&select_rule, &select_kernel, &select_jvp, &select_transpose};
   t[size_t(Prim::clamp)] = {&clamp_rule, &clamp_kernel, &clamp_jvp};
+  t[size_t(Prim::select)].batch = &batch_rule<Prim::select>;
+  t[size_t(Prim::clamp)].batch = &batch_rule<Prim::clamp>;
 }
 
 }  // namespace fluxion

@@ -61,6 +61,7 @@ std::vector<Array> convert_transpose(std::span<const Array> ct, std::span<const 
 
 void register_convert_prims(RuleTable& t) {
   t[size_t(Prim::convert_element_type)] = {&convert_rule, &convert_kernel, &convert_jvp, &convert_transpose};
+  t[size_t(Prim::convert_element_type)].batch = &batch_rule<Prim::convert_element_type>;
 }
 
 }  // namespace fluxion

@@ -119,6 +119,7 @@ void map3(const View& x, const View& y, const View& z, const View& w, F f) {
 // ---- derivative helpers shared by the elementwise families --------------------------------------
 #include "ir/trace.h"
 #include "transforms/jvp.h"
+#include "transforms/vmap.h"
 
 namespace fluxion::elementwise {
 
@@ -135,6 +136,13 @@ inline Array unbroadcast(const Array& ct, const AbstractArray& aval) {
   IntList axes;
   for (int i = 0; i < ct.ndim(); ++i) axes.push_back(i);
   return bind1(Prim::reduce_sum, {ct}, Params{{"axes", axes}}, {});
+}
+
+/// The batching rule of an elementwise primitive P (see elementwise_batch_rule).
+template <Prim P>
+std::vector<BatchedArray> batch_rule(std::span<const BatchedArray> args, const Params& params, int64_t axis_size,
+                                     SourceLoc loc) {
+  return elementwise_batch_rule(P, args, params, axis_size, loc);
 }
 
 }  // namespace fluxion::elementwise

@@ -217,52 +217,53 @@ std::vector<Array> neg_transpose(std::span<const Array> cts, std::span<const Lin
   return {-cts[0]};
 }
 
-template <class Op>
-void set(RuleTable& t, Prim p) {
+template <class Op, Prim p>
+void set(RuleTable& t) {
   PrimitiveRules& r = t[size_t(p)];
   r.shape = &shape_rule<Op>;
   r.kernel = &kernel<Op>;
   r.zero_derivative = Op::zero_derivative;
   if (!Op::zero_derivative) r.jvp = &jvp_rule<Op>;
+  r.batch = &batch_rule<p>;
 }
 }  // namespace
 
 void register_unary_prims(RuleTable& t) {
-  set<Neg>(t, Prim::neg);
+  set<Neg, Prim::neg>(t);
   t[size_t(Prim::neg)].transpose = &neg_transpose;
-  set<Sign>(t, Prim::sign);
-  set<Floor>(t, Prim::floor);
-  set<Ceil>(t, Prim::ceil);
-  set<Round>(t, Prim::round);
-  set<IsFinite>(t, Prim::is_finite);
-  set<Exp>(t, Prim::exp);
-  set<Exp2>(t, Prim::exp2);
-  set<Log>(t, Prim::log);
-  set<Log1p>(t, Prim::log1p);
-  set<Expm1>(t, Prim::expm1);
-  set<Tanh>(t, Prim::tanh);
-  set<Logistic>(t, Prim::logistic);
-  set<Sin>(t, Prim::sin);
-  set<Cos>(t, Prim::cos);
-  set<Tan>(t, Prim::tan);
-  set<Asin>(t, Prim::asin);
-  set<Acos>(t, Prim::acos);
-  set<Atan>(t, Prim::atan);
-  set<Sinh>(t, Prim::sinh);
-  set<Cosh>(t, Prim::cosh);
-  set<Asinh>(t, Prim::asinh);
-  set<Acosh>(t, Prim::acosh);
-  set<Atanh>(t, Prim::atanh);
-  set<Sqrt>(t, Prim::sqrt);
-  set<Rsqrt>(t, Prim::rsqrt);
-  set<Cbrt>(t, Prim::cbrt);
-  set<Abs>(t, Prim::abs);
-  set<Not>(t, Prim::not_);
-  set<Erf>(t, Prim::erf);
-  set<Lgamma>(t, Prim::lgamma);
-  set<IntegerPow>(t, Prim::integer_pow);
-  set<StopGradient>(t, Prim::stop_gradient);
-  set<PolyGamma>(t, Prim::polygamma);
+  set<Sign, Prim::sign>(t);
+  set<Floor, Prim::floor>(t);
+  set<Ceil, Prim::ceil>(t);
+  set<Round, Prim::round>(t);
+  set<IsFinite, Prim::is_finite>(t);
+  set<Exp, Prim::exp>(t);
+  set<Exp2, Prim::exp2>(t);
+  set<Log, Prim::log>(t);
+  set<Log1p, Prim::log1p>(t);
+  set<Expm1, Prim::expm1>(t);
+  set<Tanh, Prim::tanh>(t);
+  set<Logistic, Prim::logistic>(t);
+  set<Sin, Prim::sin>(t);
+  set<Cos, Prim::cos>(t);
+  set<Tan, Prim::tan>(t);
+  set<Asin, Prim::asin>(t);
+  set<Acos, Prim::acos>(t);
+  set<Atan, Prim::atan>(t);
+  set<Sinh, Prim::sinh>(t);
+  set<Cosh, Prim::cosh>(t);
+  set<Asinh, Prim::asinh>(t);
+  set<Acosh, Prim::acosh>(t);
+  set<Atanh, Prim::atanh>(t);
+  set<Sqrt, Prim::sqrt>(t);
+  set<Rsqrt, Prim::rsqrt>(t);
+  set<Cbrt, Prim::cbrt>(t);
+  set<Abs, Prim::abs>(t);
+  set<Not, Prim::not_>(t);
+  set<Erf, Prim::erf>(t);
+  set<Lgamma, Prim::lgamma>(t);
+  set<IntegerPow, Prim::integer_pow>(t);
+  set<StopGradient, Prim::stop_gradient>(t);
+  set<PolyGamma, Prim::polygamma>(t);
 }
 
 }  // namespace fluxion

@@ -5,6 +5,7 @@
 #include "api/shape_ops.h"
 #include "transforms/jvp.h"
 #include "transforms/vjp.h"
+#include "transforms/vmap_api.h"
 
 namespace fluxion::detail {
 
@@ -146,26 +147,30 @@ LinearMap make_linear_map(const Program& p, std::span<const Array> leaves, std::
 }
 
 // ---- Jacobians ----------------------------------------------------------------------------------
+// Both are one vmap over a basis: of jvp (columns) or of the pullback (rows).
 namespace {
-Array basis(const AbstractArray& a, int64_t i, SourceLoc loc) {
-  Array flat = equal(arange(a.size(), int32, loc), int32_t(i), loc);
-  return reshape(astype(flat, a.dtype, loc), a.shape, loc);
+Array basis(const AbstractArray& a, SourceLoc loc) {
+  Shape s{a.size()};
+  for (int64_t d : a.shape) s.push_back(d);
+  return reshape(eye(a.size(), a.dtype, loc), s, loc);
+}
+Shape concat_shapes(const Shape& a, const Shape& b) {
+  Shape s = a;
+  for (int64_t d : b) s.push_back(d);
+  return s;
 }
 }  // namespace
 
 Array jacfwd_flat(const std::function<Array(const Array&)>& f, const Array& x, SourceLoc loc) {
   auto [program, out] = trace_to_program(f, x);
   const AbstractArray y = program.out_avals().at(0);
-  std::vector<Array> columns;
   std::vector<Array> leaves{x};
-  for (int64_t j = 0; j < x.size(); ++j) {
-    std::vector<Array> t{basis(x.aval(), j, loc)};
-    columns.push_back(reshape(jvp_flat(program, leaves, t).second.at(0), Shape{y.size()}, loc));
-  }
-  Shape full = y.shape;
-  for (int64_t d : x.shape()) full.push_back(d);
-  if (columns.empty()) return zeros(full, y.dtype, loc);
-  return reshape(stack(columns, 1, loc), full, loc);
+  auto push_forward = [&](const Array& t) {
+    std::vector<Array> ts{t};
+    return jvp_flat(program, leaves, ts).second.at(0);
+  };
+  Array columns = vmap(push_forward, in_axes(0), out_axes(-1), loc)(basis(x.aval(), loc));  // y.shape + [n]
+  return reshape(columns, concat_shapes(y.shape, x.shape()), loc);
 }
 
 Array jacrev_flat(const std::function<Array(const Array&)>& f, const Array& x, SourceLoc loc) {
@@ -174,15 +179,12 @@ Array jacrev_flat(const std::function<Array(const Array&)>& f, const Array& x, S
   std::vector<Array> leaves{x};
   Pullback pb = make_pullback(program, leaves, outs, loc);
   const AbstractArray y = outs.at(0).aval();
-  std::vector<Array> rows;
-  for (int64_t i = 0; i < y.size(); ++i) {
-    std::vector<Array> ct{basis(y, i, loc)};
-    rows.push_back(reshape(pb(ct).at(0), Shape{x.size()}, loc));
-  }
-  Shape full = y.shape;
-  for (int64_t d : x.shape()) full.push_back(d);
-  if (rows.empty()) return zeros(full, x.dtype(), loc);
-  return reshape(stack(rows, 0, loc), full, loc);
+  auto pull_back = [&](const Array& ct) {
+    std::vector<Array> cts{ct};
+    return pb(cts).at(0);
+  };
+  Array rows = vmap(pull_back, loc)(basis(y, loc));  // [m] + x.shape
+  return reshape(rows, concat_shapes(y.shape, x.shape()), loc);
 }
 
 }  // namespace fluxion::detail

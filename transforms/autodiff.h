@@ -255,12 +255,13 @@ Array jacfwd_flat(const std::function<Array(const Array&)>& f, const Array& x, S
 Array jacrev_flat(const std::function<Array(const Array&)>& f, const Array& x, SourceLoc loc);
 }  // namespace detail
 
-/// The Jacobian of an Array -> Array function, shape f(x).shape + x.shape, by forward mode.
+/// The Jacobian of an Array -> Array function, shape f(x).shape + x.shape, by forward mode (jvp
+/// vmapped over the input's basis).
 template <class F>
 auto jacfwd(F f, SourceLoc loc = std::source_location::current()) {
   return [f, loc](const Array& x) { return detail::jacfwd_flat(f, x, loc); };
 }
-/// The Jacobian by reverse mode (one backward pass per output element).
+/// The Jacobian by reverse mode (the pullback vmapped over the output's basis).
 template <class F>
 auto jacrev(F f, SourceLoc loc = std::source_location::current()) {
   return [f, loc](const Array& x) { return detail::jacrev_flat(f, x, loc); };
