@@ -45,9 +45,29 @@ std::vector<BatchedArray> elementwise_batch_rule(Prim p, std::span<const Batched
   if (aligned) {
     for (const BatchedArray& a : args) ins.push_back(a.value);
   } else {
+    // The per-example shape of the result: that of any operand which is not a scalar per example.
+    Shape example;
+    for (const BatchedArray& a : args) {
+      const int per_example_rank = a.value.ndim() - (a.dim == kNotMapped ? 0 : 1);
+      if (per_example_rank == 0) continue;
+      example = Shape();
+      for (int d = 0; d < a.value.ndim(); ++d)
+        if (d != a.dim) example.push_back(a.value.shape()[size_t(d)]);
+      break;
+    }
     dim = 0;
-    for (const BatchedArray& a : args)
-      ins.push_back(a.dim == kNotMapped && a.value.ndim() == 0 ? a.value : batch_at(a, 0, axis_size, loc));
+    for (const BatchedArray& a : args) {
+      if (a.dim == kNotMapped && a.value.ndim() == 0) {
+        ins.push_back(a.value);  // scalars broadcast inside the primitive
+      } else if (a.dim != kNotMapped && a.value.ndim() == 1 && example.rank() > 0) {
+        // A per-example scalar against non-scalar operands: broadcast it over the example shape.
+        IntList shape{axis_size};
+        for (int64_t d : example) shape.push_back(d);
+        ins.push_back(bind1(Prim::broadcast_in_dim, {a.value}, Params{{"shape", shape}, {"broadcast_dimensions", IntList{0}}}, loc));
+      } else {
+        ins.push_back(batch_at(a, 0, axis_size, loc));
+      }
+    }
   }
   std::vector<Array> outs = bind(p, ins, params, loc);
   std::vector<BatchedArray> r;
