@@ -58,6 +58,14 @@ void summarize(const std::map<std::string, double>& ns) {
   if (has("differentiate_10k"))
     std::printf("(e) trace+grad+simplify, 10k eqns: %7.2f ms   target <= 50 ms   %s\n", ns.at("differentiate_10k") / 1e6,
                 verdict(ns.at("differentiate_10k") <= 50e6));
+  if (has("per_example_vmap_grad_jit") && has("baseline_per_example_hand_batched_jit")) {
+    double v = ns.at("per_example_vmap_grad_jit"), h = ns.at("baseline_per_example_hand_batched_jit");
+    std::printf("(f) per-example grads, jit(vmap(grad)): %7.2f ms   hand-batched %7.2f ms   %.2fx of it   target >= 0.9x   %s\n",
+                v / 1e6, h / 1e6, h / v, verdict(h / v >= 0.9));
+    if (has("baseline_per_example_loop_of_jit_grad"))
+      std::printf("    loop of 256 jit(grad) calls:        %7.2f ms   vmap is %.1fx faster\n",
+                  ns.at("baseline_per_example_loop_of_jit_grad") / 1e6, ns.at("baseline_per_example_loop_of_jit_grad") / v);
+  }
   throughput("(c) a * b, 16M f32 (one op):", "eager_mul_16m", "baseline_hand_mul_16m", true);
   throughput("    sin, 16M f32 (one op):", "eager_sin_16m", "baseline_hand_sin_16m", true);
   throughput("    a*b + c vs a fused hand loop:", "eager_fma_16m", "baseline_hand_fma_16m", false);
