@@ -44,7 +44,9 @@ namespace fluxion {
   X(threefry2x32, "threefry2x32")                                                                  \
   /* user-defined derivatives and rematerialization (prims/custom.cpp) */                          \
   X(custom_jvp_call, "custom_jvp_call") X(custom_vjp_call, "custom_vjp_call")                      \
-  X(custom_vjp_linear, "custom_vjp_linear") X(checkpoint, "checkpoint")
+  X(custom_vjp_linear, "custom_vjp_linear") X(checkpoint, "checkpoint")                          \
+  /* control flow (prims/control.cpp) */                                                           \
+  X(cond, "cond") X(while_, "while") X(scan, "scan")
 
 enum class Prim : uint16_t {
 #define FLUXION_X(id, name) id,

@@ -16,6 +16,7 @@ RuleTable build_table() {
   register_dot_general_prims(t);
   register_random_prims(t);
   register_custom_prims(t);
+  register_control_prims(t);
   return t;
 }
 }  // namespace

@@ -68,5 +68,6 @@ void register_sort_prims(RuleTable& t);
 void register_dot_general_prims(RuleTable& t);
 void register_random_prims(RuleTable& t);
 void register_custom_prims(RuleTable& t);
+void register_control_prims(RuleTable& t);
 
 }  // namespace fluxion
