@@ -86,9 +86,11 @@ std::vector<BatchedArray> threefry2x32_batch(std::span<const BatchedArray> a, co
   IntList batched_shape = counters;
   batched_shape.insert(batched_shape.begin() + bd, n);
   std::vector<Array> ins;
-  for (const BatchedArray& x : a) {
+  for (size_t i = 0; i < a.size(); ++i) {
+    const BatchedArray& x = a[i];
+    const bool is_key = i < 2;
     const int64_t example_rank = x.value.ndim() - (x.dim == kNotMapped ? 0 : 1);
-    if (x.dim == kNotMapped && example_rank == 0) {
+    if (is_key && x.dim == kNotMapped && example_rank == 0) {
       ins.push_back(x.value);
     } else if (example_rank == rank) {
       ins.push_back(batch_at(x, bd, n, loc));
