@@ -13,6 +13,7 @@
 #include <random>
 #include <string>
 
+#include "transforms/transpose.h"
 #include "transforms/vmap.h"
 #include "transforms/vmap_api.h"
 
@@ -361,4 +362,40 @@ TEST_CASE("vmap rules: checkpoint batches its program and keeps remat under grad
   CHECK(count_prim(p, Prim::checkpoint) == 1);
   CHECK_NOTHROW(fx::verify(p));
   check_grad_of_vmap(fx::checkpoint(f), xs);
+}
+
+TEST_CASE("vmap rules: custom_vjp_linear (forward through custom_vjp, then transposed) batches its bwd") {
+  // jvp through a custom_vjp function leaves a custom_vjp_linear eqn in the traced program; only its
+  // transpose (the user's bwd) can run, so the batched program is checked by transposing it.
+  auto lin = [](const Array& x, const Array& t) { return fx::jvp(vjp_running_sum, std::tuple{x}, std::tuple{t}).second; };
+  const int64_t n = 3;
+  fx::Program p = fx::make_ir(lin)(fx::zeros({4}), fx::zeros({4}));
+  REQUIRE(count_prim(p, Prim::custom_vjp_linear) == 1);
+  std::mt19937 gen(7);
+  Array xs = random_array(fx::Shape{n, 4}, fx::float32, gen);
+  Array cts = random_array(fx::Shape{n, 4}, fx::float32, gen);
+  for (int64_t t_dim : {int64_t(0), int64_t(1), none}) {
+    INFO("tangent batch dim " << t_dim);
+    Array ts = random_array(t_dim == 0 ? fx::Shape{n, 4} : t_dim == 1 ? fx::Shape{4, n} : fx::Shape{4}, fx::float32, gen);
+    auto batched = [&](const Array& x, const Array& t) {
+      std::vector<fx::BatchedArray> args{{x, 0}, {t, t_dim}};
+      return fx::batch_at(fx::vmap_eval(p, args, n)[0], 0, n, {});
+    };
+    fx::Program bp = fx::make_ir(batched)(xs, ts);
+    CHECK(count_prim(bp, Prim::custom_vjp_linear) == 1);
+    CHECK_NOTHROW(fx::verify(bp));
+    const std::vector<Array> known{xs}, batched_cts{cts};
+    Array got = fx::transpose_eval(bp, {false, true}, known, batched_cts).at(0);
+    std::vector<Array> rows;
+    Array summed = fx::zeros({4});
+    for (int64_t b = 0; b < n; ++b) {
+      Array x = take(xs, 0, b);
+      const std::vector<Array> known_x{x}, ct_b{take(cts, 0, b)};
+      Array ct = fx::transpose_eval(p, {false, true}, known_x, ct_b).at(0);
+      rows.push_back(ct);
+      summed = summed + ct;
+    }
+    Array want = t_dim == none ? summed : t_dim == 0 ? fx::stack(rows, 0) : fx::stack(rows, 1);
+    check_same(got, want, "cotangent of the tangents");
+  }
 }
