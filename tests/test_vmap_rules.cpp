@@ -399,3 +399,20 @@ TEST_CASE("vmap rules: custom_vjp_linear (forward through custom_vjp, then trans
     check_same(got, want, "cotangent of the tangents");
   }
 }
+
+TEST_CASE("vmap rules: nested vmap of a matmul and of a custom_jvp call") {
+  auto mm = [](const Array& a, const Array& b) { return fx::matmul(a, b); };
+  std::mt19937 gen(3);
+  Array a = random_array(fx::Shape{2, 3, 4, 5}, fx::float32, gen), b = random_array(fx::Shape{2, 3, 5, 6}, fx::float32, gen);
+  fx::Program p = fx::make_ir(fx::vmap(fx::vmap(mm)))(a, b);
+  REQUIRE(p.eqns.size() == 1);  // two levels of batch, still one dot_general
+  CHECK(p.eqns[0].params.get_ints("lhs_batch") == IntList{0, 1});
+  check_same(fx::vmap(fx::vmap(mm))(a, b), fx::matmul(a, b), "vmap(vmap(matmul))");
+
+  Array xs = random_array(fx::Shape{2, 3, 4}, fx::float32, gen);
+  auto f = [](const Array& x) { return custom_running_sum(x); };
+  check_same(fx::vmap(fx::vmap(f))(xs), fx::cumsum(xs, 2), "vmap(vmap(custom_jvp))");
+  auto loss = [&](const Array& x) { return fx::sum(fx::vmap(fx::vmap(f))(x)); };
+  std::vector<float> g = fx::grad(loss)(xs).to_vector<float>();
+  for (size_t i = 0; i < g.size(); ++i) CHECK(g[i] == float(i % 4 + 1));  // the user's rule: (1, 2, 3, 4) per row
+}
