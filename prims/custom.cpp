@@ -190,6 +190,188 @@ std::vector<Array> checkpoint_transpose(Arrays cts, std::span<const LinearArg> a
   return out;
 }
 
+// ---- batching -------------------------------------------------------------------------------------
+// The batched call is the same primitive holding batched sub-programs, so a later jvp or transpose
+// of it still runs the user's rule (on batched values). Mapped operands are materialised with the
+// batch at 0; each sub-program is re-traced through vmap_eval with those batch dims.
+using BatchedArgs = std::span<const BatchedArray>;
+
+/// How a batched sub-program delivers each output.
+enum class OutBatch {
+  at_zero,   // batched at dim 0 (broadcast if the computation left it unbatched)
+  as_is,     // wherever vmap_eval left it
+  unbatched  // without a batch dim (summed over the batch): the cotangent of an unmapped argument
+};
+
+struct BatchedSub {
+  ProgramRef program;
+  std::vector<Array> consts;  // values the re-trace closed over: new leading operands, never batched
+  std::vector<int64_t> out_dims;
+};
+
+/// The inputs of a sub-program under vmap: each one's (batched) type and batch dim.
+struct SubInputs {
+  std::vector<AbstractArray> avals;
+  std::vector<int64_t> dims;
+  SubInputs& operator+=(const SubInputs& o) {
+    avals.insert(avals.end(), o.avals.begin(), o.avals.end());
+    dims.insert(dims.end(), o.dims.begin(), o.dims.end());
+    return *this;
+  }
+};
+SubInputs operator+(SubInputs a, const SubInputs& b) { return a += b; }
+
+/// Inputs of the given per-example types, batched at 0 (residuals and cotangents, which the
+/// batched call produces at 0).
+SubInputs batched_at_zero(std::span<const AbstractArray> avals, int64_t n) {
+  SubInputs s;
+  for (const AbstractArray& a : avals) {
+    IntList shape = a.shape.dims();
+    shape.insert(shape.begin(), n);
+    s.avals.push_back(AbstractArray{Shape(shape), a.dtype, a.weak_type});
+    s.dims.push_back(0);
+  }
+  return s;
+}
+
+BatchedSub batch_sub(const Program& p, const SubInputs& in, std::span<const OutBatch> want, int64_t n, SourceLoc loc) {
+  TraceScope scope;
+  std::vector<BatchedArray> args;
+  for (size_t i = 0; i < in.avals.size(); ++i) args.push_back({scope.new_input(in.avals[i]), in.dims[i]});
+  std::vector<BatchedArray> r = vmap_eval(p, args, n);
+  std::vector<Array> outs;
+  BatchedSub b;
+  for (size_t j = 0; j < r.size(); ++j) {
+    switch (want[j]) {
+      case OutBatch::at_zero:
+        outs.push_back(batch_at(r[j], 0, n, loc));
+        b.out_dims.push_back(0);
+        break;
+      case OutBatch::as_is:
+        outs.push_back(r[j].value);
+        b.out_dims.push_back(r[j].dim);
+        break;
+      case OutBatch::unbatched:
+        outs.push_back(r[j].dim == kNotMapped
+                           ? r[j].value
+                           : bind1(Prim::reduce_sum, {r[j].value}, Params{{"axes", IntList{r[j].dim}}}, loc));
+        b.out_dims.push_back(kNotMapped);
+        break;
+    }
+  }
+  b.program = std::make_shared<const Program>(hoist_consts(scope.finish(outs), b.consts));
+  return b;
+}
+
+/// The operands with every mapped one's batch dim at 0, and their batch dims (0 or kNotMapped).
+struct Materialised {
+  std::vector<Array> values;
+  std::vector<int64_t> dims;
+  Materialised slice(size_t from, size_t n) const {
+    return {{values.begin() + long(from), values.begin() + long(from + n)},
+            {dims.begin() + long(from), dims.begin() + long(from + n)}};
+  }
+  SubInputs inputs() const {
+    SubInputs s{{}, dims};
+    for (const Array& v : values) s.avals.push_back(v.aval());
+    return s;
+  }
+};
+Materialised materialise(BatchedArgs a, SourceLoc loc) {
+  Materialised m;
+  for (const BatchedArray& x : a) {
+    m.values.push_back(x.dim == kNotMapped ? x.value : move_batch_dim(x.value, x.dim, 0, loc));
+    m.dims.push_back(x.dim == kNotMapped ? kNotMapped : 0);
+  }
+  return m;
+}
+std::vector<OutBatch> all(size_t n, OutBatch w) { return std::vector<OutBatch>(n, w); }
+std::vector<BatchedArray> at_dims(std::vector<Array> outs, const std::vector<int64_t>& dims) {
+  std::vector<BatchedArray> r;
+  for (size_t i = 0; i < outs.size(); ++i) r.push_back({std::move(outs[i]), dims[i]});
+  return r;
+}
+
+// custom_jvp_call: batched call and JVP programs; tangents batch like their primals, and every
+// output (and output tangent) is batched at 0 so the two programs agree.
+std::vector<BatchedArray> custom_jvp_batch(BatchedArgs a, const Params& params, int64_t n, SourceLoc loc) {
+  size_t nc = count(params, "num_consts"), nj = count(params, "num_jvp_consts");
+  const Program &call = sub(params, "call"), &jvp = sub(params, "jvp");
+  Materialised m = materialise(a, loc);
+  Materialised consts = m.slice(0, nc), jvp_consts = m.slice(nc, nj), args = m.slice(nc + nj, a.size() - nc - nj);
+  BatchedSub c = batch_sub(call, consts.inputs() + args.inputs(), all(call.outvars.size(), OutBatch::at_zero), n, loc);
+  BatchedSub j = batch_sub(jvp, jvp_consts.inputs() + args.inputs() + args.inputs(), all(jvp.outvars.size(), OutBatch::at_zero), n, loc);
+  std::vector<Array> operands = concat({c.consts, consts.values, j.consts, jvp_consts.values, args.values});
+  Params p{{"call", c.program},
+           {"jvp", j.program},
+           {"num_consts", int64_t(c.consts.size() + nc)},
+           {"num_jvp_consts", int64_t(j.consts.size() + nj)}};
+  return at_dims(bind(Prim::custom_jvp_call, operands, p, loc), c.out_dims);
+}
+
+/// The batched bwd program: (bwd consts, residuals, output cotangents) -> argument cotangents,
+/// batched at 0 for mapped arguments and summed over the batch for unmapped ones.
+BatchedSub batch_bwd(const Program& bwd, const SubInputs& bwd_consts_and_residuals, std::span<const AbstractArray> outs,
+                     const std::vector<int64_t>& arg_dims, int64_t n, SourceLoc loc) {
+  std::vector<OutBatch> want;
+  for (int64_t d : arg_dims) want.push_back(d == kNotMapped ? OutBatch::unbatched : OutBatch::at_zero);
+  return batch_sub(bwd, bwd_consts_and_residuals + batched_at_zero(outs, n), want, n, loc);
+}
+
+// custom_vjp_call: fwd batched with everything it returns (outputs, residuals) at 0; bwd batched
+// for those residuals and cotangents.
+std::vector<BatchedArray> custom_vjp_batch(BatchedArgs a, const Params& params, int64_t n, SourceLoc loc) {
+  size_t nf = count(params, "num_consts"), nb = count(params, "num_bwd_consts"), no = count(params, "num_outs");
+  const Program &fwd = sub(params, "fwd"), &bwd = sub(params, "bwd");
+  Materialised m = materialise(a, loc);
+  Materialised consts = m.slice(0, nf), bwd_consts = m.slice(nf, nb), args = m.slice(nf + nb, a.size() - nf - nb);
+  BatchedSub f = batch_sub(fwd, consts.inputs() + args.inputs(), all(fwd.outvars.size(), OutBatch::at_zero), n, loc);
+  const std::vector<AbstractArray> fwd_out = fwd.out_avals();  // per example: outputs, then residuals
+  const std::span<const AbstractArray> outs = std::span(fwd_out).first(no), residuals = std::span(fwd_out).subspan(no);
+  BatchedSub b = batch_bwd(bwd, bwd_consts.inputs() + batched_at_zero(residuals, n), outs, args.dims, n, loc);
+  std::vector<Array> operands = concat({f.consts, consts.values, b.consts, bwd_consts.values, args.values});
+  Params p{{"fwd", f.program},
+           {"bwd", b.program},
+           {"num_outs", int64_t(no)},
+           {"num_consts", int64_t(f.consts.size() + nf)},
+           {"num_bwd_consts", int64_t(b.consts.size() + nb)}};
+  return at_dims(bind(Prim::custom_vjp_call, operands, p, loc), std::vector<int64_t>(no, 0));
+}
+
+// custom_vjp_linear: its fwd only gives the output types (now batched at 0); its bwd is batched
+// for the residuals and tangents it is given.
+std::vector<BatchedArray> custom_vjp_linear_batch(BatchedArgs a, const Params& params, int64_t n, SourceLoc loc) {
+  size_t nb = count(params, "num_bwd_consts"), nr = count(params, "num_res"), no = count(params, "num_outs");
+  const Program &fwd = sub(params, "fwd"), &bwd = sub(params, "bwd");
+  Materialised m = materialise(a, loc);
+  Materialised known = m.slice(0, nb + nr), tangents = m.slice(nb + nr, a.size() - nb - nr);
+  SubInputs example;
+  for (int32_t v : fwd.invars) {
+    example.avals.push_back(fwd.type(v));
+    example.dims.push_back(kNotMapped);
+  }
+  BatchedSub f = batch_sub(fwd, example, all(fwd.outvars.size(), OutBatch::at_zero), n, loc);
+  const std::vector<AbstractArray> fwd_out = fwd.out_avals();
+  BatchedSub b = batch_bwd(bwd, known.inputs(), std::span(fwd_out).first(no), tangents.dims, n, loc);
+  std::vector<Array> operands = concat({b.consts, known.values, tangents.values});
+  Params p{{"fwd", f.program},
+           {"bwd", b.program},
+           {"num_outs", int64_t(no)},
+           {"num_bwd_consts", int64_t(b.consts.size() + nb)},
+           {"num_res", int64_t(nr)}};
+  return at_dims(bind(Prim::custom_vjp_linear, operands, p, loc), std::vector<int64_t>(no, 0));
+}
+
+// checkpoint: the batched program, its outputs' batch dims as vmap_eval leaves them.
+std::vector<BatchedArray> checkpoint_batch(BatchedArgs a, const Params& params, int64_t n, SourceLoc loc) {
+  const Program& program = sub(params, "program");
+  Materialised m = materialise(a, loc);
+  BatchedSub c = batch_sub(program, m.inputs(), all(program.outvars.size(), OutBatch::as_is), n, loc);
+  std::vector<Array> operands = concat({c.consts, m.values});
+  Params p{{"program", c.program}, {"num_consts", int64_t(c.consts.size() + count(params, "num_consts"))}};
+  return at_dims(bind(Prim::checkpoint, operands, p, loc), c.out_dims);
+}
+
 }  // namespace
 
 void register_custom_prims(RuleTable& t) {
@@ -211,6 +393,10 @@ void register_custom_prims(RuleTable& t) {
   cp.impl = &checkpoint_impl;
   cp.jvp = &checkpoint_jvp;
   cp.transpose = &checkpoint_transpose;
+  cj.batch = &custom_jvp_batch;
+  cv.batch = &custom_vjp_batch;
+  cl.batch = &custom_vjp_linear_batch;
+  cp.batch = &checkpoint_batch;
 }
 
 }  // namespace fluxion

@@ -360,10 +360,48 @@ std::vector<Array> dot_general_transpose(std::span<const Array> ct, std::span<co
   if (a[0].linear) return {transpose_side(ct[0], a[0].aval, a[1].value, lc, lb, rc, rb, true, loc), Array()};
   return {Array(), transpose_side(ct[0], a[1].aval, a[0].value, rc, rb, lc, lb, false, loc)};
 }
+
+// ---- batching -----------------------------------------------------------------------------------
+// Never a transpose: with both operands batched, their batch dims join lhs_batch/rhs_batch at the
+// front (so the output has the batch at 0); with one batched, its batch dim is one more free dim,
+// and the output's batch dim is where that free dim lands among the output's dims.
+IntList past_batch(const IntList& dims, int64_t bd) {
+  IntList out;
+  for (int64_t d : dims) out.push_back(bd != kNotMapped && d >= bd ? d + 1 : d);
+  return out;
+}
+
+std::vector<BatchedArray> dot_general_batch(std::span<const BatchedArray> a, const Params& params, int64_t,
+                                            SourceLoc loc) {
+  const int64_t lbd = a[0].dim, rbd = a[1].dim;
+  IntList lc = past_batch(params.get_ints("lhs_contracting"), lbd);
+  IntList rc = past_batch(params.get_ints("rhs_contracting"), rbd);
+  IntList lb = past_batch(params.get_ints("lhs_batch"), lbd);
+  IntList rb = past_batch(params.get_ints("rhs_batch"), rbd);
+  int64_t out_bd = 0;
+  if (lbd != kNotMapped && rbd != kNotMapped) {
+    lb.insert(lb.begin(), lbd);
+    rb.insert(rb.begin(), rbd);
+  } else {
+    const bool on_lhs = lbd != kNotMapped;
+    const Array& x = a[on_lhs ? 0 : 1].value;
+    const int64_t bd = on_lhs ? lbd : rbd;
+    const IntList free = kept_dims(x.ndim(), on_lhs ? lc : rc, on_lhs ? lb : rb);
+    out_bd = int64_t(lb.size()) + (std::find(free.begin(), free.end(), bd) - free.begin());
+    if (!on_lhs) out_bd += int64_t(kept_dims(a[0].value.ndim(), lc, lb).size());
+  }
+  Params p = params;
+  p.set("lhs_contracting", lc);
+  p.set("rhs_contracting", rc);
+  p.set("lhs_batch", lb);
+  p.set("rhs_batch", rb);
+  return {BatchedArray{dot(a[0].value, a[1].value, p, loc), out_bd}};
+}
 }  // namespace
 
 void register_dot_general_prims(RuleTable& t) {
   t[size_t(Prim::dot_general)] = {&dot_general_rule, &dot_general_kernel, &dot_general_jvp, &dot_general_transpose};
+  t[size_t(Prim::dot_general)].batch = &dot_general_batch;
 }
 
 }  // namespace fluxion

@@ -3,6 +3,7 @@
 // (key, counter), so random numbers are ordinary values: they trace, transform and lower like any op.
 #include "prims/registry.h"
 #include "ir/error.h"
+#include "ir/trace.h"
 
 #include <array>
 #include <cstdint>
@@ -71,11 +72,44 @@ void threefry2x32_kernel(std::span<const View> in, std::span<const View> out, co
   }
 }
 
+// Batching: elementwise over the counters' shape. The batched call puts the batch dim where the
+// counters have it (both at the same place) or at 0; a rank-0 key that is not batched stays one
+// key for every counter, and any other operand is brought to the counters' batched shape (a
+// batched rank-0 key is broadcast along the counters' dims).
+std::vector<BatchedArray> threefry2x32_batch(std::span<const BatchedArray> a, const Params& params, int64_t n,
+                                             SourceLoc loc) {
+  const BatchedArray &x0 = a[2], &x1 = a[3];
+  const int64_t bd = x0.dim != kNotMapped && x0.dim == x1.dim ? x0.dim : 0;
+  IntList counters = x0.value.shape().dims();
+  if (x0.dim != kNotMapped) counters.erase(counters.begin() + x0.dim);
+  const int64_t rank = int64_t(counters.size());
+  IntList batched_shape = counters;
+  batched_shape.insert(batched_shape.begin() + bd, n);
+  std::vector<Array> ins;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const BatchedArray& x = a[i];
+    const bool is_key = i < 2;
+    const int64_t example_rank = x.value.ndim() - (x.dim == kNotMapped ? 0 : 1);
+    if (is_key && x.dim == kNotMapped && example_rank == 0) {
+      ins.push_back(x.value);
+    } else if (example_rank == rank) {
+      ins.push_back(batch_at(x, bd, n, loc));
+    } else {  // a batched rank-0 key, with rank > 0 counters: one key per example, spread over its counters
+      ins.push_back(bind1(Prim::broadcast_in_dim, {x.value},
+                          Params{{"shape", batched_shape}, {"broadcast_dimensions", IntList{bd}}}, loc));
+    }
+  }
+  std::vector<BatchedArray> out;
+  for (Array& y : bind(Prim::threefry2x32, ins, params, loc)) out.push_back({std::move(y), bd});
+  return out;
+}
+
 }  // namespace
 
 void register_random_prims(RuleTable& t) {
   t[size_t(Prim::threefry2x32)] = {&threefry2x32_rule, &threefry2x32_kernel};
   t[size_t(Prim::threefry2x32)].zero_derivative = true;  // uint32 in, uint32 out
+  t[size_t(Prim::threefry2x32)].batch = &threefry2x32_batch;
 }
 
 }  // namespace fluxion

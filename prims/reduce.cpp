@@ -390,6 +390,35 @@ std::vector<Array> cumsum_transpose(Arrays ct, std::span<const LinearArg>, const
   return {bind1(Prim::cumsum, {ct[0]}, p, loc)};
 }
 
+// ---- batching -----------------------------------------------------------------------------------
+// The batch dim is never reduced: the axes are renumbered around it, and it stays in place (less
+// the reduced dims before it).
+using BatchedArgs = std::span<const BatchedArray>;
+
+IntList axes_past_batch(const IntList& axes, int64_t bd) {
+  IntList out;
+  for (int64_t a : axes) out.push_back(a >= bd ? a + 1 : a);
+  return out;
+}
+
+// reduce_* and argmax/argmin: the same params with the axes renumbered.
+template <Prim P>
+std::vector<BatchedArray> reduce_batch(BatchedArgs a, const Params& params, int64_t, SourceLoc loc) {
+  const int64_t bd = a[0].dim;
+  const IntList& axes = params.get_ints("axes");
+  Params p = params;
+  p.set("axes", axes_past_batch(axes, bd));
+  const int64_t reduced_before = std::count_if(axes.begin(), axes.end(), [&](int64_t d) { return d < bd; });
+  return {BatchedArray{bind1(P, {a[0].value}, p, loc), bd - reduced_before}};
+}
+
+std::vector<BatchedArray> cumsum_batch(BatchedArgs a, const Params& params, int64_t, SourceLoc loc) {
+  const int64_t bd = a[0].dim, axis = params.get_int("axis");
+  Params p = params;
+  p.set("axis", axis >= bd ? axis + 1 : axis);
+  return {BatchedArray{bind1(Prim::cumsum, {a[0].value}, p, loc), bd}};
+}
+
 }  // namespace
 
 void register_reduce_prims(RuleTable& t) {
@@ -411,6 +440,16 @@ void register_reduce_prims(RuleTable& t) {
   t[size_t(Prim::cumsum)].jvp = &cumsum_jvp;
   t[size_t(Prim::cumsum)].transpose = &cumsum_transpose;
   for (Prim p : {Prim::argmax, Prim::argmin, Prim::reduce_and, Prim::reduce_or}) t[size_t(p)].zero_derivative = true;
+
+  t[size_t(Prim::reduce_sum)].batch = &reduce_batch<Prim::reduce_sum>;
+  t[size_t(Prim::reduce_prod)].batch = &reduce_batch<Prim::reduce_prod>;
+  t[size_t(Prim::reduce_max)].batch = &reduce_batch<Prim::reduce_max>;
+  t[size_t(Prim::reduce_min)].batch = &reduce_batch<Prim::reduce_min>;
+  t[size_t(Prim::reduce_and)].batch = &reduce_batch<Prim::reduce_and>;
+  t[size_t(Prim::reduce_or)].batch = &reduce_batch<Prim::reduce_or>;
+  t[size_t(Prim::argmax)].batch = &reduce_batch<Prim::argmax>;
+  t[size_t(Prim::argmin)].batch = &reduce_batch<Prim::argmin>;
+  t[size_t(Prim::cumsum)].batch = &cumsum_batch;
 }
 
 }  // namespace fluxion

@@ -459,6 +459,102 @@ std::vector<Array> slice_transpose(Arrays ct, LinearArgs a, const Params& params
   return {bind1(Prim::pad, {ct[0], zero}, Params{{"padding_config", config}}, loc)};
 }
 
+// ---- batching -----------------------------------------------------------------------------------
+// Each rule keeps the batch dimension where it is whenever the primitive allows, renumbering the
+// dimension params around it; only reshape (which must see the batch as its leading block) and
+// operands that must agree (concatenate, pad with a batched value) move it.
+using BatchedArgs = std::span<const BatchedArray>;
+
+/// A per-example dimension list renumbered for an array whose batch dimension sits at `bd`.
+IntList past_batch(const IntList& dims, int64_t bd) {
+  IntList out;
+  for (int64_t d : dims) out.push_back(d >= bd ? d + 1 : d);
+  return out;
+}
+/// A per-dimension list (one entry per per-example dimension) with `value` inserted for the batch.
+IntList with_batch_entry(IntList v, int64_t bd, int64_t value) {
+  v.insert(v.begin() + bd, value);
+  return v;
+}
+std::vector<BatchedArray> one(Array x, int64_t dim) { return {BatchedArray{std::move(x), dim}}; }
+
+// The batch dim lands right after the output dims of the operand dims before it.
+std::vector<BatchedArray> broadcast_in_dim_batch(BatchedArgs a, const Params& params, int64_t n, SourceLoc loc) {
+  const int64_t bd = a[0].dim;
+  const IntList& bdims = params.get_ints("broadcast_dimensions");
+  const int64_t out_bd = bd == 0 ? 0 : bdims[size_t(bd - 1)] + 1;
+  IntList new_bdims = with_batch_entry(past_batch(bdims, out_bd), bd, out_bd);
+  IntList shape = with_batch_entry(params.get_ints("shape"), out_bd, n);
+  return one(bind1(Prim::broadcast_in_dim, {a[0].value}, Params{{"shape", shape}, {"broadcast_dimensions", new_bdims}}, loc),
+             out_bd);
+}
+// Reshape reads row-major order, so the batch must be the leading block.
+std::vector<BatchedArray> reshape_batch(BatchedArgs a, const Params& params, int64_t n, SourceLoc loc) {
+  Array x = move_batch_dim(a[0].value, a[0].dim, 0, loc);
+  IntList sizes = with_batch_entry(params.get_ints("new_sizes"), 0, n);
+  return one(bind1(Prim::reshape, {x}, Params{{"new_sizes", sizes}}, loc), 0);
+}
+// The batch dim keeps its position in the output; the permutation routes around it.
+std::vector<BatchedArray> transpose_batch(BatchedArgs a, const Params& params, int64_t, SourceLoc loc) {
+  const int64_t bd = a[0].dim;
+  IntList perm = with_batch_entry(past_batch(params.get_ints("permutation"), bd), bd, bd);
+  return one(bind1(Prim::transpose, {a[0].value}, Params{{"permutation", perm}}, loc), bd);
+}
+std::vector<BatchedArray> squeeze_batch(BatchedArgs a, const Params& params, int64_t, SourceLoc loc) {
+  const int64_t bd = a[0].dim;
+  const IntList& dims = params.get_ints("dimensions");
+  const int64_t dropped_before = std::count_if(dims.begin(), dims.end(), [&](int64_t d) { return d < bd; });
+  return one(bind1(Prim::squeeze, {a[0].value}, Params{{"dimensions", past_batch(dims, bd)}}, loc), bd - dropped_before);
+}
+std::vector<BatchedArray> rev_batch(BatchedArgs a, const Params& params, int64_t, SourceLoc loc) {
+  const int64_t bd = a[0].dim;
+  return one(bind1(Prim::rev, {a[0].value}, Params{{"dimensions", past_batch(params.get_ints("dimensions"), bd)}}, loc), bd);
+}
+// Every operand gets the batch dim where the first mapped one has it (unmapped ones broadcast).
+std::vector<BatchedArray> concatenate_batch(BatchedArgs a, const Params& params, int64_t n, SourceLoc loc) {
+  int64_t bd = kNotMapped;
+  for (const BatchedArray& x : a)
+    if (x.dim != kNotMapped) {
+      bd = x.dim;
+      break;
+    }
+  std::vector<Array> ins;
+  for (const BatchedArray& x : a) ins.push_back(batch_at(x, bd, n, loc));
+  const int64_t dim = params.get_int("dimension");
+  return one(bind1(Prim::concatenate, ins, Params{{"dimension", dim >= bd ? dim + 1 : dim}}, loc), bd);
+}
+// With one padding value the batch dim just gets no padding. A batched padding value cannot be a
+// pad operand (it must be a scalar): pad with zero, then select each example's value wherever the
+// mask -- the operand's positions, padded with false -- says padding.
+std::vector<BatchedArray> pad_batch(BatchedArgs a, const Params& params, int64_t n, SourceLoc loc) {
+  const IntList& config = params.get_ints("padding_config");
+  const int64_t bd = a[0].dim == kNotMapped ? 0 : a[0].dim;
+  IntList batched_config = config;
+  batched_config.insert(batched_config.begin() + 3 * bd, {0, 0, 0});
+  Array x = batch_at(a[0], bd, n, loc);
+  const Params pad_params{{"padding_config", batched_config}};
+  if (a[1].dim == kNotMapped) return one(bind1(Prim::pad, {x, a[1].value}, pad_params, loc), bd);
+  const DType dtype = x.dtype();
+  Array padded = bind1(Prim::pad, {x, literal_array(Literal::of_int(0, dtype))}, pad_params, loc);
+  Array inside = bind1(Prim::broadcast_in_dim, {literal_array(Literal::of_int(1, DType::bool_))},
+                       Params{{"shape", x.shape().dims()}, {"broadcast_dimensions", IntList{}}}, loc);
+  Array mask = bind1(Prim::pad, {inside, literal_array(Literal::of_int(0, DType::bool_))}, pad_params, loc);
+  Array value = bind1(Prim::broadcast_in_dim, {a[1].value},
+                      Params{{"shape", padded.shape().dims()}, {"broadcast_dimensions", IntList{bd}}}, loc);
+  return one(bind1(Prim::select, {mask, padded, value}, {}, loc), bd);
+}
+std::vector<BatchedArray> slice_batch(BatchedArgs a, const Params& params, int64_t n, SourceLoc loc) {
+  const int64_t bd = a[0].dim;
+  Params p{{"start_indices", with_batch_entry(params.get_ints("start_indices"), bd, 0)},
+           {"limit_indices", with_batch_entry(params.get_ints("limit_indices"), bd, n)}};
+  if (params.has("strides")) p.set("strides", with_batch_entry(params.get_ints("strides"), bd, 1));
+  return one(bind1(Prim::slice, {a[0].value}, p, loc), bd);
+}
+// iota has no operands, so vmap never batches it; the rule states that for completeness.
+std::vector<BatchedArray> iota_batch(BatchedArgs, const Params& params, int64_t, SourceLoc loc) {
+  return one(bind1(Prim::iota, std::span<const Array>{}, params, loc), kNotMapped);
+}
+
 }  // namespace
 
 void register_shape_prims(RuleTable& t) {
@@ -489,6 +585,16 @@ void register_shape_prims(RuleTable& t) {
   t[size_t(Prim::slice)].jvp = &linear_jvp<Prim::slice>;
   t[size_t(Prim::slice)].transpose = &slice_transpose;
   t[size_t(Prim::iota)].zero_derivative = true;  // no operands
+
+  t[size_t(Prim::broadcast_in_dim)].batch = &broadcast_in_dim_batch;
+  t[size_t(Prim::reshape)].batch = &reshape_batch;
+  t[size_t(Prim::transpose)].batch = &transpose_batch;
+  t[size_t(Prim::squeeze)].batch = &squeeze_batch;
+  t[size_t(Prim::rev)].batch = &rev_batch;
+  t[size_t(Prim::concatenate)].batch = &concatenate_batch;
+  t[size_t(Prim::pad)].batch = &pad_batch;
+  t[size_t(Prim::slice)].batch = &slice_batch;
+  t[size_t(Prim::iota)].batch = &iota_batch;
 }
 
 }  // namespace fluxion

@@ -157,9 +157,31 @@ std::vector<Array> sort_transpose(std::span<const Array> cts, std::span<const Li
 }
 }  // namespace
 
+namespace {
+// Batching: every operand gets the batch dim where the first mapped one has it (unmapped operands
+// broadcast there), and the sorted dimension is renumbered around it.
+std::vector<BatchedArray> sort_batch(std::span<const BatchedArray> a, const Params& params, int64_t n, SourceLoc loc) {
+  int64_t bd = kNotMapped;
+  for (const BatchedArray& x : a)
+    if (x.dim != kNotMapped) {
+      bd = x.dim;
+      break;
+    }
+  std::vector<Array> ins;
+  for (const BatchedArray& x : a) ins.push_back(batch_at(x, bd, n, loc));
+  Params p = params;
+  const int64_t dim = params.get_int("dimension");
+  p.set("dimension", dim >= bd ? dim + 1 : dim);
+  std::vector<BatchedArray> out;
+  for (Array& y : bind(Prim::sort, ins, p, loc)) out.push_back({std::move(y), bd});
+  return out;
+}
+}  // namespace
+
 void register_sort_prims(RuleTable& t) {
   t[size_t(Prim::sort)] = {&sort_rule, &sort_kernel, &sort_jvp};
   t[size_t(Prim::sort)].transpose = &sort_transpose;
+  t[size_t(Prim::sort)].batch = &sort_batch;
 }
 
 }  // namespace fluxion
