@@ -41,7 +41,7 @@ bool identical(const fx::Array& a, const fx::Array& b, double tol) {
   HostArray x = to_host(a), y = to_host(b);
   for (size_t i = 0; i < x.data.size(); ++i) {
     double p = x.data[i], q = y.data[i];
-    if (std::isnan(p) && std::isnan(q)) continue;
+    if (p == q || (std::isnan(p) && std::isnan(q))) continue;
     if (!(std::fabs(p - q) <= tol * (1 + std::fabs(q)))) return false;
   }
   return true;
