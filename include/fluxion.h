@@ -22,6 +22,7 @@
 #include "ir/program.h"
 #include "ir/shape.h"
 #include "transforms/autodiff.h"
+#include "transforms/control_flow.h"
 #include "transforms/custom_derivatives.h"
 #include "transforms/jit.h"
 #include "transforms/make_ir.h"
