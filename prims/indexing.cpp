@@ -19,6 +19,11 @@
 //     updates.shape = x.shape[:a] + indices.shape + x.shape[a+1:]. Out-of-range indices (negative
 //     or >= size) are dropped, which is JAX's default for scatter. For scatter with duplicate
 //     indices the update that comes last in row-major order of `indices` wins.
+// batch_dims=n (default 0; absent means 0): the first n dimensions of x and of indices are batch
+//   dimensions of equal size, paired elementwise (n <= axis): gather[axis=a, batch_dims=n] gives
+//   out[b..., o..., j..., k...] = x[b..., o..., clip(indices[b..., j...]), k...] of shape
+//   x.shape[:a] + indices.shape[n:] + x.shape[a+1:]; scatter/scatter_add mirror it (updates of that
+//   shape). This is what vmap needs when both x and the indices are batched.
 // Negative indices are not wrapped here: the numpy-style API (api/indexing.h) wraps them first.
 #include <algorithm>
 #include <cstring>
