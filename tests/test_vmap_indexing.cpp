@@ -335,3 +335,56 @@ TEST_CASE("batch_dims through autodiff: jvp vs finite differences, vjp dot-produ
     CHECK(dot(u, jv) == doctest::Approx(dot(cx, t) + dot(cu, tu)).epsilon(1e-12));
   }
 }
+
+TEST_CASE("vmap indexing moves a batch dimension only when a rule needs it") {
+  auto count = [](const fx::Program& p, fx::Prim prim) {
+    size_t n = 0;
+    for (const fx::Eqn& e : p.eqns) n += e.prim == prim;
+    return n;
+  };
+  // Transposes emitted by the batching rule, i.e. before the batched primitive (out_axes 0 may
+  // move the result afterwards: that one is the caller's request).
+  auto moves_before = [](const fx::Program& p, fx::Prim prim) {
+    size_t n = 0;
+    for (const fx::Eqn& e : p.eqns) {
+      if (e.prim == prim) return n;
+      n += e.prim == fx::Prim::transpose;
+    }
+    return size_t(1000);
+  };
+  auto program = [](const Fn& f, const Args& args, const std::vector<int>& axes) {
+    return fx::make_ir(fx::vmap([f](const Args& a) { return f(a); }, leaf_in_axes(axes)))(args);
+  };
+  const int64_t size = 3;
+  // gather with only x or only the indices batched, anywhere: no transpose.
+  const Fn take = [](const Args& a) { return bind_prim(fx::Prim::gather, {a[0], a[1]}, gather_params(1, 0)); };
+  for (int xa : {0, 1, 2}) {
+    const fx::Program p = program(take, {data(batched(fx::Shape{4, 5}, xa, size), 1), indices(fx::Shape{2, 2}, 0, 5, 1)},
+                                  {xa, kNone});
+    CHECK_MESSAGE(moves_before(p, fx::Prim::gather) == 0, "x batched at " << xa);
+  }
+  for (int ia : {0, 1, 2}) {
+    const fx::Program p = program(take, {data(fx::Shape{4, 5}, 1), indices(batched(fx::Shape{2, 2}, ia, size), 0, 5, 1)},
+                                  {kNone, ia});
+    CHECK_MESSAGE(moves_before(p, fx::Prim::gather) == 0, "indices batched at " << ia);
+  }
+  // scatter_add with unbatched indices and only the updates batched, anywhere: x is broadcast,
+  // nothing is transposed -- unless the batch dimension sits between the two index dimensions of
+  // the updates (2), which must stay adjacent. Per example: x [3, 4], indices [2, 2], updates
+  // [3, 2, 2] (axis 1).
+  const Fn add = [](const Args& a) { return bind_prim(fx::Prim::scatter_add, {a[0], a[1], a[2]}, gather_params(1, 0)); };
+  for (int ua : {0, 1, 2, 3}) {
+    Args args{data(fx::Shape{3, 4}, 1), indices(fx::Shape{2, 2}, -1, 5, 2), data(batched(fx::Shape{3, 2, 2}, ua, size), 3)};
+    const fx::Program p = program(add, args, {kNone, kNone, ua});
+    CHECK_MESSAGE(moves_before(p, fx::Prim::scatter_add) == (ua == 2 ? 1 : 0), "updates batched at " << ua);
+    check_vmap(add, args, {kNone, kNone, ua}, size, "scatter_add 2-d indices");
+  }
+  // dynamic_slice with unbatched starts: the batch dimension is sliced whole where it is.
+  const Fn ds = [](const Args& a) { return fx::dynamic_slice(a[0], {a[1], a[2]}, {2, 2}); };
+  for (int xa : {0, 1, 2}) {
+    const fx::Program p = program(ds, {data(batched(fx::Shape{4, 5}, xa, size), 1), fx::scalar<int32_t>(1), fx::scalar<int32_t>(9)},
+                                  {xa, kNone, kNone});
+    CHECK(moves_before(p, fx::Prim::dynamic_slice) == 0);
+    CHECK(count(p, fx::Prim::dynamic_slice) == 1);
+  }
+}
