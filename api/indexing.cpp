@@ -39,12 +39,33 @@ Array wrapped_indices(std::string_view op, const Array& x, const ArrayLike& indi
   return where(less(i, 0, loc), add(i, int64_t(size), loc), i, loc);
 }
 
-Shape gathered_shape(const Array& x, const Array& indices, int64_t axis) {
+// x.shape[:axis] + indices.shape[batch_dims:] + x.shape[axis+1:]
+Shape gathered_shape(const Array& x, const Array& indices, int64_t axis, int64_t batch_dims) {
   Shape s;
   for (int64_t d = 0; d < axis; ++d) s.push_back(x.shape()[size_t(d)]);
-  for (int64_t d : indices.shape()) s.push_back(d);
+  for (int d = int(batch_dims); d < indices.ndim(); ++d) s.push_back(indices.shape()[size_t(d)]);
   for (int d = int(axis) + 1; d < x.ndim(); ++d) s.push_back(x.shape()[size_t(d)]);
   return s;
+}
+
+// batch_dims must lie in [0, axis] and within the indices' rank, the leading dims agreeing.
+void check_batch_dims(std::string_view op, const Array& x, const ArrayLike& indices, int64_t axis, int64_t batch_dims,
+                      SourceLoc loc) {
+  const Shape is = indices.shape();
+  if (batch_dims < 0 || batch_dims > axis || batch_dims > is.rank())
+    fail(ErrorKind::Shape, op, {x, indices}, loc,
+         "batch_dims " + std::to_string(batch_dims) + " must lie in [0, min(axis " + std::to_string(axis) +
+             ", indices rank " + std::to_string(is.rank()) + ")]");
+  for (size_t d = 0; d < size_t(batch_dims); ++d)
+    if (x.shape()[d] != is[d])
+      fail(ErrorKind::Shape, op, {x, indices}, loc,
+           "the first " + std::to_string(batch_dims) + " (batch) dimensions of x " + x.shape().str() + " and indices " +
+               is.str() + " must agree");
+}
+
+Params axis_params(int64_t axis, int64_t batch_dims) {
+  // batch_dims = 0 is left out, so programs without batching print as before.
+  return batch_dims ? Params{{"axis", axis}, {"batch_dims", batch_dims}} : Params{{"axis", axis}};
 }
 
 // One 0-d integer array per axis of x.
@@ -66,11 +87,12 @@ std::vector<Array> start_indices(std::string_view op, const Array& x, const std:
 }
 
 Array scatter_along(Prim p, std::string_view op, const Array& x, const ArrayLike& indices, const ArrayLike& updates,
-                    int64_t axis, SourceLoc loc) {
+                    int64_t axis, int64_t batch_dims, SourceLoc loc) {
   if (x.ndim() == 0) fail(ErrorKind::Shape, op, {x, indices, updates}, loc, "cannot index a 0-d array");
   const int64_t a = detail::normalize_axis(op, axis, x.ndim(), x.aval(), loc);
+  check_batch_dims(op, x, indices, a, batch_dims, loc);
   Array i = wrapped_indices(op, x, indices, x.shape()[size_t(a)], loc);
-  const Shape target = gathered_shape(x, i, a);
+  const Shape target = gathered_shape(x, i, a, batch_dims);
   const Shape us = updates.shape();
   bool broadcastable = us.rank() <= target.rank();
   for (int d = 0; broadcastable && d < us.rank(); ++d) {
@@ -79,23 +101,29 @@ Array scatter_along(Prim p, std::string_view op, const Array& x, const ArrayLike
   }
   if (!broadcastable)
     fail(ErrorKind::Shape, op, {x, indices, updates}, loc,
-         "updates of shape " + us.str() + " do not broadcast to x.shape[:axis] + indices.shape + x.shape[axis+1:] = " +
+         "updates of shape " + us.str() +
+             " do not broadcast to x.shape[:axis] + indices.shape[batch_dims:] + x.shape[axis+1:] = " +
              target.str());
   Array u = detail::as_array(updates, x.dtype(), x.weak_type(), loc);
   u = detail::broadcast(u, target, loc);
-  return bind1(p, {x, i, u}, Params{{"axis", a}}, loc);
+  return bind1(p, {x, i, u}, axis_params(a, batch_dims), loc);
 }
 
 }  // namespace
 
 Array take(const Array& x, const ArrayLike& indices, int64_t axis, SourceLoc loc) {
+  return take(x, indices, axis, 0, loc);
+}
+
+Array take(const Array& x, const ArrayLike& indices, int64_t axis, int64_t batch_dims, SourceLoc loc) {
   if (x.ndim() == 0) fail(ErrorKind::Shape, "take", {x, indices}, loc, "cannot take from a 0-d array");
   const int64_t a = detail::normalize_axis("take", axis, x.ndim(), x.aval(), loc);
+  check_batch_dims("take", x, indices, a, batch_dims, loc);
   const int64_t n = x.shape()[size_t(a)];
   Array i = wrapped_indices("take", x, indices, n, loc);
   if (n == 0 && i.size() > 0)
     fail(ErrorKind::Shape, "take", {x, indices}, loc, "cannot take from axis " + std::to_string(a) + " of size 0");
-  return bind1(Prim::gather, {x, i}, Params{{"axis", a}}, loc);
+  return bind1(Prim::gather, {x, i}, axis_params(a, batch_dims), loc);
 }
 
 Array take(const Array& x, const ArrayLike& indices, SourceLoc loc) {
@@ -130,11 +158,21 @@ Array dynamic_update_slice(const Array& x, const ArrayLike& update, const std::v
 }
 
 Array at_set(const Array& x, const ArrayLike& indices, const ArrayLike& updates, int64_t axis, SourceLoc loc) {
-  return scatter_along(Prim::scatter, "at_set", x, indices, updates, axis, loc);
+  return scatter_along(Prim::scatter, "at_set", x, indices, updates, axis, 0, loc);
+}
+
+Array at_set(const Array& x, const ArrayLike& indices, const ArrayLike& updates, int64_t axis, int64_t batch_dims,
+             SourceLoc loc) {
+  return scatter_along(Prim::scatter, "at_set", x, indices, updates, axis, batch_dims, loc);
 }
 
 Array at_add(const Array& x, const ArrayLike& indices, const ArrayLike& updates, int64_t axis, SourceLoc loc) {
-  return scatter_along(Prim::scatter_add, "at_add", x, indices, updates, axis, loc);
+  return scatter_along(Prim::scatter_add, "at_add", x, indices, updates, axis, 0, loc);
+}
+
+Array at_add(const Array& x, const ArrayLike& indices, const ArrayLike& updates, int64_t axis, int64_t batch_dims,
+             SourceLoc loc) {
+  return scatter_along(Prim::scatter_add, "at_add", x, indices, updates, axis, batch_dims, loc);
 }
 
 }  // namespace fluxion

@@ -5,8 +5,10 @@
 //   dynamic_update_slice(x, upd, starts)   clamped so the window fits (no error for any value)
 //   at_set(x, indices, updates, axis)      JAX's x.at[indices].set(updates) along `axis`
 //   at_add(x, indices, updates, axis)      JAX's x.at[indices].add(updates): duplicates accumulate
+//   take / at_set / at_add (..., axis, batch_dims)   the first batch_dims dims of x and indices
+//                                          are paired elementwise (per-row indices, as vmap needs)
 // For at_set/at_add, negative indices wrap and indices still out of range after wrapping are
-// dropped (JAX's scatter default). `updates` broadcasts to x.shape[:axis] + indices.shape +
+// dropped (JAX's scatter default). `updates` broadcasts to x.shape[:axis] + indices.shape[batch_dims:] +
 // x.shape[axis+1:] and is converted to x's dtype. Indices must have an integer dtype (TypeError
 // naming the op otherwise); a C++ integer is a 0-d index.
 #pragma once
@@ -20,6 +22,11 @@ namespace fluxion {
 /// Elements of x at `indices` along `axis`; shape x.shape[:axis] + indices.shape + x.shape[axis+1:].
 /// `fx::take(a, fx::array({2, 0}), 0)`.
 Array take(const Array& x, const ArrayLike& indices, int64_t axis, FLUXION_LOC);
+/// take with `batch_dims` leading dimensions shared by x and indices and paired elementwise
+/// (tf.gather's batch_dims; 0 <= batch_dims <= axis): out[b..., o..., j..., k...] =
+/// x[b..., o..., indices[b..., j...], k...], shape x.shape[:axis] + indices.shape[batch_dims:] +
+/// x.shape[axis+1:]. `fx::take(x, idx, 1, 1)` picks, for each row b, the columns idx[b, :].
+Array take(const Array& x, const ArrayLike& indices, int64_t axis, int64_t batch_dims, FLUXION_LOC);
 /// numpy's take without an axis: indexes the flattened x.
 Array take(const Array& x, const ArrayLike& indices, FLUXION_LOC);
 
@@ -36,5 +43,11 @@ Array dynamic_update_slice(const Array& x, const ArrayLike& update, const std::v
 Array at_set(const Array& x, const ArrayLike& indices, const ArrayLike& updates, int64_t axis = 0, FLUXION_LOC);
 /// x.at[indices].add(updates) along `axis`; repeated indices add up.
 Array at_add(const Array& x, const ArrayLike& indices, const ArrayLike& updates, int64_t axis = 0, FLUXION_LOC);
+/// at_set / at_add with `batch_dims` leading dimensions of x and indices paired elementwise (as in
+/// take): updates broadcast to x.shape[:axis] + indices.shape[batch_dims:] + x.shape[axis+1:].
+Array at_set(const Array& x, const ArrayLike& indices, const ArrayLike& updates, int64_t axis, int64_t batch_dims,
+             FLUXION_LOC);
+Array at_add(const Array& x, const ArrayLike& indices, const ArrayLike& updates, int64_t axis, int64_t batch_dims,
+             FLUXION_LOC);
 
 }  // namespace fluxion

@@ -19,6 +19,11 @@
 //     updates.shape = x.shape[:a] + indices.shape + x.shape[a+1:]. Out-of-range indices (negative
 //     or >= size) are dropped, which is JAX's default for scatter. For scatter with duplicate
 //     indices the update that comes last in row-major order of `indices` wins.
+// batch_dims=n (default 0; absent means 0): the first n dimensions of x and of indices are batch
+//   dimensions of equal size, paired elementwise (n <= axis): gather[axis=a, batch_dims=n] gives
+//   out[b..., o..., j..., k...] = x[b..., o..., clip(indices[b..., j...]), k...] of shape
+//   x.shape[:a] + indices.shape[n:] + x.shape[a+1:]; scatter/scatter_add mirror it (updates of that
+//   shape). This is what vmap needs when both x and the indices are batched.
 // Negative indices are not wrapped here: the numpy-style API (api/indexing.h) wraps them first.
 #include <algorithm>
 #include <cstring>
@@ -26,6 +31,7 @@
 
 #include "api/creation.h"
 #include "api/elementwise.h"
+#include "api/operands.h"
 #include "ir/error.h"
 #include "ir/trace.h"
 #include "prims/registry.h"
@@ -141,29 +147,44 @@ void dynamic_update_slice_kernel(std::span<const View> in, std::span<const View>
                      [&](int64_t w, int64_t off) { copy_element(in[1], w, out[0], off); });
 }
 
-// x.shape[:a] + indices.shape + x.shape[a+1:]
-Shape gathered_shape(const AbstractArray& x, const AbstractArray& indices, int64_t axis) {
+int64_t batch_dims_of(const Params& params) { return params.has("batch_dims") ? params.get_int("batch_dims") : 0; }
+
+// x.shape[:a] + indices.shape[n:] + x.shape[a+1:] (n = batch_dims; x.shape[:n] == indices.shape[:n]).
+Shape gathered_shape(const AbstractArray& x, const AbstractArray& indices, int64_t axis, int64_t batch_dims) {
   Shape s;
   for (int64_t d = 0; d < axis; ++d) s.push_back(x.shape[size_t(d)]);
-  for (int64_t d : indices.shape) s.push_back(d);
+  for (int d = int(batch_dims); d < indices.ndim(); ++d) s.push_back(indices.shape[size_t(d)]);
   for (int d = int(axis) + 1; d < x.ndim(); ++d) s.push_back(x.shape[size_t(d)]);
   return s;
 }
 
-int64_t checked_axis(const Params& params, const AbstractArray& x) {
-  const int64_t axis = params.get_int("axis");
+// Checks axis and batch_dims against x and indices; returns {axis, batch_dims}.
+std::pair<int64_t, int64_t> checked_axes(const Params& params, const AbstractArray& x, const AbstractArray& indices) {
+  const int64_t axis = params.get_int("axis"), n = batch_dims_of(params);
   if (axis < 0 || axis >= x.ndim())
     rule_error(ErrorKind::Shape, "axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(x.ndim()));
-  return axis;
+  if (n < 0 || n > axis || n > indices.ndim())
+    rule_error(ErrorKind::Shape, "batch_dims " + std::to_string(n) + " must lie in [0, min(axis " + std::to_string(axis) +
+                                     ", indices rank " + std::to_string(indices.ndim()) + ")]");
+  for (size_t d = 0; d < size_t(n); ++d)
+    if (x.shape[d] != indices.shape[d])
+      rule_error(ErrorKind::Shape, "the first " + std::to_string(n) + " (batch) dimensions of x " + x.shape.str() +
+                                       " and indices " + indices.shape.str() + " must agree");
+  return {axis, n};
 }
 
-// The loops of gather and scatter see x as [outer, n, inner] and the gathered/updates array as
-// [outer, m, inner], where n = x.shape[axis] and m = indices.size().
+// The loops of gather and scatter see x as [batch, outer, n, inner], indices as [batch, m] and the
+// gathered/updates array as [batch, outer, m, inner], where batch = prod(x.shape[:batch_dims]),
+// n = x.shape[axis] and m = prod(indices.shape[batch_dims:]).
 struct AxisLayout {
-  int64_t outer = 1, n = 0, inner = 1, m = 0;
-  AxisLayout(const Shape& x, const View& indices, int64_t axis) : n(x[size_t(axis)]), m(indices.size()) {
-    for (int64_t d = 0; d < axis; ++d) outer *= x[size_t(d)];
+  int64_t batch = 1, outer = 1, n = 0, inner = 1, m = 1;
+  AxisLayout(const Shape& x, const Shape& indices, const Params& params) {
+    const int64_t axis = params.get_int("axis"), nb = batch_dims_of(params);
+    n = x[size_t(axis)];
+    for (int64_t d = 0; d < nb; ++d) batch *= x[size_t(d)];
+    for (int64_t d = nb; d < axis; ++d) outer *= x[size_t(d)];
     for (int d = int(axis) + 1; d < x.rank(); ++d) inner *= x[size_t(d)];
+    for (int d = int(nb); d < indices.rank(); ++d) m *= indices[size_t(d)];
   }
 };
 
@@ -171,36 +192,39 @@ std::vector<AbstractArray> gather_rule(std::span<const AbstractArray> in, const 
   if (in.size() != 2) rule_error(ErrorKind::Type, "expects 2 operands (x, indices)");
   const AbstractArray &x = in[0], &indices = in[1];
   check_index(indices, "indices");
-  const int64_t axis = checked_axis(params, x);
+  const auto [axis, nb] = checked_axes(params, x, indices);
   if (x.shape[size_t(axis)] == 0 && indices.size() > 0)
     rule_error(ErrorKind::Shape, "cannot take indices from axis " + std::to_string(axis) + " of size 0");
-  return {AbstractArray{gathered_shape(x, indices, axis), x.dtype, x.weak_type}};
+  return {AbstractArray{gathered_shape(x, indices, axis, nb), x.dtype, x.weak_type}};
 }
 
 void gather_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
-  const AxisLayout l(in[0].shape(), in[1], params.get_int("axis"));
+  const AxisLayout l(in[0].shape(), in[1].shape(), params);
   const size_t isz = itemsize(in[0].dtype()), block = size_t(l.inner) * isz;
   const char* src = static_cast<const char*>(in[0].data);
   char* dst = static_cast<char*>(out[0].data);
-  for (int64_t o = 0; o < l.outer; ++o)
-    for (int64_t j = 0; j < l.m; ++j) {
-      const int64_t i = std::clamp<int64_t>(load_index(in[1], j), 0, l.n - 1);
-      std::memcpy(dst + size_t(o * l.m + j) * block, src + size_t(o * l.n + i) * block, block);
-    }
+  for (int64_t b = 0; b < l.batch; ++b)
+    for (int64_t o = 0; o < l.outer; ++o)
+      for (int64_t j = 0; j < l.m; ++j) {
+        const int64_t i = std::clamp<int64_t>(load_index(in[1], b * l.m + j), 0, l.n - 1);
+        const int64_t bo = b * l.outer + o;
+        std::memcpy(dst + size_t(bo * l.m + j) * block, src + size_t(bo * l.n + i) * block, block);
+      }
 }
 
 std::vector<AbstractArray> scatter_rule(std::span<const AbstractArray> in, const Params& params) {
   if (in.size() != 3) rule_error(ErrorKind::Type, "expects 3 operands (x, indices, updates)");
   const AbstractArray &x = in[0], &indices = in[1], &updates = in[2];
   check_index(indices, "indices");
-  const int64_t axis = checked_axis(params, x);
+  const auto [axis, nb] = checked_axes(params, x, indices);
   if (updates.dtype != x.dtype)
     rule_error(ErrorKind::Type, "updates dtype " + std::string(dtype_name(updates.dtype)) + " differs from operand dtype " +
                                     std::string(dtype_name(x.dtype)));
-  const Shape expected = gathered_shape(x, indices, axis);
+  const Shape expected = gathered_shape(x, indices, axis, nb);
   if (!(updates.shape == expected))
-    rule_error(ErrorKind::Shape, "updates must have shape x.shape[:axis] + indices.shape + x.shape[axis+1:] = " +
-                                     expected.str() + ", got " + updates.shape.str());
+    rule_error(ErrorKind::Shape,
+               "updates must have shape x.shape[:axis] + indices.shape[batch_dims:] + x.shape[axis+1:] = " +
+                   expected.str() + ", got " + updates.shape.str());
   return {x};
 }
 
@@ -208,13 +232,15 @@ std::vector<AbstractArray> scatter_rule(std::span<const AbstractArray> in, const
 template <class Combine>
 void scatter_loop(std::span<const View> in, std::span<const View> out, const Params& params, Combine combine) {
   if (const size_t n = out[0].aval->nbytes()) std::memcpy(out[0].data, in[0].data, n);
-  const AxisLayout l(in[0].shape(), in[1], params.get_int("axis"));
-  for (int64_t o = 0; o < l.outer; ++o)
-    for (int64_t j = 0; j < l.m; ++j) {
-      const int64_t i = load_index(in[1], j);
-      if (i < 0 || i >= l.n) continue;
-      for (int64_t k = 0; k < l.inner; ++k) combine((o * l.n + i) * l.inner + k, (o * l.m + j) * l.inner + k);
-    }
+  const AxisLayout l(in[0].shape(), in[1].shape(), params);
+  for (int64_t b = 0; b < l.batch; ++b)
+    for (int64_t o = 0; o < l.outer; ++o)
+      for (int64_t j = 0; j < l.m; ++j) {
+        const int64_t i = load_index(in[1], b * l.m + j);
+        if (i < 0 || i >= l.n) continue;
+        const int64_t bo = b * l.outer + o;
+        for (int64_t k = 0; k < l.inner; ++k) combine((bo * l.n + i) * l.inner + k, (bo * l.m + j) * l.inner + k);
+      }
 }
 
 void scatter_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
@@ -292,9 +318,11 @@ Array clamped_indices(const Array& idx, int64_t n, SourceLoc loc) {
   return clip(idx, 0, std::max<int64_t>(n - 1, 0), loc);
 }
 // Broadcasts a mask over the indices' shape to the shape of the updates/gathered values.
-Array mask_like(const Array& mask, const AbstractArray& like, int64_t axis, SourceLoc loc) {
+// The mask's first batch_dims dimensions are those of `like`; the rest sit at `axis`.
+Array mask_like(const Array& mask, const AbstractArray& like, const Params& params, SourceLoc loc) {
+  const int64_t axis = params.get_int("axis"), nb = batch_dims_of(params);
   IntList dims;
-  for (int d = 0; d < mask.ndim(); ++d) dims.push_back(axis + d);
+  for (int64_t d = 0; d < mask.ndim(); ++d) dims.push_back(d < nb ? d : axis + d - nb);
   return bind1(Prim::broadcast_in_dim, {mask}, Params{{"shape", like.shape.dims()}, {"broadcast_dimensions", dims}}, loc);
 }
 
@@ -320,7 +348,7 @@ Array updates_cotangent(const Array& ct, LinearArgs a, const Params& params, Sou
   const Array& idx = a[1].value;
   Array read = bind1(Prim::gather, {ct, idx}, params, loc);
   Array in_range = logical_and(idx >= 0, idx < n, loc);
-  return where(mask_like(in_range, a[2].aval, axis, loc), read, 0, loc);
+  return where(mask_like(in_range, a[2].aval, params, loc), read, 0, loc);
 }
 std::vector<Array> scatter_add_transpose(Arrays ct, LinearArgs a, const Params& params, SourceLoc loc) {
   return {a[0].linear ? ct[0] : Array(), Array(), a[2].linear ? updates_cotangent(ct[0], a, params, loc) : Array()};
@@ -331,6 +359,146 @@ std::vector<Array> scatter_transpose(Arrays ct, LinearArgs a, const Params& para
   Array t_x;
   if (a[0].linear) t_x = bind1(Prim::scatter, {ct[0], a[1].value, zeros_of(a[2].aval, loc)}, params, loc);
   return {t_x, Array(), a[2].linear ? updates_cotangent(ct[0], a, params, loc) : Array()};
+}
+
+// ---- batching ------------------------------------------------------------------------------------
+// gather/scatter batch by folding the vmap dimension into the operands: only when both x and the
+// indices are batched does it become one more paired batch dimension (batch_dims + 1, both moved
+// to the front); otherwise it rides along as an ordinary dimension of whichever operand has it.
+// Dynamic slices with batched starts become gathers/scatters with batch_dims = 1 over per-example
+// windows of indices, clamped exactly as the unbatched primitives clamp.
+
+Params axis_params(int64_t axis, int64_t batch_dims) {
+  Params p{{"axis", axis}};
+  if (batch_dims) p = Params{{"axis", axis}, {"batch_dims", batch_dims}};
+  return p;
+}
+
+bool any_mapped(std::span<const BatchedArray> a) {
+  return std::any_of(a.begin(), a.end(), [](const BatchedArray& b) { return b.dim != kNotMapped; });
+}
+
+Array zero_start(SourceLoc loc) { return scalar<int32_t>(0, loc); }
+
+// The indices a window of `size` at the batched 0-d `start` covers in an axis of n, as
+// [batch, size] int64: clamp(start, 0, n - size) + iota(size) -- dynamic_slice's clamping.
+Array window_indices(const Array& start, int64_t n, int64_t size, SourceLoc loc) {
+  Array first = clip(astype(start, DType::int64, loc), int64_t(0), n - size, loc);
+  first = bind1(Prim::broadcast_in_dim, {first},
+                Params{{"shape", IntList{first.shape()[0], size}}, {"broadcast_dimensions", IntList{0}}}, loc);
+  return add(first, iota(DType::int64, Shape{first.shape()[0], size}, 1, loc), loc);
+}
+
+std::vector<BatchedArray> gather_batch(std::span<const BatchedArray> args, const Params& params, int64_t,
+                                       SourceLoc loc) {
+  const int64_t axis = params.get_int("axis"), nb = batch_dims_of(params);
+  const BatchedArray &x = args[0], &idx = args[1];
+  if (x.dim != kNotMapped && idx.dim != kNotMapped) {
+    Array xv = move_batch_dim(x.value, x.dim, 0, loc), iv = move_batch_dim(idx.value, idx.dim, 0, loc);
+    return {{bind1(Prim::gather, {xv, iv}, axis_params(axis + 1, nb + 1), loc), 0}};
+  }
+  if (x.dim != kNotMapped) {
+    // The vmap dimension may not sit among x's paired batch dimensions: it goes right after them.
+    const int64_t d = std::max(x.dim, nb);
+    const int64_t a = axis + (d <= axis ? 1 : 0);
+    Array out = bind1(Prim::gather, {move_batch_dim(x.value, x.dim, d, loc), idx.value}, axis_params(a, nb), loc);
+    return {{out, d < a ? d : d - 1 + (idx.value.ndim() - nb)}};
+  }
+  const int64_t d = std::max(idx.dim, nb);
+  Array out = bind1(Prim::gather, {x.value, move_batch_dim(idx.value, idx.dim, d, loc)}, axis_params(axis, nb), loc);
+  return {{out, axis + d - nb}};
+}
+
+template <Prim P>
+std::vector<BatchedArray> scatter_batch(std::span<const BatchedArray> args, const Params& params, int64_t size,
+                                        SourceLoc loc) {
+  const int64_t axis = params.get_int("axis"), nb = batch_dims_of(params);
+  const BatchedArray &x = args[0], &idx = args[1], &upd = args[2];
+  if (idx.dim != kNotMapped) {
+    Array iv = move_batch_dim(idx.value, idx.dim, 0, loc);
+    Array out = bind1(P, {batch_at(x, 0, size, loc), iv, batch_at(upd, 0, size, loc)}, axis_params(axis + 1, nb + 1), loc);
+    return {{out, 0}};
+  }
+  // Unbatched indices: x and updates share the vmap dimension as an ordinary one (an unbatched x
+  // must be broadcast: every batch element gets its own result). Its position in x is taken from
+  // whichever operand has it, so that at most one of them moves.
+  const int64_t r = idx.value.ndim() - nb;  // index dimensions in the updates
+  int64_t d = x.dim;
+  if (d == kNotMapped) d = upd.dim <= axis ? upd.dim : upd.dim >= axis + r ? upd.dim - r + 1 : axis;
+  d = std::max(d, nb);
+  const int64_t a = axis + (d <= axis ? 1 : 0);
+  const int64_t ud = d < a ? d : d - 1 + r;
+  Array out = bind1(P, {batch_at(x, d, size, loc), idx.value, batch_at(upd, ud, size, loc)}, axis_params(a, nb), loc);
+  return {{out, d}};
+}
+
+std::vector<BatchedArray> dynamic_slice_batch(std::span<const BatchedArray> args, const Params& params, int64_t size,
+                                              SourceLoc loc) {
+  const IntList& sizes = params.get_ints("slice_sizes");
+  const BatchedArray& x = args[0];
+  std::span<const BatchedArray> starts = args.subspan(1);
+  if (!any_mapped(starts)) {
+    // Only x is batched: its batch dimension is sliced whole.
+    std::vector<Array> ins{x.value};
+    for (const BatchedArray& s : starts) ins.push_back(s.value);
+    ins.insert(ins.begin() + 1 + x.dim, zero_start(loc));
+    IntList window = sizes;
+    window.insert(window.begin() + x.dim, size);
+    return {{bind1(Prim::dynamic_slice, ins, Params{{"slice_sizes", window}}, loc), x.dim}};
+  }
+  // Batch first; the axes with unbatched starts are sliced once, then each axis with batched
+  // starts is gathered per batch element.
+  Array v = batch_at(x, 0, size, loc);
+  const Shape full = v.shape();
+  std::vector<Array> ins{v, zero_start(loc)};
+  IntList window{size};
+  bool slices = false;
+  for (size_t k = 0; k < starts.size(); ++k) {
+    const int64_t n = v.shape()[k + 1];
+    const bool mapped = starts[k].dim != kNotMapped;
+    ins.push_back(mapped ? zero_start(loc) : starts[k].value);
+    window.push_back(mapped ? n : sizes[k]);
+    slices = slices || window.back() != n;
+  }
+  if (slices) v = bind1(Prim::dynamic_slice, ins, Params{{"slice_sizes", window}}, loc);
+  for (size_t k = 0; k < starts.size(); ++k)
+    if (starts[k].dim != kNotMapped)
+      v = bind1(Prim::gather, {v, window_indices(starts[k].value, full[k + 1], sizes[k], loc)},
+                axis_params(int64_t(k) + 1, 1), loc);
+  return {{v, 0}};
+}
+
+// Writes u ([batch, ...]) into x ([batch, ...]) at per-axis starts, batched ones at dim 0. Each
+// axis with batched starts is handled by gathering the rows the window covers, updating them, and
+// scattering them back; what is left is one dynamic_update_slice with unbatched starts.
+Array update_window(const Array& x, const Array& u, std::vector<BatchedArray> starts, SourceLoc loc) {
+  for (size_t k = 0; k < starts.size(); ++k) {
+    if (starts[k].dim == kNotMapped) continue;
+    Array idx = window_indices(starts[k].value, x.shape()[k + 1], u.shape()[k + 1], loc);
+    starts[k] = {zero_start(loc), kNotMapped};
+    const Params p = axis_params(int64_t(k) + 1, 1);
+    Array rows = update_window(bind1(Prim::gather, {x, idx}, p, loc), u, std::move(starts), loc);
+    return bind1(Prim::scatter, {x, idx, rows}, p, loc);
+  }
+  if (x.shape() == u.shape()) return u;
+  std::vector<Array> ins{x, u, zero_start(loc)};
+  for (const BatchedArray& s : starts) ins.push_back(s.value);
+  return bind1(Prim::dynamic_update_slice, ins, {}, loc);
+}
+
+std::vector<BatchedArray> dynamic_update_slice_batch(std::span<const BatchedArray> args, const Params&, int64_t size,
+                                                     SourceLoc loc) {
+  const BatchedArray &x = args[0], &u = args[1];
+  std::span<const BatchedArray> starts = args.subspan(2);
+  if (!any_mapped(starts)) {
+    const int64_t d = x.dim != kNotMapped ? x.dim : u.dim;
+    std::vector<Array> ins{batch_at(x, d, size, loc), batch_at(u, d, size, loc)};
+    for (const BatchedArray& s : starts) ins.push_back(s.value);
+    ins.insert(ins.begin() + 2 + d, zero_start(loc));
+    return {{bind1(Prim::dynamic_update_slice, ins, {}, loc), d}};
+  }
+  std::vector<BatchedArray> s(starts.begin(), starts.end());
+  return {{update_window(batch_at(x, 0, size, loc), batch_at(u, 0, size, loc), std::move(s), loc), 0}};
 }
 
 }  // namespace
@@ -352,6 +520,12 @@ void register_indexing_prims(RuleTable& t) {
   t[size_t(Prim::scatter_add)].transpose = &scatter_add_transpose;
   t[size_t(Prim::scatter)].jvp = &scatter_jvp<Prim::scatter>;
   t[size_t(Prim::scatter)].transpose = &scatter_transpose;
+
+  t[size_t(Prim::dynamic_slice)].batch = &dynamic_slice_batch;
+  t[size_t(Prim::dynamic_update_slice)].batch = &dynamic_update_slice_batch;
+  t[size_t(Prim::gather)].batch = &gather_batch;
+  t[size_t(Prim::scatter)].batch = &scatter_batch<Prim::scatter>;
+  t[size_t(Prim::scatter_add)].batch = &scatter_batch<Prim::scatter_add>;
 }
 
 }  // namespace fluxion

@@ -137,16 +137,18 @@ int64_t wrap_clip(double i, int64_t n) {
   return std::clamp<int64_t>(k, 0, n - 1);
 }
 
-HostArray ref_take(const HostArray& x, const HostArray& indices, int64_t axis, fx::DType dt) {
+// The first nb dims of x and indices are paired batch dims (take's batch_dims).
+HostArray ref_take(const HostArray& x, const HostArray& indices, int64_t axis, fx::DType dt, int64_t nb = 0) {
   fx::Shape os;
   for (int64_t d = 0; d < axis; ++d) os.push_back(x.shape[size_t(d)]);
-  for (int64_t d : indices.shape) os.push_back(d);
+  for (int d = int(nb); d < indices.shape.rank(); ++d) os.push_back(indices.shape[size_t(d)]);
   for (size_t d = size_t(axis) + 1; d < x.shape.size(); ++d) os.push_back(x.shape[d]);
   HostArray out{os, {}, dt};
-  const int ir = indices.shape.rank();
+  const int ir = indices.shape.rank() - int(nb);
   for (int64_t o = 0; o < numel(os); ++o) {
     std::vector<int64_t> oi = unravel(o, os), xi;
-    std::vector<int64_t> ii(oi.begin() + axis, oi.begin() + axis + ir);
+    std::vector<int64_t> ii(oi.begin(), oi.begin() + nb);
+    ii.insert(ii.end(), oi.begin() + axis, oi.begin() + axis + ir);
     xi.assign(oi.begin(), oi.begin() + axis);
     xi.push_back(wrap_clip(indices.data[size_t(ravel_index(ii, indices.shape))], x.shape[size_t(axis)]));
     xi.insert(xi.end(), oi.begin() + axis + ir, oi.end());
@@ -157,13 +159,14 @@ HostArray ref_take(const HostArray& x, const HostArray& indices, int64_t axis, f
 
 // x.at[indices].set/add(updates) along axis: negative indices wrap, others out of range are dropped.
 HostArray ref_scatter(const HostArray& x, const HostArray& indices, const HostArray& updates, int64_t axis, bool add,
-                      fx::DType dt) {
+                      fx::DType dt, int64_t nb = 0) {
   HostArray out{x.shape, x.data, dt};
-  const int ir = indices.shape.rank();
+  const int ir = indices.shape.rank() - int(nb);
   const int64_t n = x.shape[size_t(axis)];
   for (int64_t u = 0; u < numel(updates.shape); ++u) {
     std::vector<int64_t> ui = unravel(u, updates.shape);
-    std::vector<int64_t> ii(ui.begin() + axis, ui.begin() + axis + ir);
+    std::vector<int64_t> ii(ui.begin(), ui.begin() + nb);
+    ii.insert(ii.end(), ui.begin() + axis, ui.begin() + axis + ir);
     int64_t k = int64_t(indices.data[size_t(ravel_index(ii, indices.shape))]);
     if (k < 0) k += n;
     if (k < 0 || k >= n) continue;
@@ -538,6 +541,46 @@ void add_indexing_ops(std::vector<OpInfo>& t) {
     at.errors = {error({values(Shape{2, 3}), values(Shape{1}), values(Shape{2, 1})}, kType, "float indices"),
                  error({values(Shape{2, 3}), ints(Shape{2}, {0, 1}), values(Shape{3, 2})}, kShape, "updates shape"),
                  error({values(Shape{3}), ints(Shape{1}, {0}), values(Shape{1})}, kShape, "axis 1 of rank 1")};
+    t.push_back(at);
+  }
+
+  // batch_dims: leading dims of x and indices paired elementwise (what vmap emits).
+  OpInfo take_batched;
+  take_batched.name = "take_batch_dims";
+  take_batched.op = [](const std::vector<fx::Array>& a) { return fx::take(a[0], a[1], 2, 1); };
+  take_batched.reference = [](const std::vector<HostArray>& a, fx::DType dt) { return ref_take(a[0], a[1], 2, dt, 1); };
+  for (fx::DType d : all_types()) {
+    const std::string n(fx::dtype_long_name(d));
+    take_batched.samples.push_back(
+        fixed({values(Shape{2, 3, 4}, d), ints(Shape{2, 3}, {3, -1, 0, 9, -7, 2})}, n + " per-row, wrap and clip"));
+  }
+  take_batched.samples.push_back(fixed({values(Shape{3, 2, 5, 2}), ints(Shape{3, 2, 2}, {0, 4, 1, 3, 2, 2, 4, 0, 1, 1, 3, 3})},
+                                       "two index dims, trailing dim"));
+  take_batched.samples.push_back(fixed({values(Shape{2, 1, 3}), ints(Shape{2}, {2, 0}, fx::uint8)}, "0-d index per row"));
+  take_batched.dtypes = {fx::float32};
+  // (error messages name the op, "take(": batch_dims errors are tested in test_vmap_indexing.cpp)
+  t.push_back(take_batched);
+
+  for (bool add : {false, true}) {
+    OpInfo at;
+    at.name = add ? "at_add_batch_dims" : "at_set_batch_dims";
+    at.op = add ? std::function([](const std::vector<fx::Array>& a) { return fx::at_add(a[0], a[1], a[2], 1, 1); })
+                : std::function([](const std::vector<fx::Array>& a) { return fx::at_set(a[0], a[1], a[2], 1, 1); });
+    at.reference = [add](const std::vector<HostArray>& a, fx::DType dt) {
+      return ref_scatter(a[0], a[1], a[2], 1, add, dt, 1);
+    };
+    for (fx::DType d : all_types()) {
+      const std::string n(fx::dtype_long_name(d));
+      // Distinct indices per row; -1 wraps, 4 and -6 are dropped.
+      at.samples.push_back(fixed({small_values(Shape{2, 4, 2}, d), ints(Shape{2, 3}, {0, -1, 4, 2, -6, 1}),
+                                  small_values(Shape{2, 3, 2}, d, 1)},
+                                 n + " per-row, wrap and drop"));
+    }
+    if (add)
+      at.samples.push_back(fixed({small_values(Shape{2, 3}, fx::int8), ints(Shape{2, 3}, {1, 1, 2, 0, 0, 0}),
+                                  small_values(Shape{2, 3}, fx::int8, 2)},
+                                 "int8 duplicates per row"));
+    at.dtypes = {fx::float32};
     t.push_back(at);
   }
 }
