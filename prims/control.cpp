@@ -198,6 +198,14 @@ std::vector<Array> scan_impl(Arrays in, const Params& params, SourceLoc) {
   return result;
 }
 
+// ---- derivatives (jvp, transpose) --------------------------------------------------------------------
+
+// (end of derivatives)
+
+// ---- batching -----------------------------------------------------------------------------------------
+
+// (end of batching)
+
 }  // namespace
 
 void register_control_prims(RuleTable& t) {
@@ -210,6 +218,10 @@ void register_control_prims(RuleTable& t) {
   PrimitiveRules& s = t[size_t(Prim::scan)];
   s.shape = &scan_rule;
   s.impl = &scan_impl;
+
+  // derivative rules
+
+  // batching rules
 }
 
 }  // namespace fluxion
