@@ -65,11 +65,9 @@ int64_t scan_length(std::span<const Array> xs, std::optional<int64_t> length, So
 
 /// Runs one of the branches: branches[clamp(index, 0, n-1)](). Branches take no arguments (capture
 /// what they need) and return the same tree of types.
+namespace detail {
 template <class... Fs>
-auto switch_(const ArrayLike& index, const Fs&... branches) {
-  static_assert(sizeof...(Fs) >= 1, "switch_ needs at least one branch");
-  SourceLoc loc = index.loc();
-  Array idx = detail::branch_index_of(index, "switch_", loc);
+auto switch_impl(const Array& idx, SourceLoc loc, const Fs&... branches) {
   std::vector<detail::ClosedProgram> closed;
   auto first = detail::trace_closed(std::get<0>(std::tie(branches...)));
   auto out_like = first.second;
@@ -78,11 +76,18 @@ auto switch_(const ArrayLike& index, const Fs&... branches) {
   const Array* it = outs.data();
   return tree::rebuild(out_like, it);
 }
+}  // namespace detail
+
+template <class... Fs>
+auto switch_(const ArrayLike& index, const Fs&... branches) {
+  static_assert(sizeof...(Fs) >= 1, "switch_ needs at least one branch");
+  return detail::switch_impl(detail::branch_index_of(index, "switch_", index.loc()), index.loc(), branches...);
+}
 
 /// true_fn() if pred else false_fn(); pred is a bool (or integer) scalar.
 template <class T, class F>
 auto cond(const ArrayLike& pred, const T& true_fn, const F& false_fn) {
-  return switch_(detail::branch_index_of(pred, "cond", pred.loc()), false_fn, true_fn);
+  return detail::switch_impl(detail::branch_index_of(pred, "cond", pred.loc()), pred.loc(), false_fn, true_fn);
 }
 
 /// while cond_fn(carry): carry = body_fn(carry). With max_steps, at most that many steps run, and
