@@ -269,6 +269,48 @@ TEST_CASE("vmap scan: a carry the body makes batched enters batched") {
   check_vmap(f, ex, {kNone, 2}, "scan carry fixpoint, xs batched last");
 }
 
+TEST_CASE("vmap scan: length 0 and unbatched xs with a batched carry") {
+  Fn f = [](const Args& a) {
+    auto [c, ys] = fx::scan([](const fx::Array& c, const fx::Array& x) { return std::pair{c * x + 1.f, c - x}; }, a[0], a[1]);
+    return Outs{c, ys};
+  };
+  std::vector<Args> empty, full;
+  for (int b = 0; b < 2; ++b) {
+    empty.push_back({data({3}, b), fx::zeros({0, 3}, fx::float32)});
+    full.push_back({data({3}, b), data({4, 3}, 6 + b)});
+  }
+  for (const auto& axes : placements({1, 2})) check_vmap(f, empty, axes, "scan length 0");
+  check_vmap(f, full, {0, kNone}, "scan batched carry, unbatched xs");
+}
+
+TEST_CASE("vmap of nested control flow: a scan inside a cond inside a while, batched predicates") {
+  // while i < limit: x = cond(sum(x) > 0, scan-accumulate over the rows of m, -x / 2); a concrete
+  // array captured by the branch stays an unbatched operand.
+  const fx::Array m = data({3, 2}, 4);
+  Fn f = [m](const Args& a) {
+    using C = std::pair<fx::Array, fx::Array>;
+    auto r = fx::while_loop(
+        [&](const C& c) { return c.first < a[0]; },
+        [&](const C& c) {
+          fx::Array x = fx::cond(
+              fx::sum(c.second) > 0.f,
+              [&] {
+                auto [acc, ys] = fx::scan([](const fx::Array& acc, const fx::Array& row) { return std::pair{acc * 0.5f + row, acc}; },
+                                          c.second, m);
+                return acc;
+              },
+              [&] { return -c.second * 0.5f + 0.25f; });
+          return C{c.first + 1, x};
+        },
+        C{fx::scalar(int32_t(0)), a[1]});
+    return Outs{r.first, r.second};
+  };
+  const std::vector<double> limits{2, 0, 5};
+  std::vector<Args> ex;
+  for (int b = 0; b < 3; ++b) ex.push_back({ints({limits[size_t(b)]}, {}), data({2}, 2 * b)});
+  for (const auto& axes : placements({0, 1})) check_vmap(f, ex, axes, "nested");
+}
+
 TEST_CASE("vmap of vmap over a scan equals a double loop") {
   auto g = [](const fx::Array& c0, const fx::Array& xs) {
     auto [c, ys] = fx::scan([](const fx::Array& c, const fx::Array& x) { return std::pair{c * 0.5f + x, c * x}; }, c0, xs);
