@@ -183,6 +183,9 @@ const LowerTable& lower_table() {
     add_shape_lowerings(t);
     add_reduce_lowerings(t);
     add_dot_general_lowerings(t);
+    add_indexing_lowerings(t);
+    add_random_lowerings(t);
+    add_library_lowerings(t);
     return t;
   }();
   return table;
