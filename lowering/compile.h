@@ -14,12 +14,19 @@
 
 namespace fluxion::lowering {
 
+/// Where dot_general's work happens: a call into Eigen (runtime/library_calls.h) or the generated
+/// contraction loop nest. `automatic` takes Eigen for float32/float64 (batched) matmuls of at
+/// least 32^3 multiply-adds, which measured faster (docs/jit.md), and generated code otherwise
+/// (small products fuse with their neighbours).
+enum class MatmulPath { automatic, eigen, generated };
+
 struct CompileOptions {
   /// Worker threads for the outer loops (1: no threading code at all).
   int num_threads = 1;
   /// Polynomial approximations of sin and cos (f32). Exact to ~1e-6 absolute on |x| <= 100; set
   /// false for libm calls where large arguments matter.
   bool approximate_sin_cos = true;
+  MatmulPath matmul = MatmulPath::automatic;
   /// When non-empty, the program, the MLIR before and after the pipeline and the LLVM IR are
   /// written there as <name>.program.txt, .input.mlir, .lowered.mlir and .ll.
   std::string dump_dir;

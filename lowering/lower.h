@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "ir/program.h"
+#include "lowering/compile.h"
 
 namespace fluxion::lowering {
 
@@ -36,6 +37,7 @@ struct LowerCtx {
   mlir::ModuleOp module;
   mlir::Location loc;  // the current eqn's location (primitive name + user's file:line)
   bool approximate_sin_cos = true;
+  MatmulPath matmul = MatmulPath::automatic;
 
   /// A declaration of an external C function (libm, runtime helpers), created once.
   mlir::func::FuncOp external(const std::string& name, mlir::TypeRange args, mlir::TypeRange results);
@@ -55,7 +57,7 @@ void add_library_lowerings(LowerTable& t);      // lower_library.cpp
 const LowerTable& lower_table();
 
 /// Builds the module: func @kernel(memref args...) with the body on tensors.
-mlir::OwningOpRef<mlir::ModuleOp> lower_program(mlir::MLIRContext& ctx, const Program& p, bool approximate_sin_cos);
+mlir::OwningOpRef<mlir::ModuleOp> lower_program(mlir::MLIRContext& ctx, const Program& p, const CompileOptions& options);
 
 // ---- types ----------------------------------------------------------------------------------------
 mlir::Type storage_type(mlir::MLIRContext* ctx, DType d);

@@ -207,7 +207,7 @@ Location eqn_location(MLIRContext* ctx, const Eqn& e) {
 }
 }  // namespace
 
-OwningOpRef<ModuleOp> lower_program(MLIRContext& ctx, const Program& p, bool approximate_sin_cos) {
+OwningOpRef<ModuleOp> lower_program(MLIRContext& ctx, const Program& p, const CompileOptions& options) {
   OpBuilder b(&ctx);
   OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
   // Every eqn must have a rule before any IR is built, so the error names the first offender.
@@ -230,7 +230,7 @@ OwningOpRef<ModuleOp> lower_program(MLIRContext& ctx, const Program& p, bool app
   Block* entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
 
-  LowerCtx c{b, *module, b.getUnknownLoc(), approximate_sin_cos};
+  LowerCtx c{b, *module, b.getUnknownLoc(), options.approximate_sin_cos, options.matmul};
   std::vector<Value> values(p.types.size());
   for (size_t i = 0; i < in_vars.size(); ++i) {
     const AbstractArray& t = p.type(in_vars[i]);

@@ -261,7 +261,7 @@ std::unique_ptr<CompiledKernel> compile_cpu(const Program& p, const CompileOptio
 
   auto kernel = std::make_unique<JitKernel>();
   auto t0 = Clock::now();
-  OwningOpRef<ModuleOp> module = lower_program(ctx, p, options.approximate_sin_cos);  // throws CompileError itself
+  OwningOpRef<ModuleOp> module = lower_program(ctx, p, options);  // throws CompileError itself
   if (dump) write_file(stem + ".input.mlir", print(*module));
   if (failed(verify(*module))) return fail("verifying the lowered module");
   kernel->lower_ms = ms_since(t0);

@@ -67,7 +67,7 @@ std::vector<Array> Executable::run(std::span<const Array> inputs) const {
 }
 
 std::string fingerprint(const Program& p, const Device& device) {
-  return device.name + "/t" + std::to_string(device.num_threads) + "\n" + p.str();
+  return device.name + "/t" + std::to_string(device.num_threads) + "/mm-" + device.matmul + "\n" + p.str();
 }
 
 namespace {
@@ -116,6 +116,9 @@ std::shared_ptr<const Executable> compile(const Program& p, const Device& device
     try {
       lowering::CompileOptions options;
       options.num_threads = device.num_threads;
+      options.matmul = device.matmul == "eigen"       ? lowering::MatmulPath::eigen
+                       : device.matmul == "generated" ? lowering::MatmulPath::generated
+                                                      : lowering::MatmulPath::automatic;
       if (const char* dir = std::getenv("FLUXION_DUMP")) options.dump_dir = dir;
       options.dump_name = hex_hash(key);
       std::shared_ptr<lowering::CompiledKernel> k = lowering::compile_cpu(p, options);

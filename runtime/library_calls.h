@@ -14,7 +14,8 @@ extern "C" {
 ///    then per array (inputs, then outputs): dtype, rank, dims..., address]
 void fluxion_rt_call_prim(int64_t* args);
 /// Batched row-major matmul out[b] = lhs[b] @ rhs[b] through Eigen. Layout:
-///   [dtype (float32 or float64), batch, m, n, k, lhs, rhs, out]
+///   [dtype (float32 or float64), batch, m, n, k, trans_lhs, trans_rhs, lhs, rhs, out], where lhs
+///   is [batch, m, k] ([batch, k, m] if trans_lhs) and rhs [batch, k, n] ([batch, n, k] if trans_rhs).
 void fluxion_rt_matmul(int64_t* args);
 }
 
