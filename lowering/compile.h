@@ -30,8 +30,11 @@ struct CompileOptions {
   /// When non-empty, the program, the MLIR before and after the pipeline and the LLVM IR are
   /// written there as <name>.program.txt, .input.mlir, .lowered.mlir and .ll.
   std::string dump_dir;
-  /// File-name stem of the dumps (the cache fingerprint).
+  /// File-name stem of the dumps and of the on-disk cache file (the fingerprint's hash).
   std::string dump_name = "kernel";
+  /// When both are set, the kernel is looked up in / stored to cache_dir/<dump_name>.fxkernel,
+  /// whose header must hold cache_key (the whole fingerprint) exactly.
+  std::string cache_dir, cache_key;
 };
 
 /// A compiled kernel; owns the JIT-ed code for as long as it lives.
@@ -41,6 +44,7 @@ class CompiledKernel {
   using PackedFn = void (*)(void**);
   PackedFn packed = nullptr;
   double lower_ms = 0, passes_ms = 0, llvm_ms = 0;  // where the compile time went
+  bool from_disk_cache = false;                     // lowering and MLIR passes came from disk
 };
 
 /// Lowers, optimizes and JIT-compiles `p`. Throws CompileError (naming the primitive and the user's

@@ -47,6 +47,8 @@ class Executable {
   double lower_ms() const;
   double passes_ms() const;
   double llvm_ms() const;
+  /// Whether the kernel was read back from the on-disk cache (FLUXION_CACHE_DIR).
+  bool from_disk_cache() const;
 
  private:
   std::shared_ptr<lowering::CompiledKernel> kernel_;
@@ -65,8 +67,12 @@ std::shared_ptr<const Executable> compile(const Program& p, const Device& device
 struct CacheStats {
   int64_t compiles = 0;  // keys compiled (successfully or not)
   int64_t hits = 0;      // lookups answered from the cache
+  int64_t disk_hits = 0;  // compiles answered from FLUXION_CACHE_DIR (lowering and MLIR passes skipped)
 };
 CacheStats cache_stats();
+/// Forgets every in-memory entry (executables already handed out stay valid), as a new process
+/// would start; with FLUXION_CACHE_DIR set, the next compiles read the kernels back from disk.
+void clear_cache();
 
 }  // namespace runtime
 }  // namespace fluxion

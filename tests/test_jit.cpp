@@ -3,7 +3,11 @@
 #include <doctest/doctest.h>
 #include <fluxion.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <set>
 #include <thread>
 
@@ -373,4 +377,63 @@ TEST_CASE("jit: matmul through Eigen and through generated code agree with eager
       }
     }
   }
+}
+
+// FLUXION_CACHE_DIR: a compile stores the lowered kernel on disk; after the in-memory cache is
+// cleared (what a new process sees) the same fingerprint is read back, skipping lowering and the
+// MLIR passes, and computes the same results. A damaged file is a miss, never an error.
+TEST_CASE("jit: the on-disk cache serves a fresh in-memory cache") {
+  const std::string dir = "/tmp/fluxion_test_cache_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const char* old = std::getenv("FLUXION_CACHE_DIR");
+  const std::string saved = old ? old : "";
+  setenv("FLUXION_CACHE_DIR", dir.c_str(), 1);
+  fx::runtime::Device dev = fx::runtime::cpu_device();
+  dev.name = "cpu-disk-cache-test";  // a fingerprint no other test compiled
+  auto f = [](const fx::Array& x, const fx::Array& i) {
+    return std::make_tuple(fx::sum(fx::exp(x) * 3.f, {1}), fx::sort(x, 0), fx::cumsum(x, 1), fx::take(x, i, 1));
+  };
+  fx::Array x = fx::array(ramp(64 * 300, -4, 4), fx::Shape{64, 300});
+  fx::Array i = fx::array(std::vector<int32_t>{3, 299, 0, 7});
+  fx::Program p = fx::make_ir(f)(x, i);
+  std::vector<fx::Array> args{x, i};
+  auto first = fx::runtime::compile(p, dev);
+  CHECK_FALSE(first->from_disk_cache());
+  std::vector<fx::Array> want = first->run(args);
+  size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) files += e.path().extension() == ".fxkernel";
+  CHECK(files == 1);
+
+  fx::runtime::clear_cache();
+  const int64_t disk_hits = fx::runtime::cache_stats().disk_hits;
+  auto second = fx::runtime::compile(p, dev);
+  CHECK(second->from_disk_cache());
+  CHECK(fx::runtime::cache_stats().disk_hits == disk_hits + 1);
+  CHECK(second != first);
+  std::vector<fx::Array> got = second->run(args);
+  REQUIRE(got.size() == want.size());
+  for (size_t k = 0; k < got.size(); ++k) {
+    if (want[k].dtype() == fx::float32) check_same<float>(got[k], want[k]);
+    else check_same<int32_t>(got[k], want[k]);
+  }
+  // A different program is not served by that file.
+  fx::Program other = fx::make_ir([](const fx::Array& x) { return fx::sum(x * 2.f); })(x);
+  CHECK_FALSE(fx::runtime::compile(other, dev)->from_disk_cache());
+
+  // Damage every file: the next fresh compile misses, compiles and still computes the same.
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    std::ofstream(e.path(), std::ios::binary | std::ios::trunc) << "fluxion-kernel v1 mlir-19\ngarbage";
+  }
+  fx::runtime::clear_cache();
+  auto third = fx::runtime::compile(p, dev);
+  CHECK_FALSE(third->from_disk_cache());
+  got = third->run(args);
+  for (size_t k = 0; k < got.size(); ++k) {
+    if (want[k].dtype() == fx::float32) check_same<float>(got[k], want[k]);
+    else check_same<int32_t>(got[k], want[k]);
+  }
+  if (old) setenv("FLUXION_CACHE_DIR", saved.c_str(), 1);
+  else unsetenv("FLUXION_CACHE_DIR");
+  std::filesystem::remove_all(dir);
 }
