@@ -284,6 +284,23 @@ int main(int argc, char** argv) {
   const int threads = fx::runtime::cpu_device().num_threads;
   std::printf("fluxion jit benchmarks: %d kernel threads (FLUXION_NUM_THREADS), best of %d runs\n\n", threads, g_repeats);
 
+  if (argc > 2 && std::strcmp(argv[2], "probe") == 0) {  // per-op costs at the MLP's shapes
+    fx::Array a = filled({256, 512}, -1, 1), w = filled({784, 512}, -1, 1), t = filled({512, 784}, -1, 1);
+    fx::Array e = filled({256, 784}, -1, 1);
+    auto time = [&](const char* what, auto f, auto... xs) {
+      auto jf = fx::jit(f);
+      auto r = jf(xs...);
+      std::printf("  %-40s %8.3f ms\n", what, best_ms([&] { r = jf(xs...); }));
+    };
+    time("colsum [256,512] axis 0", [](const fx::Array& x) { return fx::sum(x, {0}); }, a);
+    time("rowsum [256,512] axis 1", [](const fx::Array& x) { return fx::sum(x, {1}); }, a);
+    time("transpose [512,784]", [](const fx::Array& x) { return fx::transpose(x); }, t);
+    time("w - 0.01 t^T [784,512]", [](const fx::Array& w, const fx::Array& x) { return w - 0.01f * fx::transpose(x); }, w, t);
+    time("relu grad select chain [256,512]", [](const fx::Array& x) { return fx::where(x > 0.f, 1.f, fx::where(x == 0.f, 0.5f, 0.f)) * x; }, a);
+    time("matmul e@w [256,784]x[784,512]", [](const fx::Array& x, const fx::Array& y) { return fx::matmul(x, y); }, e, w);
+    time("matmul e^T@a [784,256]x[256,512]", [](const fx::Array& x, const fx::Array& y) { return fx::matmul(fx::transpose(x), y); }, e, a);
+    return 0;
+  }
   if (want(argc, argv, "matmul")) bench_matmul(threads);
   if (want(argc, argv, "softmax")) bench_softmax(threads);
   if (want(argc, argv, "mlp")) bench_mlp(threads);

@@ -80,8 +80,10 @@ Plan plan_for(linalg::GenericOp g, int num_threads) {
     }
   }
   // Threads: chunks of the outermost loop when it is parallel and the op is big enough to pay
-  // for a fork (~64K elements of work).
-  if (num_threads > 1 && is_par(0) && work >= (int64_t(1) << 16)) {
+  // for a fork and join: 1M elements of work. At 64K, kernels made of many mid-size ops (the MLP
+  // training step: a dozen 128K-400K-element loops) ran 2-3x slower with 2 threads than with one on
+  // a shared VM, where each join waits for a descheduled thread (docs/jit.md).
+  if (num_threads > 1 && is_par(0) && work >= (int64_t(1) << 20)) {
     const int64_t extent = ranges[0], unit = plan.tile[0];
     const int64_t units = extent / unit;
     for (int64_t k = int64_t(num_threads); k <= std::min<int64_t>(units, int64_t(num_threads) * 16); ++k)
