@@ -38,6 +38,10 @@ struct LowerCtx {
   mlir::Location loc;  // the current eqn's location (primitive name + user's file:line)
   bool approximate_sin_cos = true;
   MatmulPath matmul = MatmulPath::automatic;
+  /// For the current eqn: per output, the kernel's output buffer (a memref argument) when that
+  /// output is a program output and nothing else reads it, else null. Library calls write there
+  /// directly instead of into a temporary that is then copied.
+  std::vector<mlir::Value> out_buffers;
 
   /// A declaration of an external C function (libm, runtime helpers), created once.
   mlir::func::FuncOp external(const std::string& name, mlir::TypeRange args, mlir::TypeRange results);

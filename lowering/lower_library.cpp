@@ -37,9 +37,11 @@ std::vector<Value> library_call(LowerCtx& c, const std::string& symbol, std::spa
     buffer_types.push_back(memref_of(in_avals[i]));
     buffers.push_back(b.create<bufferization::ToMemrefOp>(c.loc, buffer_types.back(), ins[i], /*read_only=*/true));
   }
-  for (const AbstractArray& o : outs) {
-    buffer_types.push_back(memref_of(o));
-    buffers.push_back(b.create<memref::AllocOp>(c.loc, cast<MemRefType>(buffer_types.back()), b.getI64IntegerAttr(64)));
+  for (size_t i = 0; i < outs.size(); ++i) {
+    buffer_types.push_back(memref_of(outs[i]));
+    Value dest = i < c.out_buffers.size() ? c.out_buffers[i] : Value();
+    buffers.push_back(dest ? dest
+                           : Value(b.create<memref::AllocOp>(c.loc, cast<MemRefType>(buffer_types.back()), b.getI64IntegerAttr(64))));
   }
 
   // The wrapper.

@@ -299,8 +299,25 @@ OwningOpRef<ModuleOp> lower_program(MLIRContext& ctx, const Program& original, c
     return Operand{values[size_t(a.var)], p.type(a.var), false};
   };
 
+  // Outputs that only the caller reads: library calls may write them in place (c.out_buffers).
+  std::vector<int> reads(p.types.size(), 0), out_slot(p.types.size(), -1);
+  for (const Eqn& e : p.eqns)
+    for (const Atom& a : e.inputs)
+      if (!a.is_literal()) ++reads[size_t(a.var)];
+  for (size_t i = 0; i < p.outvars.size(); ++i) {
+    const Atom& a = p.outvars[i];
+    if (a.is_literal()) continue;
+    ++reads[size_t(a.var)];
+    out_slot[size_t(a.var)] = int(i);
+  }
   for (const Eqn& e : p.eqns) {
     c.loc = eqn_location(&ctx, e);
+    c.out_buffers.assign(e.outputs.size(), Value());
+    for (size_t i = 0; i < e.outputs.size(); ++i) {
+      const int32_t v = e.outputs[i];
+      if (out_slot[size_t(v)] >= 0 && reads[size_t(v)] == 1 && p.type(v).size() > 0)
+        c.out_buffers[i] = entry->getArgument(unsigned(in_vars.size()) + unsigned(out_slot[size_t(v)]));
+    }
     std::vector<Operand> in;
     for (const Atom& a : e.inputs) in.push_back(operand(a));
     std::vector<AbstractArray> out;
