@@ -332,8 +332,26 @@ std::unique_ptr<CompiledKernel> compile_cpu(const Program& p, const CompileOptio
     if (failed(pm.run(*module))) fail(what);
   };
   run(kFusion, "fusion");
-  std::string script = tile_and_vectorize_script(*module, threads);
-  if (dump) write_file(stem + ".transform.mlir", script);
+  // Row tile-and-fuse where it applies; if its transform fails, the plain per-op plan on the
+  // module as it was before.
+  if (dump) write_file(stem + ".fused.mlir", print(*module));
+  bool row_fused = false;
+  if (std::string rows = row_fusion_script(*module, threads); !rows.empty()) {
+    OwningOpRef<ModuleOp> before(cast<ModuleOp>((*module)->clone()));
+    OwningOpRef<ModuleOp> td = parseSourceString<ModuleOp>(rows, &ctx);
+    const size_t quiet = diagnostics.size();
+    auto entry = td ? transform::detail::findTransformEntryPoint(*module, *td) : nullptr;
+    if (entry && succeeded(transform::applyTransformNamedSequence(*module, entry, *td, transform::TransformOptions()))) {
+      row_fused = true;
+      if (dump) write_file(stem + ".transform.mlir", rows);
+    } else {
+      if (dump) write_file(stem + ".rowfusion-failed.mlir", rows + "\n// MLIR said:" + diagnostics.substr(quiet));
+      module = std::move(before);
+      diagnostics.resize(quiet);
+    }
+  }
+  std::string script = row_fused ? std::string() : tile_and_vectorize_script(*module, threads);
+  if (dump && !row_fused) write_file(stem + ".transform.mlir", script);
   if (!script.empty()) {
     OwningOpRef<ModuleOp> td = parseSourceString<ModuleOp>(script, &ctx);
     if (!td) return fail("parsing the tiling script");

@@ -109,6 +109,95 @@ std::string handle_types(size_t results) {
 
 }  // namespace
 
+std::string row_fusion_script(ModuleOp module, int num_threads) {
+  std::vector<linalg::GenericOp> generics;
+  bool only_generics = true;
+  module.walk<WalkOrder::PreOrder>([&](Operation* op) {
+    if (auto g = dyn_cast<linalg::GenericOp>(op)) {
+      generics.push_back(g);
+      return WalkResult::skip();
+    }
+    const llvm::StringRef name = op->getName().getStringRef();
+    if (!(isa<ModuleOp>(op) || name == "func.func" || name == "func.return" || name == "tensor.empty" ||
+          name == "arith.constant" || name == "bufferization.to_tensor" || name == "bufferization.materialize_in_destination"))
+      only_generics = false;
+    return WalkResult::advance();
+  });
+  if (!only_generics || generics.size() < 3) return {};
+  int64_t rows = -1, work = 0;
+  bool multi_use = false;
+  for (linalg::GenericOp g : generics) {
+    SmallVector<int64_t> ranges = g.getStaticLoopRanges();
+    auto iters = g.getIteratorTypesArray();
+    if (ranges.empty() || iters[0] != utils::IteratorType::parallel || g.getNumDpsInits() != 1) return {};
+    if (rows < 0) rows = ranges[0];
+    if (ranges[0] != rows) return {};
+    AffineMap out_map = g.getMatchingIndexingMap(g.getDpsInitOperand(0));
+    if (out_map.getNumResults() == 0) return {};
+    auto d0 = dyn_cast<AffineDimExpr>(out_map.getResult(0));
+    if (!d0 || d0.getPosition() != 0) return {};
+    int64_t w = 1;
+    for (int64_t r : ranges) w *= r;
+    work = std::max(work, w);
+    int users = 0;
+    for (Operation* u : g->getResult(0).getUsers()) users += isa<linalg::GenericOp>(u) ? 1 : 0;
+    multi_use = multi_use || users > 1;
+  }
+  const int64_t block = 8;
+  if (!multi_use || rows % block != 0 || rows < block * 2 || work < (int64_t(1) << 16)) return {};
+
+  std::ostringstream s;
+  s << "module attributes {transform.with_named_sequence} {\n"
+       "transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n";
+  const size_t last = generics.size() - 1;
+  std::vector<Plan> plans;
+  for (size_t k = 0; k < generics.size(); ++k) {
+    generics[k]->setAttr("fx_tag", IntegerAttr::get(IntegerType::get(module.getContext(), 64), int64_t(k)));
+    plans.push_back(plan_for(generics[k], 1));
+  }
+  auto match = [&](size_t k, const std::string& in) {
+    return "transform.structured.match ops{[\"linalg.generic\"]} attributes {fx_tag = " + std::to_string(k) + " : i64} in " +
+           in + " : (!transform.any_op) -> !transform.any_op\n";
+  };
+  std::vector<int64_t> chunk(size_t(generics[last].getNumLoops()), 0);
+  chunk[0] = block;
+  s << "  %last = " << match(last, "%root");
+  s << "  %tl, %c" << last << " = transform.structured.tile_using_forall %last tile_sizes " << sizes(chunk) << " : "
+    << handle_types(2) << "\n";
+  std::string loop = "%c" + std::to_string(last);
+  for (size_t k = last; k-- > 0;) {
+    s << "  %g" << k << " = " << match(k, "%root");
+    s << "  %f" << k << ", %c" << k << " = transform.structured.fuse_into_containing_op %g" << k << " into " << loop
+      << " : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)\n";
+    loop = "%c" + std::to_string(k);
+  }
+  for (size_t k = 0; k < generics.size(); ++k) {
+    std::vector<int64_t> tile = plans[k].tile;
+    if (tile.empty()) continue;
+    tile[0] = std::min<int64_t>(tile[0], block);
+    bool any = false;
+    for (int64_t x : tile) any = any || x > 1;
+    if (!any) continue;
+    s << "  %i" << k << " = " << match(k, loop);
+    size_t loops = 0;
+    for (int64_t x : tile) loops += x != 0;
+    s << "  %t" << k;
+    for (size_t i = 0; i < loops; ++i) s << ", %l" << k << "_" << i;
+    s << " = transform.structured.tile_using_for %i" << k << " tile_sizes " << sizes(tile) << " : " << handle_types(1 + loops)
+      << "\n";
+  }
+  s << "  %f = transform.structured.match ops{[\"func.func\"]} in %root : (!transform.any_op) -> !transform.any_op\n"
+       "  %v = transform.structured.vectorize_children_and_apply_patterns %f : (!transform.any_op) -> !transform.any_op\n"
+       "  transform.apply_patterns to %v {\n"
+       "    transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = \"innerreduction\"\n"
+       "  } : !transform.any_op\n"
+       "  transform.yield\n"
+       "}\n"
+       "}\n";
+  (void)num_threads;  // the forall becomes OpenMP chunks or a plain loop in the lowering passes
+  return s.str();
+}
+
 std::string tile_and_vectorize_script(ModuleOp module, int num_threads) {
   std::vector<linalg::GenericOp> generics;
   module.walk([&](linalg::GenericOp g) { generics.push_back(g); });

@@ -437,3 +437,38 @@ TEST_CASE("jit: the on-disk cache serves a fresh in-memory cache") {
   else unsetenv("FLUXION_CACHE_DIR");
   std::filesystem::remove_all(dir);
 }
+
+// Row tile-and-fuse: softmax and layernorm over rows (a result with several users inside the
+// row loop) compile to one forall over blocks of 8 rows with every op fused in (the dump's
+// transform script says so), and match eager.
+TEST_CASE("jit: softmax and layernorm rows are tiled and fused, and match eager") {
+  const std::string dir = "/tmp/fluxion_test_rowfuse_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  setenv("FLUXION_DUMP", dir.c_str(), 1);
+  fx::Array x = fx::sin(fx::array(ramp(512 * 384, -300, 300), fx::Shape{512, 384})) * 6.f;
+  auto softmax = [](const fx::Array& x) { return fx::nn::softmax(x, -1); };
+  auto layernorm = [](const fx::Array& x) {
+    fx::Array mu = fx::mean(x, {1}, true);
+    fx::Array var = fx::mean((x - mu) * (x - mu), {1}, true);
+    return (x - mu) / fx::sqrt(var + 1e-5f) * 1.5f + 0.25f;
+  };
+  fx::runtime::Device dev = fx::runtime::cpu_device();
+  dev.name = "cpu-rowfuse-test";
+  for (auto* f : {+softmax, +layernorm}) {
+    fx::Program p = fx::make_ir(f)(x);
+    auto exe = fx::runtime::compile(p, dev);
+    check_same<float>(exe->run(std::vector<fx::Array>{x})[0], f(x), 2e-5);
+    check_same<float>(fx::jit(f)(x), f(x), 2e-5);
+  }
+  unsetenv("FLUXION_DUMP");
+  int fused_scripts = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().string().find(".transform.mlir") == std::string::npos) continue;
+    std::ifstream in(e.path());
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    fused_scripts += text.find("fuse_into_containing_op") != std::string::npos;
+  }
+  CHECK(fused_scripts >= 2);
+  std::filesystem::remove_all(dir);
+}
