@@ -294,6 +294,7 @@ int main(int argc, char** argv) {
     };
     time("colsum [256,512] axis 0", [](const fx::Array& x) { return fx::sum(x, {0}); }, a);
     time("rowsum [256,512] axis 1", [](const fx::Array& x) { return fx::sum(x, {1}); }, a);
+    time("sum(transpose [512,784], axis 1)", [](const fx::Array& x) { return fx::sum(fx::transpose(x), {1}); }, t);
     time("transpose [512,784]", [](const fx::Array& x) { return fx::transpose(x); }, t);
     time("w - 0.01 t^T [784,512]", [](const fx::Array& w, const fx::Array& x) { return w - 0.01f * fx::transpose(x); }, w, t);
     time("relu grad select chain [256,512]", [](const fx::Array& x) { return fx::where(x > 0.f, 1.f, fx::where(x == 0.f, 0.5f, 0.f)) * x; }, a);

@@ -33,7 +33,8 @@ int64_t largest_divisor_at_most(int64_t n, int64_t cap) {
 
 struct Plan {
   int64_t forall_chunk = 0;   // tile of loop 0 for scf.forall (0: no threads)
-  std::vector<int64_t> tile;  // scf.for tile sizes (all 0: none)
+  std::vector<int64_t> tile;  // scf.for tile sizes (all 0: none), in the loop order after `swap`
+  bool swap = false;          // interchange the two loops first (column reductions)
 };
 
 Plan plan_for(linalg::GenericOp g, int num_threads) {
@@ -63,6 +64,24 @@ Plan plan_for(linalg::GenericOp g, int num_threads) {
     if (m.getNumResults() == 0) continue;
     auto last = dyn_cast<AffineDimExpr>(m.getResult(m.getNumResults() - 1));
     if (!last || last.getPosition() != n - 1) contiguous = false;
+  }
+  // A column reduction (one parallel loop, then one reduction loop over rows, every input
+  // contiguous along the parallel loop): interchange the loops so that the rows are the outer
+  // loop and each step adds one contiguous vector of columns to the accumulator. Tiled as is, it
+  // vectorized across rows into vector<32x1> pieces (thousands of 1-lane ops to compile, slow).
+  if (n == 2 && is_par(0) && !is_par(1)) {
+    bool columns_contiguous = true;
+    for (OpOperand* in : g.getDpsInputOperands()) {
+      AffineMap m = g.getMatchingIndexingMap(in);
+      if (m.getNumResults() == 0) continue;
+      auto last = dyn_cast<AffineDimExpr>(m.getResult(m.getNumResults() - 1));
+      if (!last || last.getPosition() != 0) columns_contiguous = false;
+    }
+    if (columns_contiguous && !contiguous) {
+      plan.swap = true;
+      plan.tile = {1, largest_divisor_at_most(ranges[0], 64)};
+      return plan;
+    }
   }
   if (innermost_reduction && num_red == 1 && contiguous) {
     // row reduction
@@ -154,6 +173,7 @@ std::string row_fusion_script(ModuleOp module, int num_threads) {
   for (size_t k = 0; k < generics.size(); ++k) {
     generics[k]->setAttr("fx_tag", IntegerAttr::get(IntegerType::get(module.getContext(), 64), int64_t(k)));
     plans.push_back(plan_for(generics[k], 1));
+    if (plans.back().swap) return {};  // a column reduction does not run over row blocks
   }
   auto match = [&](size_t k, const std::string& in) {
     return "transform.structured.match ops{[\"linalg.generic\"]} attributes {fx_tag = " + std::to_string(k) + " : i64} in " +
@@ -216,6 +236,11 @@ std::string tile_and_vectorize_script(ModuleOp module, int num_threads) {
     s << "  %g" << t << " = transform.structured.match ops{[\"linalg.generic\"]} attributes {fx_tag = " << t
       << " : i64} in %root : (!transform.any_op) -> !transform.any_op\n";
     std::string op = "%g" + t;
+    if (plan.swap) {
+      s << "  %x" << t << " = transform.structured.interchange " << op
+        << " iterator_interchange = [1, 0] : (!transform.any_op) -> !transform.any_op\n";
+      op = "%x" + t;
+    }
     if (plan.forall_chunk > 0) {
       std::vector<int64_t> chunk(plan.tile.size(), 0);
       chunk[0] = plan.forall_chunk;

@@ -472,3 +472,20 @@ TEST_CASE("jit: softmax and layernorm rows are tiled and fused, and match eager"
   CHECK(fused_scripts >= 2);
   std::filesystem::remove_all(dir);
 }
+
+// A reduction whose input is read across rows (sum over the rows of a transposed matrix) is
+// compiled with its loops interchanged (rows outer, contiguous columns in vectors).
+TEST_CASE("jit: reductions of transposed inputs (interchanged loops) match eager") {
+  for (fx::Shape s : {fx::Shape{300, 128}, fx::Shape{64, 7}, fx::Shape{1000, 96}}) {
+    fx::Array x = fx::sin(fx::array(ramp(s.numel(), -50, 50), s));
+    auto f = [](const fx::Array& x) {
+      fx::Array t = fx::transpose(x);
+      return std::make_tuple(fx::sum(t, {1}), fx::max(t * 2.f, {1}), fx::sum(fx::exp(t), {1}));
+    };
+    auto [a, b, c] = fx::jit(f)(x);
+    auto [a0, b0, c0] = f(x);
+    check_same<float>(a, a0, 2e-5);
+    check_same<float>(b, b0);
+    check_same<float>(c, c0, 2e-5);
+  }
+}
