@@ -62,6 +62,8 @@ Plan plan_for(linalg::GenericOp g, int num_threads) {
   for (OpOperand* in : g.getDpsInputOperands()) {
     AffineMap m = g.getMatchingIndexingMap(in);
     if (m.getNumResults() == 0) continue;
+    // A size-1 dim broadcast along the row ((d0, 0): one value per row) reads like a scalar per row.
+    if (auto c = dyn_cast<AffineConstantExpr>(m.getResult(m.getNumResults() - 1)); c && c.getValue() == 0) continue;
     auto last = dyn_cast<AffineDimExpr>(m.getResult(m.getNumResults() - 1));
     if (!last || last.getPosition() != n - 1) contiguous = false;
   }
