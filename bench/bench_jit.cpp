@@ -1,6 +1,7 @@
 // Benchmarks of fx::jit with their baselines measured in the same run (best of N wall-clock runs;
 // this file is compiled with -O3 -march=native -ffast-math, so the hand loops are the fast-math
-// baselines the targets name). Run: build/bench/fluxion_bench_jit [repeats]
+// baselines the targets name). Run: build/bench/fluxion_bench_jit [repeats [section...]], sections
+// matmul softmax mlp fused rowsum call compile (all when none is named).
 #include <fluxion.h>
 
 #include <algorithm>
@@ -9,11 +10,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include "runtime/executable.h"
+
+// Eigen is the baseline of the matmul and MLP benchmarks (this file is built -march=native).
+#include <eigen3/Eigen/Core>
 
 namespace fx = fluxion;
 using Clock = std::chrono::steady_clock;
@@ -50,6 +57,226 @@ fx::Array filled(fx::Shape s, float lo, float hi) {
 
 float* ptr(const fx::Array& a) { return static_cast<float*>(const_cast<void*>(a.data())); }
 
+bool want(int argc, char** argv, const char* section) {
+  if (argc <= 2) return true;
+  for (int i = 2; i < argc; ++i)
+    if (std::strcmp(argv[i], section) == 0) return true;
+  return false;
+}
+
+using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using MapMat = Eigen::Map<RowMat>;
+
+struct Mlp {
+  fx::Array w1, b1, w2, b2;
+};
+FLUXION_TREE(Mlp, w1, b1, w2, b2);
+
+fx::Array mlp_loss(const Mlp& p, const fx::Array& x, const fx::Array& y) {
+  fx::Array h = fx::nn::relu(fx::matmul(x, p.w1) + p.b1);
+  return -fx::mean(fx::sum(fx::nn::log_softmax(fx::matmul(h, p.w2) + p.b2) * y, -1));
+}
+
+struct Gmm {
+  fx::Array alphas, means, log_sigmas;
+};
+FLUXION_TREE(Gmm, alphas, means, log_sigmas);
+
+fx::Array gmm_loglik(const Gmm& g, const fx::Array& x) {
+  fx::Array diff = fx::expand_dims(x, 1) - fx::expand_dims(g.means, 0);
+  fx::Array z = diff * fx::exp(-g.log_sigmas);
+  fx::Array comp = fx::nn::log_softmax(g.alphas) - fx::sum(g.log_sigmas, -1) - 0.5 * fx::sum(z * z, -1);
+  return fx::sum(fx::logsumexp(comp, -1));
+}
+
+
+void bench_matmul(int threads) {
+  for (int64_t n : {512, 1024}) {
+    fx::Array a = filled({n, n}, -1, 1), b = filled({n, n}, -1, 1);
+    fx::Program p = fx::make_ir([](const fx::Array& x, const fx::Array& y) { return fx::matmul(x, y); })(a, b);
+    std::vector<fx::Array> args{a, b};
+    auto time_path = [&](const char* path, int thr) {
+      fx::runtime::Device dev = fx::runtime::cpu_device();
+      dev.matmul = path;
+      dev.num_threads = thr;
+      auto exe = fx::runtime::compile(p, dev);
+      std::vector<fx::Array> out = exe->run(args);
+      return best_ms([&] { out = exe->run(args); });
+    };
+    const double eigen_call = time_path("eigen", 1), gen1 = time_path("generated", 1), gen_t = time_path("generated", threads);
+    RowMat c(n, n);
+    MapMat x(ptr(a), n, n), y(ptr(b), n, n);
+    const double hand = best_ms([&] { c.noalias() = x * y; });
+    const double gflop = 2.0 * double(n) * double(n) * double(n) / 1e9;
+    std::printf("matmul %lldx%lldx%lld f32 (1 thread unless noted)\n", (long long)n, (long long)n, (long long)n);
+    std::printf("  Eigen, hand-written               %8.2f ms  (%.0f GFLOP/s)\n", hand, gflop / hand * 1e3);
+    std::printf("  jit, dot_general -> Eigen call    %8.2f ms  %.2fx of Eigen (target >= 0.9)\n", eigen_call, hand / eigen_call);
+    std::printf("  jit, generated code               %8.2f ms  %.2fx of Eigen\n", gen1, hand / gen1);
+    std::printf("  jit, generated code, %d threads    %8.2f ms\n\n", threads, gen_t);
+  }
+}
+
+void bench_softmax(int threads) {
+  const int64_t R = 4096, C = 4096;
+  fx::Array m = filled({R, C}, -4, 4);
+  auto f = fx::jit([](const fx::Array& m) { return fx::nn::softmax(m, -1); });
+  fx::Array s = f(m);
+  const double jit_ms = best_ms([&] { s = f(m); });
+  std::vector<float> out(size_t(R * C));
+  const float* pm = ptr(m);
+  auto hand = [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      const float* row = pm + r * C;
+      float* o = out.data() + r * C;
+      float mx = row[0];
+      for (int64_t j = 1; j < C; ++j) mx = std::max(mx, row[j]);
+      float sum = 0;
+      for (int64_t j = 0; j < C; ++j) sum += (o[j] = std::exp(row[j] - mx));
+      const float inv = 1.f / sum;
+      for (int64_t j = 0; j < C; ++j) o[j] *= inv;
+    }
+  };
+  const double hand_ms = best_ms([&] { parallel(threads, R, hand); });
+  const double hand1_ms = best_ms([&] { hand(0, R); });
+  float err = 0;
+  for (int64_t i = 0; i < R * C; i += 101) err = std::max(err, std::fabs(ptr(s)[i] - out[size_t(i)]) / out[size_t(i)]);
+  std::printf("softmax over rows of 4096x4096 f32\n");
+  std::printf("  jit                               %8.2f ms\n", jit_ms);
+  std::printf("  hand 3-pass loop -ffast-math, %d thr %6.2f ms  jit is %.2fx of it (target >= 0.9)\n", threads, hand_ms,
+              hand_ms / jit_ms);
+  std::printf("  hand 3-pass loop, 1 thread        %8.2f ms\n", hand1_ms);
+  std::printf("  max relative difference: %.2e\n\n", err);
+}
+
+// The hand-written training step: forward, backward and SGD in place, Eigen, one thread.
+struct HandMlp {
+  RowMat w1, w2, x, y, h, logits, dl, dh, gw1, gw2;
+  Eigen::RowVectorXf b1, b2, gb1, gb2;
+  float step(float lr) {
+    const float batch = float(x.rows());
+    h.noalias() = x * w1;
+    h.rowwise() += b1;
+    h = h.cwiseMax(0.f);
+    logits.noalias() = h * w2;
+    logits.rowwise() += b2;
+    float loss = 0;
+    for (int64_t r = 0; r < logits.rows(); ++r) {  // log_softmax, loss and its gradient, row by row
+      const float mx = logits.row(r).maxCoeff();
+      const float lse = mx + std::log((logits.row(r).array() - mx).exp().sum());
+      for (int64_t j = 0; j < logits.cols(); ++j) {
+        const float logp = logits(r, j) - lse;
+        loss -= logp * y(r, j);
+        dl(r, j) = (std::exp(logp) - y(r, j)) / batch;
+      }
+    }
+    gw2.noalias() = h.transpose() * dl;
+    gb2 = dl.colwise().sum();
+    dh.noalias() = dl * w2.transpose();
+    dh = (h.array() > 0.f).select(dh, 0.f);
+    gw1.noalias() = x.transpose() * dh;
+    gb1 = dh.colwise().sum();
+    w1 -= lr * gw1;
+    b1 -= lr * gb1;
+    w2 -= lr * gw2;
+    b2 -= lr * gb2;
+    return loss / batch;
+  }
+};
+
+void bench_mlp(int threads) {
+  auto k = fx::random::key(0);
+  Mlp p{fx::random::normal(fx::random::fold_in(k, 1), {784, 512}) * 0.05f, fx::zeros({512}),
+        fx::random::normal(fx::random::fold_in(k, 2), {512, 10}) * 0.05f, fx::zeros({10})};
+  fx::Array x = fx::random::normal(fx::random::fold_in(k, 3), {256, 784});
+  fx::Array y = fx::nn::one_hot(fx::random::randint(fx::random::fold_in(k, 4), {256}, 0, 10), 10);
+  auto step_fn = [](const Mlp& p, const fx::Array& x, const fx::Array& y) {
+    auto [loss, g] = fx::value_and_grad(mlp_loss)(p, x, y);
+    const float lr = 0.01f;
+    return std::make_tuple(loss, Mlp{p.w1 - lr * g.w1, p.b1 - lr * g.b1, p.w2 - lr * g.w2, p.b2 - lr * g.b2});
+  };
+  // Compile time: the step's program compiled from scratch (a fresh fingerprint via the device).
+  fx::Program prog = fx::make_ir(step_fn)(p, x, y);
+  std::vector<double> compile_ms;
+  double lower = 0, passes = 0, llvm = 0;
+  for (int i = 0; i < 5; ++i) {
+    fx::runtime::Device dev = fx::runtime::cpu_device();
+    dev.name = "cpu-compile-" + std::to_string(i);
+    auto t = Clock::now();
+    auto exe = fx::runtime::compile(prog, dev);
+    compile_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t).count());
+    lower = exe->lower_ms(), passes = exe->passes_ms(), llvm = exe->llvm_ms();
+  }
+  std::sort(compile_ms.begin(), compile_ms.end());
+  // The same compile served by the on-disk cache (FLUXION_CACHE_DIR) after the in-memory one is cleared.
+  double disk_ms = 0, disk_llvm = 0;
+  {
+    const std::string dir = "/tmp/fluxion_bench_cache_" + std::to_string(::getpid());
+    std::filesystem::create_directories(dir);
+    setenv("FLUXION_CACHE_DIR", dir.c_str(), 1);
+    fx::runtime::Device dev = fx::runtime::cpu_device();
+    dev.name = "cpu-disk";
+    fx::runtime::compile(prog, dev);
+    fx::runtime::clear_cache();
+    auto t = Clock::now();
+    auto exe = fx::runtime::compile(prog, dev);
+    disk_ms = std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+    disk_llvm = exe->llvm_ms();
+    if (!exe->from_disk_cache()) std::printf("  (the on-disk cache missed)\n");
+    unsetenv("FLUXION_CACHE_DIR");
+    std::filesystem::remove_all(dir);
+  }
+  auto step = fx::jit(step_fn);
+  auto t0 = Clock::now();
+  auto [loss, q] = step(p, x, y);
+  const double first_call = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  const double jit_ms = best_ms([&] { std::tie(loss, q) = step(p, x, y); });
+
+  HandMlp h;
+  h.w1 = MapMat(ptr(p.w1), 784, 512);
+  h.w2 = MapMat(ptr(p.w2), 512, 10);
+  h.x = MapMat(ptr(x), 256, 784);
+  h.y = MapMat(ptr(y), 256, 10);
+  h.b1 = Eigen::RowVectorXf::Zero(512);
+  h.b2 = Eigen::RowVectorXf::Zero(10);
+  h.h.resize(256, 512), h.logits.resize(256, 10), h.dl.resize(256, 10), h.dh.resize(256, 512);
+  const RowMat w1_0 = h.w1, w2_0 = h.w2;
+  const float hand_loss = h.step(0.01f);
+  const float dw = (h.w1 - MapMat(ptr(q.w1), 784, 512)).cwiseAbs().maxCoeff();
+  const double hand_ms = best_ms([&] {
+    h.w1 = w1_0, h.w2 = w2_0;  // same starting point each time (a copy of 1.6 MB, included)
+    h.step(0.01f);
+  });
+  std::printf("2-layer MLP training step (batch 256, 784-512-10: forward, value_and_grad, SGD) under jit\n");
+  std::printf("  compile (trace excluded): median %.1f ms (target <= 150 ms): MLIR build %.1f, passes %.1f, LLVM %.1f ms\n",
+              compile_ms[compile_ms.size() / 2], lower, passes, llvm);
+  std::printf("  compile served by FLUXION_CACHE_DIR: %.1f ms (LLVM %.1f ms of it)\n", disk_ms, disk_llvm);
+  std::printf("  first call (trace + grad + compile + run) %.1f ms\n", first_call);
+  std::printf("  jit step                          %8.3f ms  (kernel threads %d)\n", jit_ms, threads);
+  std::printf("  Eigen hand-written step, 1 thread %8.3f ms  jit is %.2fx of it (target >= 0.8)\n", hand_ms, hand_ms / jit_ms);
+  std::printf("  loss jit %.6f vs hand %.6f; max |w1 difference| %.2e\n\n", double(loss.item<float>()), double(hand_loss), double(dw));
+
+  // Gradient-to-forward time ratios under jit.
+  auto fwd = fx::jit(mlp_loss);
+  auto vg = fx::jit(fx::value_and_grad(mlp_loss));
+  fx::Array l = fwd(p, x, y);
+  auto r = vg(p, x, y);
+  const double fwd_ms = best_ms([&] { l = fwd(p, x, y); });
+  const double vg_ms = best_ms([&] { r = vg(p, x, y); });
+  auto kg = fx::random::key(1);
+  Gmm g{fx::random::normal(fx::random::fold_in(kg, 1), {25}), fx::random::normal(fx::random::fold_in(kg, 2), {25, 10}),
+        fx::random::normal(fx::random::fold_in(kg, 3), {25, 10}) * 0.1f};
+  fx::Array gx = fx::random::normal(fx::random::fold_in(kg, 4), {1000, 10});
+  auto gfwd = fx::jit(gmm_loglik);
+  auto gvg = fx::jit(fx::value_and_grad(gmm_loglik));
+  fx::Array gl = gfwd(g, gx);
+  auto gr = gvg(g, gx);
+  const double gfwd_ms = best_ms([&] { gl = gfwd(g, gx); });
+  const double gvg_ms = best_ms([&] { gr = gvg(g, gx); });
+  std::printf("gradient-to-forward time under jit (value_and_grad / forward; target <= 3)\n");
+  std::printf("  MLP loss: forward %.3f ms, value_and_grad %.3f ms: ratio %.2f\n", fwd_ms, vg_ms, vg_ms / fwd_ms);
+  std::printf("  GMM log-likelihood: forward %.3f ms, value_and_grad %.3f ms: ratio %.2f\n\n", gfwd_ms, gvg_ms, gvg_ms / gfwd_ms);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -57,8 +284,30 @@ int main(int argc, char** argv) {
   const int threads = fx::runtime::cpu_device().num_threads;
   std::printf("fluxion jit benchmarks: %d kernel threads (FLUXION_NUM_THREADS), best of %d runs\n\n", threads, g_repeats);
 
+  if (argc > 2 && std::strcmp(argv[2], "probe") == 0) {  // per-op costs at the MLP's shapes
+    fx::Array a = filled({256, 512}, -1, 1), w = filled({784, 512}, -1, 1), t = filled({512, 784}, -1, 1);
+    fx::Array e = filled({256, 784}, -1, 1);
+    auto time = [&](const char* what, auto f, auto... xs) {
+      auto jf = fx::jit(f);
+      auto r = jf(xs...);
+      std::printf("  %-40s %8.3f ms\n", what, best_ms([&] { r = jf(xs...); }));
+    };
+    time("colsum [256,512] axis 0", [](const fx::Array& x) { return fx::sum(x, {0}); }, a);
+    time("rowsum [256,512] axis 1", [](const fx::Array& x) { return fx::sum(x, {1}); }, a);
+    time("sum(transpose [512,784], axis 1)", [](const fx::Array& x) { return fx::sum(fx::transpose(x), {1}); }, t);
+    time("transpose [512,784]", [](const fx::Array& x) { return fx::transpose(x); }, t);
+    time("w - 0.01 t^T [784,512]", [](const fx::Array& w, const fx::Array& x) { return w - 0.01f * fx::transpose(x); }, w, t);
+    time("relu grad select chain [256,512]", [](const fx::Array& x) { return fx::where(x > 0.f, 1.f, fx::where(x == 0.f, 0.5f, 0.f)) * x; }, a);
+    time("matmul e@w [256,784]x[784,512]", [](const fx::Array& x, const fx::Array& y) { return fx::matmul(x, y); }, e, w);
+    time("matmul e^T@a [784,256]x[256,512]", [](const fx::Array& x, const fx::Array& y) { return fx::matmul(fx::transpose(x), y); }, e, a);
+    return 0;
+  }
+  if (want(argc, argv, "matmul")) bench_matmul(threads);
+  if (want(argc, argv, "softmax")) bench_softmax(threads);
+  if (want(argc, argv, "mlp")) bench_mlp(threads);
+
   // ---- fused y = sin(a*b) + exp(c), 16M f32 -------------------------------------------------------
-  {
+  if (want(argc, argv, "fused")) {
     const int64_t n = int64_t(16) << 20;
     fx::Array a = filled({n}, -3, 3), b = filled({n}, 0.5, 2), c = filled({n}, -4, 2);
     auto f = fx::jit([](const fx::Array& a, const fx::Array& b, const fx::Array& c) { return fx::sin(a * b) + fx::exp(c); });
@@ -91,7 +340,7 @@ int main(int argc, char** argv) {
   }
 
   // ---- row sums of 4096 x 4096 f32 ----------------------------------------------------------------
-  {
+  if (want(argc, argv, "rowsum")) {
     const int64_t R = 4096, C = 4096;
     fx::Array m = filled({R, C}, -1, 1);
     auto f = fx::jit([](const fx::Array& m) { return fx::sum(m, {1}); });
@@ -120,7 +369,7 @@ int main(int argc, char** argv) {
   }
 
   // ---- cached call of a tiny function -------------------------------------------------------------
-  {
+  if (want(argc, argv, "call")) {
     fx::Array x = filled({8}, -1, 1);
     auto f = fx::jit([](const fx::Array& x) { return fx::sin(x) * 2.f + 1.f; });
     fx::Array y = f(x);
@@ -137,7 +386,7 @@ int main(int argc, char** argv) {
   }
 
   // ---- compile time -------------------------------------------------------------------------------
-  {
+  if (want(argc, argv, "compile")) {
     const int n = 20;
     std::vector<double> ms;
     double lower = 0, passes = 0, llvm = 0;

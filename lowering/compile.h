@@ -14,17 +14,27 @@
 
 namespace fluxion::lowering {
 
+/// Where dot_general's work happens: a call into Eigen (runtime/library_calls.h) or the generated
+/// contraction loop nest. `automatic` takes Eigen for float32/float64 (batched) matmuls of at
+/// least 32^3 multiply-adds, which measured faster (docs/jit.md), and generated code otherwise
+/// (small products fuse with their neighbours).
+enum class MatmulPath { automatic, eigen, generated };
+
 struct CompileOptions {
   /// Worker threads for the outer loops (1: no threading code at all).
   int num_threads = 1;
   /// Polynomial approximations of sin and cos (f32). Exact to ~1e-6 absolute on |x| <= 100; set
   /// false for libm calls where large arguments matter.
   bool approximate_sin_cos = true;
+  MatmulPath matmul = MatmulPath::automatic;
   /// When non-empty, the program, the MLIR before and after the pipeline and the LLVM IR are
   /// written there as <name>.program.txt, .input.mlir, .lowered.mlir and .ll.
   std::string dump_dir;
-  /// File-name stem of the dumps (the cache fingerprint).
+  /// File-name stem of the dumps and of the on-disk cache file (the fingerprint's hash).
   std::string dump_name = "kernel";
+  /// When both are set, the kernel is looked up in / stored to cache_dir/<dump_name>.fxkernel,
+  /// whose header must hold cache_key (the whole fingerprint) exactly.
+  std::string cache_dir, cache_key;
 };
 
 /// A compiled kernel; owns the JIT-ed code for as long as it lives.
@@ -34,6 +44,7 @@ class CompiledKernel {
   using PackedFn = void (*)(void**);
   PackedFn packed = nullptr;
   double lower_ms = 0, passes_ms = 0, llvm_ms = 0;  // where the compile time went
+  bool from_disk_cache = false;                     // lowering and MLIR passes came from disk
 };
 
 /// Lowers, optimizes and JIT-compiles `p`. Throws CompileError (naming the primitive and the user's

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "ir/program.h"
+#include "lowering/compile.h"
 
 namespace fluxion::lowering {
 
@@ -36,6 +37,11 @@ struct LowerCtx {
   mlir::ModuleOp module;
   mlir::Location loc;  // the current eqn's location (primitive name + user's file:line)
   bool approximate_sin_cos = true;
+  MatmulPath matmul = MatmulPath::automatic;
+  /// For the current eqn: per output, the kernel's output buffer (a memref argument) when that
+  /// output is a program output and nothing else reads it, else null. Library calls write there
+  /// directly instead of into a temporary that is then copied.
+  std::vector<mlir::Value> out_buffers;
 
   /// A declaration of an external C function (libm, runtime helpers), created once.
   mlir::func::FuncOp external(const std::string& name, mlir::TypeRange args, mlir::TypeRange results);
@@ -49,10 +55,13 @@ void add_elementwise_lowerings(LowerTable& t);  // lower_elementwise.cpp
 void add_shape_lowerings(LowerTable& t);        // lower_shape.cpp
 void add_reduce_lowerings(LowerTable& t);       // lower_reduce.cpp
 void add_dot_general_lowerings(LowerTable& t);  // lower_dot_general.cpp
+void add_indexing_lowerings(LowerTable& t);     // lower_indexing.cpp
+void add_random_lowerings(LowerTable& t);       // lower_random.cpp
+void add_library_lowerings(LowerTable& t);      // lower_library.cpp
 const LowerTable& lower_table();
 
 /// Builds the module: func @kernel(memref args...) with the body on tensors.
-mlir::OwningOpRef<mlir::ModuleOp> lower_program(mlir::MLIRContext& ctx, const Program& p, bool approximate_sin_cos);
+mlir::OwningOpRef<mlir::ModuleOp> lower_program(mlir::MLIRContext& ctx, const Program& p, const CompileOptions& options);
 
 // ---- types ----------------------------------------------------------------------------------------
 mlir::Type storage_type(mlir::MLIRContext* ctx, DType d);
@@ -87,5 +96,19 @@ mlir::Value filled(LowerCtx& c, const AbstractArray& a, mlir::Value v);
 mlir::Value empty(LowerCtx& c, const AbstractArray& a);
 /// The same elements under another shape (row-major order).
 mlir::Value reshape_to(LowerCtx& c, mlir::Value t, const Shape& from, const AbstractArray& to);
+
+
+// ---- library calls (lower_library.cpp) ----------------------------------------------------------
+/// One integer of a library call's argument array: a constant, or (buffer >= 0) the address of
+/// buffer `buffer` (inputs first, then outputs).
+struct LibraryArg {
+  int64_t value = 0;
+  int buffer = -1;
+};
+/// Calls the C function `symbol(int64_t* args)` (runtime/library_calls.h) with `layout` on the
+/// buffers of `ins` and of fresh outputs of types `outs`; returns the outputs as tensors.
+std::vector<mlir::Value> library_call(LowerCtx& c, const std::string& symbol, std::span<const mlir::Value> ins,
+                                      std::span<const AbstractArray> in_avals, std::span<const AbstractArray> outs,
+                                      std::span<const LibraryArg> layout);
 
 }  // namespace fluxion::lowering

@@ -35,8 +35,40 @@ AffineMap operand_map(MLIRContext* ctx, int rank, const DimRoles& r, unsigned fr
   return AffineMap::get(loops, 0, e, ctx);
 }
 
+// A (batched) matrix product Eigen can do: float32/float64 operands and output, batch dims
+// leading and in order on both sides, one contracting dim, each operand of rank batch+2 (either
+// orientation). Fills the fluxion_rt_matmul layout (runtime/library_calls.h).
+bool eigen_matmul_layout(const Eqn& e, std::span<const Operand> in, const AbstractArray& out, std::vector<LibraryArg>& layout) {
+  const AbstractArray &lhs = in[0].aval, &rhs = in[1].aval;
+  const DType d = out.dtype;
+  if ((d != DType::float32 && d != DType::float64) || lhs.dtype != d || rhs.dtype != d || in[0].scalar || in[1].scalar) return false;
+  const IntList &lb = e.params.get_ints("lhs_batch"), &rb = e.params.get_ints("rhs_batch");
+  const IntList &lc = e.params.get_ints("lhs_contracting"), &rc = e.params.get_ints("rhs_contracting");
+  const int64_t nb = int64_t(lb.size());
+  if (lc.size() != 1 || rc.size() != 1 || lhs.ndim() != nb + 2 || rhs.ndim() != nb + 2) return false;
+  for (int64_t k = 0; k < nb; ++k)
+    if (lb[size_t(k)] != k || rb[size_t(k)] != k) return false;
+  if ((lc[0] != nb && lc[0] != nb + 1) || (rc[0] != nb && rc[0] != nb + 1)) return false;
+  const bool trans_lhs = lc[0] == nb, trans_rhs = rc[0] == nb + 1;
+  int64_t batch = 1;
+  for (int64_t k = 0; k < nb; ++k) batch *= lhs.shape[size_t(k)];
+  const int64_t m = lhs.shape[size_t(trans_lhs ? nb + 1 : nb)], k = lhs.shape[size_t(lc[0])];
+  const int64_t n = rhs.shape[size_t(trans_rhs ? nb : nb + 1)];
+  layout = {{int64_t(d)}, {batch}, {m}, {n}, {k}, {int64_t(trans_lhs)}, {int64_t(trans_rhs)}, {0, 0}, {0, 1}, {0, 2}};
+  return batch * m * n * k > 0;
+}
+
 std::vector<Value> dot_general_rule(LowerCtx& c, const Eqn& e, std::span<const Operand> in, std::span<const AbstractArray> out) {
   OpBuilder& b = c.b;
+  if (c.matmul != MatmulPath::generated) {
+    std::vector<LibraryArg> layout;
+    if (eigen_matmul_layout(e, in, out[0], layout) &&
+        (c.matmul == MatmulPath::eigen || layout[2].value * layout[3].value * layout[4].value >= 32 * 32 * 32)) {
+      Value ins[2] = {as_tensor(c, in[0]), as_tensor(c, in[1])};
+      AbstractArray in_avals[2] = {in[0].aval, in[1].aval};
+      return library_call(c, "fluxion_rt_matmul", ins, in_avals, out, layout);
+    }
+  }
   MLIRContext* ctx = b.getContext();
   const AbstractArray &lhs = in[0].aval, &rhs = in[1].aval;
   const DType in_d = lhs.dtype, out_d = out[0].dtype;

@@ -183,6 +183,9 @@ const LowerTable& lower_table() {
     add_shape_lowerings(t);
     add_reduce_lowerings(t);
     add_dot_general_lowerings(t);
+    add_indexing_lowerings(t);
+    add_random_lowerings(t);
+    add_library_lowerings(t);
     return t;
   }();
   return table;
@@ -204,7 +207,55 @@ Location eqn_location(MLIRContext* ctx, const Eqn& e) {
 }
 }  // namespace
 
-OwningOpRef<ModuleOp> lower_program(MLIRContext& ctx, const Program& p, bool approximate_sin_cos) {
+namespace {
+// transpose[(1,0)](dot_general(a, b)) where the product has no batch dims, one free dim on each
+// side and no other use is dot_general(b, a) with the contracting dims swapped: the product is
+// written in the transposed order directly, and the transpose pass over memory disappears.
+// Reverse-mode derivatives of matmuls produce this pattern (x^T g, then transposed back).
+Program fold_transposed_products(const Program& in) {
+  std::vector<int> uses(in.types.size(), 0), producer(in.types.size(), -1);
+  for (size_t k = 0; k < in.eqns.size(); ++k) {
+    for (const Atom& a : in.eqns[k].inputs)
+      if (!a.is_literal()) ++uses[size_t(a.var)];
+    for (int32_t v : in.eqns[k].outputs) producer[size_t(v)] = int(k);
+  }
+  for (const Atom& a : in.outvars)
+    if (!a.is_literal()) ++uses[size_t(a.var)];
+  Program p = in;
+  std::vector<bool> dropped(p.eqns.size(), false);
+  bool any = false;
+  for (size_t k = 0; k < p.eqns.size(); ++k) {
+    Eqn& t = p.eqns[k];
+    if (t.prim != Prim::transpose || t.inputs[0].is_literal() || t.params.get_ints("permutation") != IntList{1, 0}) continue;
+    const int32_t v = t.inputs[0].var;
+    const int d = producer[size_t(v)];
+    if (d < 0 || uses[size_t(v)] != 1 || p.eqns[size_t(d)].prim != Prim::dot_general) continue;
+    Eqn& dot = p.eqns[size_t(d)];
+    const IntList &lc = dot.params.get_ints("lhs_contracting"), &rc = dot.params.get_ints("rhs_contracting");
+    if (!dot.params.get_ints("lhs_batch").empty() || !dot.params.get_ints("rhs_batch").empty()) continue;
+    if (dot.inputs[0].is_literal() || dot.inputs[1].is_literal()) continue;
+    if (p.aval(dot.inputs[0]).ndim() - int(lc.size()) != 1 || p.aval(dot.inputs[1]).ndim() - int(rc.size()) != 1) continue;
+    Params swapped;
+    for (const auto& [key, value] : dot.params.entries()) swapped.set(key, value);
+    swapped.set("lhs_contracting", rc);
+    swapped.set("rhs_contracting", lc);
+    dot.params = swapped;
+    std::swap(dot.inputs[0], dot.inputs[1]);
+    dot.outputs = t.outputs;
+    dropped[k] = true;
+    any = true;
+  }
+  if (!any) return p;
+  std::vector<Eqn> kept;
+  for (size_t k = 0; k < p.eqns.size(); ++k)
+    if (!dropped[k]) kept.push_back(std::move(p.eqns[k]));
+  p.eqns = std::move(kept);
+  return p;
+}
+}  // namespace
+
+OwningOpRef<ModuleOp> lower_program(MLIRContext& ctx, const Program& original, const CompileOptions& options) {
+  const Program p = fold_transposed_products(original);
   OpBuilder b(&ctx);
   OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
   // Every eqn must have a rule before any IR is built, so the error names the first offender.
@@ -227,7 +278,7 @@ OwningOpRef<ModuleOp> lower_program(MLIRContext& ctx, const Program& p, bool app
   Block* entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
 
-  LowerCtx c{b, *module, b.getUnknownLoc(), approximate_sin_cos};
+  LowerCtx c{b, *module, b.getUnknownLoc(), options.approximate_sin_cos, options.matmul};
   std::vector<Value> values(p.types.size());
   for (size_t i = 0; i < in_vars.size(); ++i) {
     const AbstractArray& t = p.type(in_vars[i]);
@@ -248,8 +299,25 @@ OwningOpRef<ModuleOp> lower_program(MLIRContext& ctx, const Program& p, bool app
     return Operand{values[size_t(a.var)], p.type(a.var), false};
   };
 
+  // Outputs that only the caller reads: library calls may write them in place (c.out_buffers).
+  std::vector<int> reads(p.types.size(), 0), out_slot(p.types.size(), -1);
+  for (const Eqn& e : p.eqns)
+    for (const Atom& a : e.inputs)
+      if (!a.is_literal()) ++reads[size_t(a.var)];
+  for (size_t i = 0; i < p.outvars.size(); ++i) {
+    const Atom& a = p.outvars[i];
+    if (a.is_literal()) continue;
+    ++reads[size_t(a.var)];
+    out_slot[size_t(a.var)] = int(i);
+  }
   for (const Eqn& e : p.eqns) {
     c.loc = eqn_location(&ctx, e);
+    c.out_buffers.assign(e.outputs.size(), Value());
+    for (size_t i = 0; i < e.outputs.size(); ++i) {
+      const int32_t v = e.outputs[i];
+      if (out_slot[size_t(v)] >= 0 && reads[size_t(v)] == 1 && p.type(v).size() > 0)
+        c.out_buffers[i] = entry->getArgument(unsigned(in_vars.size()) + unsigned(out_slot[size_t(v)]));
+    }
     std::vector<Operand> in;
     for (const Atom& a : e.inputs) in.push_back(operand(a));
     std::vector<AbstractArray> out;

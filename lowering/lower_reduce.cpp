@@ -7,6 +7,8 @@
 // (wrapping, which equals the reference's uint64 accumulation modulo 2^bits).
 #include <limits>
 
+#include <mlir/Dialect/SCF/IR/SCF.h>
+
 #include "lowering/lower.h"
 
 namespace fluxion::lowering {
@@ -151,9 +153,51 @@ std::vector<Value> argminmax_rule(LowerCtx& c, const Eqn& e, std::span<const Ope
                       [to](OpBuilder& nb, Location nl, ValueRange v) { return convert_scalar(nb, nl, v[0], DType::int64, to); })};
 }
 
+
+// cumsum[axis reverse]: x seen as [outer, len, inner]; for each (outer, inner) line a scalar
+// scf.for along the axis carries the running sum and the result tensor. The sum accumulates as
+// the reference's does (f32 in f64, f16/bf16 in f32, integers wrapping in their own width) and
+// each output element rounds from it.
+std::vector<Value> cumsum_rule(LowerCtx& c, const Eqn& e, std::span<const Operand> in, std::span<const AbstractArray> out) {
+  OpBuilder& b = c.b;
+  const AbstractArray& x = in[0].aval;
+  if (x.size() == 0) return {empty(c, out[0])};
+  const int64_t axis = e.params.get_int("axis");
+  const bool reverse = e.params.get_bool("reverse");
+  int64_t outer = 1, inner = 1;
+  const int64_t len = x.shape[size_t(axis)];
+  for (int64_t d = 0; d < axis; ++d) outer *= x.shape[size_t(d)];
+  for (int d = int(axis) + 1; d < x.ndim(); ++d) inner *= x.shape[size_t(d)];
+  const DType d = x.dtype;
+  const DType acc_d = d == DType::float32 ? DType::float64 : is_float(d) && d != DType::float64 ? DType::float32 : d;
+  const AbstractArray shape3{Shape({outer, len, inner}), d, false};
+  Value x3 = reshape_to(c, as_tensor(c, in[0]), x.shape, shape3);
+  Location l = c.loc;
+  auto cidx = [&](int64_t v) -> Value { return b.create<arith::ConstantIndexOp>(l, v); };
+  Value zero = cidx(0), one = cidx(1), last = cidx(len - 1);
+  auto loop_o = b.create<scf::ForOp>(l, zero, cidx(outer), one, ValueRange{empty(c, shape3)}, [&](OpBuilder& b1, Location l1, Value o, ValueRange r1) {
+    auto loop_k = b1.create<scf::ForOp>(l1, zero, cidx(inner), one, r1, [&](OpBuilder& b2, Location l2, Value k, ValueRange r2) {
+      Value acc0 = constant(b2, l2, acc_d, 0);
+      auto loop_j = b2.create<scf::ForOp>(l2, zero, cidx(len), one, ValueRange{acc0, r2[0]}, [&](OpBuilder& b3, Location l3, Value j, ValueRange r3) {
+        Value at = reverse ? Value(b3.create<arith::SubIOp>(l3, last, j)) : j;
+        Value v = to_compute(b3, l3, b3.create<tensor::ExtractOp>(l3, x3, ValueRange{o, at, k}), d);
+        v = convert_scalar(b3, l3, v, d, acc_d);
+        Value acc = is_float(d) ? Value(b3.create<arith::AddFOp>(l3, r3[0], v)) : Value(b3.create<arith::AddIOp>(l3, r3[0], v));
+        Value y = from_compute(b3, l3, convert_scalar(b3, l3, acc, acc_d, d), d);
+        Value r = b3.create<tensor::InsertOp>(l3, y, r3[1], ValueRange{o, at, k});
+        b3.create<scf::YieldOp>(l3, ValueRange{acc, r});
+      });
+      b2.create<scf::YieldOp>(l2, loop_j.getResult(1));
+    });
+    b1.create<scf::YieldOp>(l1, loop_k.getResult(0));
+  });
+  return {reshape_to(c, loop_o.getResult(0), shape3.shape, out[0])};
+}
+
 }  // namespace
 
 void add_reduce_lowerings(LowerTable& t) {
+  t[size_t(Prim::cumsum)] = &cumsum_rule;
   t[size_t(Prim::reduce_sum)] = &reduce_rule<Kind::sum>;
   t[size_t(Prim::reduce_prod)] = &reduce_rule<Kind::prod>;
   t[size_t(Prim::reduce_max)] = &reduce_rule<Kind::max>;

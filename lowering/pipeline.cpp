@@ -8,6 +8,14 @@
 #include <llvm/IR/Module.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <unistd.h>
+#include <cstdlib>
+
 #include <mlir/Dialect/Bufferization/IR/Bufferization.h>
 #include <mlir/Dialect/Linalg/Transforms/Transforms.h>
 #include <mlir/Dialect/Math/Transforms/Approximation.h>
@@ -237,6 +245,39 @@ std::string print(ModuleOp m) {
   return s;
 }
 
+// ---- the on-disk cache ------------------------------------------------------------------------------
+// One file per fingerprint, <cache_dir>/<fingerprint hash>.fxkernel: a header that holds the whole
+// fingerprint (so a hash collision or a file from another version is a miss, never a wrong
+// kernel), then the module in the LLVM dialect as the pipeline left it. A hit skips lowering and
+// every MLIR pass; LLVM still generates the code (ExecutionEngine cannot load an object file).
+// Files are written under a temporary name and renamed, so readers never see half a file.
+std::string disk_header(const std::string& key) {
+  return "fluxion-kernel v1 mlir-19\n" + std::to_string(key.size()) + "\n" + key + "\n";
+}
+
+OwningOpRef<ModuleOp> load_cached_module(MLIRContext& ctx, const std::string& path, const std::string& header) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return {};
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (text.compare(0, header.size(), header) != 0) return {};
+  return parseSourceString<ModuleOp>(llvm::StringRef(text).drop_front(header.size()), &ctx);
+}
+
+void store_cached_module(const std::string& path, const std::string& header, const std::string& module_text) {
+  static std::atomic<int> counter{0};
+  const std::string tmp = path + ".tmp" + std::to_string(getpid()) + "." + std::to_string(counter++);
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    if (!f) return;  // an unwritable cache directory only costs the next process a compile
+    f << header << module_text;
+    if (!f) {
+      std::remove(tmp.c_str());
+      return;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) std::remove(tmp.c_str());
+}
+
 }  // namespace
 
 std::unique_ptr<CompiledKernel> compile_cpu(const Program& p, const CompileOptions& options) {
@@ -260,8 +301,21 @@ std::unique_ptr<CompiledKernel> compile_cpu(const Program& p, const CompileOptio
   if (dump) write_file(stem + ".program.txt", p.str());
 
   auto kernel = std::make_unique<JitKernel>();
+  const int threads = usable_threads(options.num_threads);
+  const bool use_disk = !options.cache_dir.empty() && !options.cache_key.empty();
+  const std::string disk_path = options.cache_dir + "/" + options.dump_name + ".fxkernel";
+  OwningOpRef<ModuleOp> module;
+  if (use_disk) {
+    const size_t quiet = diagnostics.size();  // a stale or damaged file is a miss, not an error
+    auto t = Clock::now();
+    module = load_cached_module(ctx, disk_path, disk_header(options.cache_key));
+    diagnostics.resize(quiet);
+    kernel->passes_ms = ms_since(t);
+    kernel->from_disk_cache = bool(module);
+  }
+  if (!module) {
   auto t0 = Clock::now();
-  OwningOpRef<ModuleOp> module = lower_program(ctx, p, options.approximate_sin_cos);  // throws CompileError itself
+  module = lower_program(ctx, p, options);  // throws CompileError itself
   if (dump) write_file(stem + ".input.mlir", print(*module));
   if (failed(verify(*module))) return fail("verifying the lowered module");
   kernel->lower_ms = ms_since(t0);
@@ -277,10 +331,27 @@ std::unique_ptr<CompiledKernel> compile_cpu(const Program& p, const CompileOptio
     }
     if (failed(pm.run(*module))) fail(what);
   };
-  const int threads = usable_threads(options.num_threads);
   run(kFusion, "fusion");
-  std::string script = tile_and_vectorize_script(*module, threads);
-  if (dump) write_file(stem + ".transform.mlir", script);
+  // Row tile-and-fuse where it applies; if its transform fails, the plain per-op plan on the
+  // module as it was before.
+  if (dump) write_file(stem + ".fused.mlir", print(*module));
+  bool row_fused = false;
+  if (std::string rows = row_fusion_script(*module, threads); !rows.empty()) {
+    OwningOpRef<ModuleOp> before(cast<ModuleOp>((*module)->clone()));
+    OwningOpRef<ModuleOp> td = parseSourceString<ModuleOp>(rows, &ctx);
+    const size_t quiet = diagnostics.size();
+    auto entry = td ? transform::detail::findTransformEntryPoint(*module, *td) : nullptr;
+    if (entry && succeeded(transform::applyTransformNamedSequence(*module, entry, *td, transform::TransformOptions()))) {
+      row_fused = true;
+      if (dump) write_file(stem + ".transform.mlir", rows);
+    } else {
+      if (dump) write_file(stem + ".rowfusion-failed.mlir", rows + "\n// MLIR said:" + diagnostics.substr(quiet));
+      module = std::move(before);
+      diagnostics.resize(quiet);
+    }
+  }
+  std::string script = row_fused ? std::string() : tile_and_vectorize_script(*module, threads);
+  if (dump && !row_fused) write_file(stem + ".transform.mlir", script);
   if (!script.empty()) {
     OwningOpRef<ModuleOp> td = parseSourceString<ModuleOp>(script, &ctx);
     if (!td) return fail("parsing the tiling script");
@@ -292,6 +363,8 @@ std::unique_ptr<CompiledKernel> compile_cpu(const Program& p, const CompileOptio
   run(lower_passes.c_str(), "bufferization and lowering to LLVM");
   if (dump) write_file(stem + ".lowered.mlir", print(*module));
   kernel->passes_ms = ms_since(t1);
+  if (use_disk) store_cached_module(disk_path, disk_header(options.cache_key), print(*module));
+  }
 
   auto t2 = Clock::now();
   auto tmb = llvm::orc::JITTargetMachineBuilder::detectHost();
@@ -309,7 +382,10 @@ std::unique_ptr<CompiledKernel> compile_cpu(const Program& p, const CompileOptio
   int64_t largest = 0;
   for (const AbstractArray& t : p.types) largest = std::max<int64_t>(largest, t.size());
   const bool small = largest < (int64_t(1) << 16);
-  auto optimize = makeOptimizingTransformer(small ? 0 : 3, 0, tm->get());
+  // FLUXION_JIT_LLVM_OPT=0..3 fixes LLVM's level for every kernel (compile time against speed).
+  int opt = small ? 0 : 3;
+  if (const char* e = std::getenv("FLUXION_JIT_LLVM_OPT")) opt = std::clamp(std::atoi(e), 0, 3);
+  auto optimize = makeOptimizingTransformer(unsigned(opt), 0, tm->get());
   ExecutionEngineOptions eo;
   std::string ll_path = dump ? stem + ".ll" : std::string();
   // ExecutionEngineOptions::transformer is a function_ref: the callable must outlive create().
@@ -324,7 +400,8 @@ std::unique_ptr<CompiledKernel> compile_cpu(const Program& p, const CompileOptio
     return e;
   };
   eo.transformer = transform;
-  eo.jitCodeGenOptLevel = small ? llvm::CodeGenOptLevel::None : llvm::CodeGenOptLevel::Aggressive;
+  eo.jitCodeGenOptLevel = opt == 0 ? llvm::CodeGenOptLevel::None : opt == 1 ? llvm::CodeGenOptLevel::Less
+                         : opt == 2 ? llvm::CodeGenOptLevel::Default : llvm::CodeGenOptLevel::Aggressive;
   static const llvm::StringRef omp_libs[] = {kLibOmp};
   if (threads > 1) eo.sharedLibPaths = omp_libs;
   auto engine = ExecutionEngine::create(*module, eo, std::move(*tm));

@@ -33,7 +33,8 @@ int64_t largest_divisor_at_most(int64_t n, int64_t cap) {
 
 struct Plan {
   int64_t forall_chunk = 0;   // tile of loop 0 for scf.forall (0: no threads)
-  std::vector<int64_t> tile;  // scf.for tile sizes (all 0: none)
+  std::vector<int64_t> tile;  // scf.for tile sizes (all 0: none), in the loop order after `swap`
+  bool swap = false;          // interchange the two loops first (column reductions)
 };
 
 Plan plan_for(linalg::GenericOp g, int num_threads) {
@@ -61,8 +62,28 @@ Plan plan_for(linalg::GenericOp g, int num_threads) {
   for (OpOperand* in : g.getDpsInputOperands()) {
     AffineMap m = g.getMatchingIndexingMap(in);
     if (m.getNumResults() == 0) continue;
+    // A size-1 dim broadcast along the row ((d0, 0): one value per row) reads like a scalar per row.
+    if (auto c = dyn_cast<AffineConstantExpr>(m.getResult(m.getNumResults() - 1)); c && c.getValue() == 0) continue;
     auto last = dyn_cast<AffineDimExpr>(m.getResult(m.getNumResults() - 1));
     if (!last || last.getPosition() != n - 1) contiguous = false;
+  }
+  // A column reduction (one parallel loop, then one reduction loop over rows, every input
+  // contiguous along the parallel loop): interchange the loops so that the rows are the outer
+  // loop and each step adds one contiguous vector of columns to the accumulator. Tiled as is, it
+  // vectorized across rows into vector<32x1> pieces (thousands of 1-lane ops to compile, slow).
+  if (n == 2 && is_par(0) && !is_par(1)) {
+    bool columns_contiguous = true;
+    for (OpOperand* in : g.getDpsInputOperands()) {
+      AffineMap m = g.getMatchingIndexingMap(in);
+      if (m.getNumResults() == 0) continue;
+      auto last = dyn_cast<AffineDimExpr>(m.getResult(m.getNumResults() - 1));
+      if (!last || last.getPosition() != 0) columns_contiguous = false;
+    }
+    if (columns_contiguous && !contiguous) {
+      plan.swap = true;
+      plan.tile = {1, largest_divisor_at_most(ranges[0], 64)};
+      return plan;
+    }
   }
   if (innermost_reduction && num_red == 1 && contiguous) {
     // row reduction
@@ -80,8 +101,10 @@ Plan plan_for(linalg::GenericOp g, int num_threads) {
     }
   }
   // Threads: chunks of the outermost loop when it is parallel and the op is big enough to pay
-  // for a fork (~64K elements of work).
-  if (num_threads > 1 && is_par(0) && work >= (int64_t(1) << 16)) {
+  // for a fork and join: 1M elements of work. At 64K, kernels made of many mid-size ops (the MLP
+  // training step: a dozen 128K-400K-element loops) ran 2-3x slower with 2 threads than with one on
+  // a shared VM, where each join waits for a descheduled thread (docs/jit.md).
+  if (num_threads > 1 && is_par(0) && work >= (int64_t(1) << 20)) {
     const int64_t extent = ranges[0], unit = plan.tile[0];
     const int64_t units = extent / unit;
     for (int64_t k = int64_t(num_threads); k <= std::min<int64_t>(units, int64_t(num_threads) * 16); ++k)
@@ -107,6 +130,96 @@ std::string handle_types(size_t results) {
 
 }  // namespace
 
+std::string row_fusion_script(ModuleOp module, int num_threads) {
+  std::vector<linalg::GenericOp> generics;
+  bool only_generics = true;
+  module.walk<WalkOrder::PreOrder>([&](Operation* op) {
+    if (auto g = dyn_cast<linalg::GenericOp>(op)) {
+      generics.push_back(g);
+      return WalkResult::skip();
+    }
+    const llvm::StringRef name = op->getName().getStringRef();
+    if (!(isa<ModuleOp>(op) || name == "func.func" || name == "func.return" || name == "tensor.empty" ||
+          name == "arith.constant" || name == "bufferization.to_tensor" || name == "bufferization.materialize_in_destination"))
+      only_generics = false;
+    return WalkResult::advance();
+  });
+  if (!only_generics || generics.size() < 3) return {};
+  int64_t rows = -1, work = 0;
+  bool multi_use = false;
+  for (linalg::GenericOp g : generics) {
+    SmallVector<int64_t> ranges = g.getStaticLoopRanges();
+    auto iters = g.getIteratorTypesArray();
+    if (ranges.empty() || iters[0] != utils::IteratorType::parallel || g.getNumDpsInits() != 1) return {};
+    if (rows < 0) rows = ranges[0];
+    if (ranges[0] != rows) return {};
+    AffineMap out_map = g.getMatchingIndexingMap(g.getDpsInitOperand(0));
+    if (out_map.getNumResults() == 0) return {};
+    auto d0 = dyn_cast<AffineDimExpr>(out_map.getResult(0));
+    if (!d0 || d0.getPosition() != 0) return {};
+    int64_t w = 1;
+    for (int64_t r : ranges) w *= r;
+    work = std::max(work, w);
+    int users = 0;
+    for (Operation* u : g->getResult(0).getUsers()) users += isa<linalg::GenericOp>(u) ? 1 : 0;
+    multi_use = multi_use || users > 1;
+  }
+  const int64_t block = 8;
+  if (!multi_use || rows % block != 0 || rows < block * 2 || work < (int64_t(1) << 16)) return {};
+
+  std::ostringstream s;
+  s << "module attributes {transform.with_named_sequence} {\n"
+       "transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n";
+  const size_t last = generics.size() - 1;
+  std::vector<Plan> plans;
+  for (size_t k = 0; k < generics.size(); ++k) {
+    generics[k]->setAttr("fx_tag", IntegerAttr::get(IntegerType::get(module.getContext(), 64), int64_t(k)));
+    plans.push_back(plan_for(generics[k], 1));
+    if (plans.back().swap) return {};  // a column reduction does not run over row blocks
+  }
+  auto match = [&](size_t k, const std::string& in) {
+    return "transform.structured.match ops{[\"linalg.generic\"]} attributes {fx_tag = " + std::to_string(k) + " : i64} in " +
+           in + " : (!transform.any_op) -> !transform.any_op\n";
+  };
+  std::vector<int64_t> chunk(size_t(generics[last].getNumLoops()), 0);
+  chunk[0] = block;
+  s << "  %last = " << match(last, "%root");
+  s << "  %tl, %c" << last << " = transform.structured.tile_using_forall %last tile_sizes " << sizes(chunk) << " : "
+    << handle_types(2) << "\n";
+  std::string loop = "%c" + std::to_string(last);
+  for (size_t k = last; k-- > 0;) {
+    s << "  %g" << k << " = " << match(k, "%root");
+    s << "  %f" << k << ", %c" << k << " = transform.structured.fuse_into_containing_op %g" << k << " into " << loop
+      << " : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)\n";
+    loop = "%c" + std::to_string(k);
+  }
+  for (size_t k = 0; k < generics.size(); ++k) {
+    std::vector<int64_t> tile = plans[k].tile;
+    if (tile.empty()) continue;
+    tile[0] = std::min<int64_t>(tile[0], block);
+    bool any = false;
+    for (int64_t x : tile) any = any || x > 1;
+    if (!any) continue;
+    s << "  %i" << k << " = " << match(k, loop);
+    size_t loops = 0;
+    for (int64_t x : tile) loops += x != 0;
+    s << "  %t" << k;
+    for (size_t i = 0; i < loops; ++i) s << ", %l" << k << "_" << i;
+    s << " = transform.structured.tile_using_for %i" << k << " tile_sizes " << sizes(tile) << " : " << handle_types(1 + loops)
+      << "\n";
+  }
+  s << "  %f = transform.structured.match ops{[\"func.func\"]} in %root : (!transform.any_op) -> !transform.any_op\n"
+       "  %v = transform.structured.vectorize_children_and_apply_patterns %f : (!transform.any_op) -> !transform.any_op\n"
+       "  transform.apply_patterns to %v {\n"
+       "    transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = \"innerreduction\"\n"
+       "  } : !transform.any_op\n"
+       "  transform.yield\n"
+       "}\n"
+       "}\n";
+  (void)num_threads;  // the forall becomes OpenMP chunks or a plain loop in the lowering passes
+  return s.str();
+}
+
 std::string tile_and_vectorize_script(ModuleOp module, int num_threads) {
   std::vector<linalg::GenericOp> generics;
   module.walk([&](linalg::GenericOp g) { generics.push_back(g); });
@@ -125,6 +238,11 @@ std::string tile_and_vectorize_script(ModuleOp module, int num_threads) {
     s << "  %g" << t << " = transform.structured.match ops{[\"linalg.generic\"]} attributes {fx_tag = " << t
       << " : i64} in %root : (!transform.any_op) -> !transform.any_op\n";
     std::string op = "%g" + t;
+    if (plan.swap) {
+      s << "  %x" << t << " = transform.structured.interchange " << op
+        << " iterator_interchange = [1, 0] : (!transform.any_op) -> !transform.any_op\n";
+      op = "%x" + t;
+    }
     if (plan.forall_chunk > 0) {
       std::vector<int64_t> chunk(plan.tile.size(), 0);
       chunk[0] = plan.forall_chunk;

@@ -10,4 +10,13 @@ namespace fluxion::lowering {
 /// tiles and vectorizes each one (empty when there is nothing to do). See tiling.cpp for the plan.
 std::string tile_and_vectorize_script(mlir::ModuleOp module, int num_threads);
 
+/// Row tile-and-fuse (softmax, layernorm): when the kernel is only generics that all run over the
+/// same rows (loop 0 parallel, one extent), and some result has several users (which elementwise
+/// fusion leaves as a full-size temporary), the script tiles the last generic by blocks of 8 rows
+/// in an scf.forall, fuses every other generic into it, then tiles each by its own plan and
+/// vectorizes: the temporaries shrink to 8 rows. Tags the generics as tile_and_vectorize_script
+/// does; empty when the kernel does not qualify. The caller falls back to the plain script if
+/// the transform fails.
+std::string row_fusion_script(mlir::ModuleOp module, int num_threads);
+
 }  // namespace fluxion::lowering

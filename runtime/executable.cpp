@@ -31,6 +31,7 @@ Executable::Executable(std::shared_ptr<lowering::CompiledKernel> kernel, std::ve
 double Executable::lower_ms() const { return kernel_->lower_ms; }
 double Executable::passes_ms() const { return kernel_->passes_ms; }
 double Executable::llvm_ms() const { return kernel_->llvm_ms; }
+bool Executable::from_disk_cache() const { return kernel_->from_disk_cache; }
 
 std::vector<Array> Executable::run(std::span<const Array> inputs) const {
   if (inputs.size() != in_avals_.size())
@@ -67,7 +68,7 @@ std::vector<Array> Executable::run(std::span<const Array> inputs) const {
 }
 
 std::string fingerprint(const Program& p, const Device& device) {
-  return device.name + "/t" + std::to_string(device.num_threads) + "\n" + p.str();
+  return device.name + "/t" + std::to_string(device.num_threads) + "/mm-" + device.matmul + "\n" + p.str();
 }
 
 namespace {
@@ -116,9 +117,20 @@ std::shared_ptr<const Executable> compile(const Program& p, const Device& device
     try {
       lowering::CompileOptions options;
       options.num_threads = device.num_threads;
+      options.matmul = device.matmul == "eigen"       ? lowering::MatmulPath::eigen
+                       : device.matmul == "generated" ? lowering::MatmulPath::generated
+                                                      : lowering::MatmulPath::automatic;
       if (const char* dir = std::getenv("FLUXION_DUMP")) options.dump_dir = dir;
       options.dump_name = hex_hash(key);
+      if (const char* dir = std::getenv("FLUXION_CACHE_DIR"); dir && *dir) {
+        options.cache_dir = dir;
+        options.cache_key = key;
+      }
       std::shared_ptr<lowering::CompiledKernel> k = lowering::compile_cpu(p, options);
+      if (k->from_disk_cache) {
+        std::lock_guard<std::mutex> lock(c.mutex);
+        ++c.stats.disk_hits;
+      }
       std::vector<AbstractArray> in = p.in_avals();
       for (int32_t v : p.constvars) in.push_back(p.type(v));
       e->exe = std::make_shared<Executable>(std::move(k), std::move(in), p.out_avals(), key);
@@ -128,6 +140,11 @@ std::shared_ptr<const Executable> compile(const Program& p, const Device& device
   });
   if (e->error) std::rethrow_exception(e->error);
   return e->exe;
+}
+
+void clear_cache() {
+  std::lock_guard<std::mutex> lock(cache().mutex);
+  cache().entries.clear();
 }
 
 CacheStats cache_stats() {

@@ -24,6 +24,9 @@ namespace runtime {
 struct Device {
   std::string name;     // "cpu"
   int num_threads = 1;  // threads of the compiled kernels' outer loops
+  /// How dot_general is compiled: "auto" (Eigen for float32/float64 matmuls with at least
+  /// 32^3 multiply-adds, generated code otherwise), "eigen" or "generated" (benchmarks compare them).
+  std::string matmul = "auto";
 };
 
 /// The host CPU. Its thread count is FLUXION_NUM_THREADS, or the number of cores.
@@ -44,6 +47,8 @@ class Executable {
   double lower_ms() const;
   double passes_ms() const;
   double llvm_ms() const;
+  /// Whether the kernel was read back from the on-disk cache (FLUXION_CACHE_DIR).
+  bool from_disk_cache() const;
 
  private:
   std::shared_ptr<lowering::CompiledKernel> kernel_;
@@ -62,8 +67,12 @@ std::shared_ptr<const Executable> compile(const Program& p, const Device& device
 struct CacheStats {
   int64_t compiles = 0;  // keys compiled (successfully or not)
   int64_t hits = 0;      // lookups answered from the cache
+  int64_t disk_hits = 0;  // compiles answered from FLUXION_CACHE_DIR (lowering and MLIR passes skipped)
 };
 CacheStats cache_stats();
+/// Forgets every in-memory entry (executables already handed out stay valid), as a new process
+/// would start; with FLUXION_CACHE_DIR set, the next compiles read the kernels back from disk.
+void clear_cache();
 
 }  // namespace runtime
 }  // namespace fluxion

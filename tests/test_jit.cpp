@@ -3,7 +3,11 @@
 #include <doctest/doctest.h>
 #include <fluxion.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <set>
 #include <thread>
 
@@ -13,6 +17,10 @@
 namespace fx = fluxion;
 
 namespace {
+// bind with the operands as a braced list.
+fx::Array bind1v(fx::Prim p, std::vector<fx::Array> in, const fx::Params& params, FLUXION_LOC) {
+  return fx::bind1(p, in, params, loc);
+}
 std::vector<float> ramp(int64_t n, float lo, float hi) {
   std::vector<float> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[size_t(i)] = lo + (hi - lo) * float(i) / float(std::max<int64_t>(n - 1, 1));
@@ -165,9 +173,7 @@ TEST_CASE("jit: row sums, matmul and a broadcasting program against eval") {
 
 // The primitives that still run only eagerly (docs/jit.md lists them). A new lowering must take its
 // primitive off this list, and a new primitive without a lowering fails here.
-const std::set<std::string> kEagerOnly = {"cumsum",  "dynamic_slice", "dynamic_update_slice", "gather",      "scatter",
-                                          "scatter_add", "sort",      "polygamma",            "threefry2x32",
-                                          // wrappers: jit inlines their bodies before lowering
+const std::set<std::string> kEagerOnly = {// wrappers: jit inlines their bodies before lowering
                                           "custom_jvp_call", "custom_vjp_call", "checkpoint",
                                           // only ever transposed, never evaluated forward
                                           "custom_vjp_linear"};
@@ -180,21 +186,133 @@ TEST_CASE("jit: lowering registry: every primitive is lowered or on the eager-on
   }
 }
 
-TEST_CASE("jit: a primitive without a lowering raises CompileError naming it and the user's line") {
-  auto jf = fx::jit([](const fx::Array& x) { return fx::cumsum(fx::exp(x), 0); });  // line of the cumsum
-  const int line = __LINE__ - 1;
+// gather with a batch_dims param (the vmap form, not lowered yet) must be refused, never compiled
+// as the plain form.
+TEST_CASE("jit: a primitive form without a lowering raises CompileError naming it and the user's line") {
+  auto jf = fx::jit([](const fx::Array& x, const fx::Array& i) {
+    fx::Params params{{"axis", int64_t(1)}, {"batch_dims", int64_t(1)}};
+    return bind1v(fx::Prim::gather, {fx::exp(x), i}, params);  // line of the gather
+  });
+  const int line = __LINE__ - 2;
+  fx::Array x = fx::array(ramp(6, 0, 1), fx::Shape{2, 3});
+  fx::Array i = fx::array(std::vector<int32_t>{0, 2});
   try {
-    jf(fx::array({1.f, 2.f, 3.f}));
+    jf(x, i);
     FAIL("no CompileError");
   } catch (const fx::CompileError& e) {
     std::string msg = e.what();
     CAPTURE(msg);
     CHECK(msg.rfind("CompileError", 0) == 0);
-    CHECK(msg.find("'cumsum'") != std::string::npos);
+    CHECK(msg.find("'gather'") != std::string::npos);
+    CHECK(msg.find("batch_dims") != std::string::npos);
     CHECK(msg.find("test_jit.cpp:" + std::to_string(line)) != std::string::npos);
   }
   // The failure is remembered, not retried, and raised again.
-  CHECK_THROWS_AS(jf(fx::array({1.f, 2.f, 3.f})), fx::CompileError);
+  CHECK_THROWS_AS(jf(x, i), fx::CompileError);
+}
+
+namespace {
+template <class T>
+void check_same(const fx::Array& got, const fx::Array& want, double rtol = 0) {
+  REQUIRE(got.aval() == want.aval());
+  auto g = got.to_vector<T>(), w = want.to_vector<T>();
+  size_t bad = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const double a = double(g[i]), b = double(w[i]);
+    if (std::isnan(b) || std::isinf(b)) bad += !(std::isnan(b) ? std::isnan(a) : a == b);
+    else bad += rtol == 0 ? !(a == b) : !(std::fabs(a - b) <= rtol * (1 + std::fabs(b)));
+  }
+  CHECK(bad == 0);
+}
+}  // namespace
+
+TEST_CASE("jit: threefry2x32 (random bits) matches eager bit for bit") {
+  auto f = [](const fx::Array& key) {
+    auto [k1, k2] = fx::random::split(key);
+    return std::make_tuple(fx::random::bits(k1, {5, 7}), fx::random::uniform(k2, {1000}), fx::random::normal(k1, {33}));
+  };
+  fx::Array key = fx::random::key(42);
+  auto [b, u, n] = fx::jit(f)(key);
+  auto [b0, u0, n0] = f(key);
+  check_same<uint32_t>(b, b0);
+  check_same<float>(u, u0, 1e-6);
+  check_same<float>(n, n0, 2e-5);  // the normal's erfinv/log go through the polynomial math
+  // Per-counter keys (both key operands with the counters' shape).
+  fx::Array k0 = fx::array(std::vector<uint32_t>{0, 1, 2, 0xffffffffu}), x0 = fx::array(std::vector<uint32_t>{0, 5, 9, 3});
+  auto g = [](const fx::Array& k, const fx::Array& x) {
+    auto r = fx::bind(fx::Prim::threefry2x32, std::vector<fx::Array>{k, k + x, x, x * x}, fx::Params{}, std::source_location::current());
+    return std::make_tuple(r[0], r[1]);
+  };
+  auto [y0, y1] = fx::jit(g)(k0, x0);
+  auto [w0, w1] = g(k0, x0);
+  check_same<uint32_t>(y0, w0);
+  check_same<uint32_t>(y1, w1);
+}
+
+TEST_CASE("jit: polygamma (a library call) matches eager") {
+  fx::Array x = fx::array(ramp(257, -3.3f, 9.f));
+  for (int64_t m : {0, 1, 3}) {
+    CAPTURE(m);
+    auto f = [m](const fx::Array& a) { return fx::polygamma(m, a * 2) + 1; };
+    check_same<float>(fx::jit(f)(x), f(x), 1e-6);
+    fx::Array xd = fx::astype(x, fx::float64);
+    check_same<double>(fx::jit(f)(xd), f(xd), 1e-14);
+  }
+}
+
+TEST_CASE("jit: sort (a library call) on temporaries, several operands, inside a larger kernel") {
+  const int64_t R = 300, C = 257;
+  fx::Array m = fx::sin(fx::array(ramp(R * C, -40, 40), fx::Shape{R, C}) * 7);
+  auto f = [](const fx::Array& a) {
+    fx::Array s = fx::sort(fx::exp(a) * 3, 1);
+    fx::Array cols = fx::sort(a, 0);
+    return std::make_tuple(s + 1, fx::sum(s, {1}), cols, fx::argsort(a, 1));
+  };
+  auto [s, t, cols, idx] = fx::jit(f)(m);
+  auto [s0, t0, cols0, idx0] = f(m);
+  check_same<float>(s, s0, 1e-6);
+  check_same<float>(t, t0, 1e-5);
+  check_same<float>(cols, cols0);
+  check_same<int32_t>(idx, idx0);
+}
+
+TEST_CASE("jit: scatter keeps the last duplicate, scatter_add accumulates them, both drop out-of-range indices") {
+  fx::Array x = fx::array(ramp(4 * 6, -1, 1), fx::Shape{4, 6});
+  fx::Array idx = fx::array(std::vector<int32_t>{5, 0, 5, -1, 6, 2, 5});
+  fx::Array upd = fx::array(ramp(4 * 7, 3, 9), fx::Shape{4, 7});
+  auto f = [](const fx::Array& x, const fx::Array& i, const fx::Array& u) {
+    fx::Params p{{"axis", int64_t(1)}};
+    return std::make_tuple(bind1v(fx::Prim::scatter, {x * 2, i, u}, p), bind1v(fx::Prim::scatter_add, {x, i, u + 1}, p),
+                           bind1v(fx::Prim::gather, {x, i}, p));
+  };
+  auto [a, b, g] = fx::jit(f)(x, idx, upd);
+  auto [a0, b0, g0] = f(x, idx, upd);
+  check_same<float>(a, a0);
+  check_same<float>(b, b0, 1e-6);
+  check_same<float>(g, g0);  // gather clamps -1 and 6
+}
+
+TEST_CASE("jit: cumsum forward and reverse, dynamic_slice and dynamic_update_slice with clamped starts") {
+  fx::Array x = fx::array(ramp(5 * 8 * 3, -2, 7), fx::Shape{5, 8, 3});
+  fx::Array xi = fx::array(std::vector<int32_t>{1, -7, 2147483647, 9, 4, 0}, fx::Shape{2, 3});
+  auto f = [](const fx::Array& x, const fx::Array& xi, const fx::Array& i, const fx::Array& j) {
+    fx::Array fwd = fx::cumsum(x, 1);
+    fx::Array rev = bind1v(fx::Prim::cumsum, {x * x}, fx::Params{{"axis", int64_t(2)}, {"reverse", true}});
+    fx::Array win = fx::dynamic_slice(x, {i, j, 0}, {2, 3, 3});
+    fx::Array put = bind1v(fx::Prim::dynamic_update_slice, {x, win * 10, j, i, fx::scalar(int32_t(1))}, {});
+    return std::make_tuple(fwd, rev, win, put, fx::cumsum(xi, 0));
+  };
+  for (int32_t i : {0, 2, 4, -3, 100}) {
+    CAPTURE(i);
+    fx::Array ai = fx::scalar(i), aj = fx::scalar(int32_t(7 - i));
+    auto [a, b, c, d, e] = fx::jit(f)(x, xi, ai, aj);
+    auto [a0, b0, c0, d0, e0] = f(x, xi, ai, aj);
+    check_same<float>(a, a0, 1e-6);
+    check_same<float>(b, b0, 1e-6);
+    check_same<float>(c, c0);
+    check_same<float>(d, d0);
+    check_same<int32_t>(e, e0);
+  }
 }
 
 TEST_CASE("jit: large kernels (threaded outer loops when the device has several threads)") {
@@ -217,4 +335,157 @@ TEST_CASE("jit: large kernels (threaded outer loops when the device has several 
   close(s, s0, 1e-5);
   close(mx, mx0, 0);
   MESSAGE("device threads: " << fx::runtime::cpu_device().num_threads);
+}
+
+// dot_general through Eigen (the automatic choice for these sizes) and through generated code, in
+// every operand orientation Eigen takes, batched and not, float32 and float64.
+TEST_CASE("jit: matmul through Eigen and through generated code agree with eager") {
+  const int64_t B = 3, M = 40, K = 50, N = 36;
+  for (fx::DType d : {fx::float32, fx::float64}) {
+    for (int orient = 0; orient < 4; ++orient) {
+      for (bool batched : {false, true}) {
+        const bool tl = orient & 1, tr = orient & 2;
+        CAPTURE(fx::dtype_name(d));
+        CAPTURE(orient);
+        CAPTURE(batched);
+        fx::Shape ls = tl ? fx::Shape{K, M} : fx::Shape{M, K}, rs = tr ? fx::Shape{N, K} : fx::Shape{K, N};
+        if (batched) {
+          ls = fx::Shape{B, ls[0], ls[1]};
+          rs = fx::Shape{B, rs[0], rs[1]};
+        }
+        const int64_t nb = batched ? 1 : 0;
+        fx::Array a = fx::astype(fx::sin(fx::array(ramp(ls.numel(), -9, 9), ls)), d);
+        fx::Array b = fx::astype(fx::cos(fx::array(ramp(rs.numel(), -5, 7), rs)), d);
+        fx::Params p{{"lhs_batch", batched ? fx::IntList{0} : fx::IntList{}},
+                     {"rhs_batch", batched ? fx::IntList{0} : fx::IntList{}},
+                     {"lhs_contracting", fx::IntList{tl ? nb : nb + 1}},
+                     {"rhs_contracting", fx::IntList{tr ? nb + 1 : nb}}};
+        auto f = [&p](const fx::Array& x, const fx::Array& y) { return bind1v(fx::Prim::dot_general, {x, y}, p) * 2; };
+        fx::Array want = f(a, b);
+        const double rtol = d == fx::float32 ? 1e-5 : 1e-12;
+        if (d == fx::float32) check_same<float>(fx::jit(f)(a, b), want, rtol);
+        else check_same<double>(fx::jit(f)(a, b), want, rtol);
+        fx::Program prog = fx::make_ir(f)(a, b);
+        for (const char* path : {"eigen", "generated"}) {
+          CAPTURE(path);
+          fx::runtime::Device dev = fx::runtime::cpu_device();
+          dev.matmul = path;
+          std::vector<fx::Array> got = fx::runtime::compile(prog, dev)->run(std::vector<fx::Array>{a, b});
+          if (d == fx::float32) check_same<float>(got[0], want, rtol);
+          else check_same<double>(got[0], want, rtol);
+        }
+      }
+    }
+  }
+}
+
+// FLUXION_CACHE_DIR: a compile stores the lowered kernel on disk; after the in-memory cache is
+// cleared (what a new process sees) the same fingerprint is read back, skipping lowering and the
+// MLIR passes, and computes the same results. A damaged file is a miss, never an error.
+TEST_CASE("jit: the on-disk cache serves a fresh in-memory cache") {
+  const std::string dir = "/tmp/fluxion_test_cache_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const char* old = std::getenv("FLUXION_CACHE_DIR");
+  const std::string saved = old ? old : "";
+  setenv("FLUXION_CACHE_DIR", dir.c_str(), 1);
+  fx::runtime::Device dev = fx::runtime::cpu_device();
+  dev.name = "cpu-disk-cache-test";  // a fingerprint no other test compiled
+  auto f = [](const fx::Array& x, const fx::Array& i) {
+    return std::make_tuple(fx::sum(fx::exp(x) * 3.f, {1}), fx::sort(x, 0), fx::cumsum(x, 1), fx::take(x, i, 1));
+  };
+  fx::Array x = fx::array(ramp(64 * 300, -4, 4), fx::Shape{64, 300});
+  fx::Array i = fx::array(std::vector<int32_t>{3, 299, 0, 7});
+  fx::Program p = fx::make_ir(f)(x, i);
+  std::vector<fx::Array> args{x, i};
+  auto first = fx::runtime::compile(p, dev);
+  CHECK_FALSE(first->from_disk_cache());
+  std::vector<fx::Array> want = first->run(args);
+  size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) files += e.path().extension() == ".fxkernel";
+  CHECK(files == 1);
+
+  fx::runtime::clear_cache();
+  const int64_t disk_hits = fx::runtime::cache_stats().disk_hits;
+  auto second = fx::runtime::compile(p, dev);
+  CHECK(second->from_disk_cache());
+  CHECK(fx::runtime::cache_stats().disk_hits == disk_hits + 1);
+  CHECK(second != first);
+  std::vector<fx::Array> got = second->run(args);
+  REQUIRE(got.size() == want.size());
+  for (size_t k = 0; k < got.size(); ++k) {
+    if (want[k].dtype() == fx::float32) check_same<float>(got[k], want[k]);
+    else check_same<int32_t>(got[k], want[k]);
+  }
+  // A different program is not served by that file.
+  fx::Program other = fx::make_ir([](const fx::Array& x) { return fx::sum(x * 2.f); })(x);
+  CHECK_FALSE(fx::runtime::compile(other, dev)->from_disk_cache());
+
+  // Damage every file: the next fresh compile misses, compiles and still computes the same.
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    std::ofstream(e.path(), std::ios::binary | std::ios::trunc) << "fluxion-kernel v1 mlir-19\ngarbage";
+  }
+  fx::runtime::clear_cache();
+  auto third = fx::runtime::compile(p, dev);
+  CHECK_FALSE(third->from_disk_cache());
+  got = third->run(args);
+  for (size_t k = 0; k < got.size(); ++k) {
+    if (want[k].dtype() == fx::float32) check_same<float>(got[k], want[k]);
+    else check_same<int32_t>(got[k], want[k]);
+  }
+  if (old) setenv("FLUXION_CACHE_DIR", saved.c_str(), 1);
+  else unsetenv("FLUXION_CACHE_DIR");
+  std::filesystem::remove_all(dir);
+}
+
+// Row tile-and-fuse: softmax and layernorm over rows (a result with several users inside the
+// row loop) compile to one forall over blocks of 8 rows with every op fused in (the dump's
+// transform script says so), and match eager.
+TEST_CASE("jit: softmax and layernorm rows are tiled and fused, and match eager") {
+  const std::string dir = "/tmp/fluxion_test_rowfuse_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  setenv("FLUXION_DUMP", dir.c_str(), 1);
+  fx::Array x = fx::sin(fx::array(ramp(512 * 384, -300, 300), fx::Shape{512, 384})) * 6.f;
+  auto softmax = [](const fx::Array& x) { return fx::nn::softmax(x, -1); };
+  auto layernorm = [](const fx::Array& x) {
+    fx::Array mu = fx::mean(x, {1}, true);
+    fx::Array var = fx::mean((x - mu) * (x - mu), {1}, true);
+    return (x - mu) / fx::sqrt(var + 1e-5f) * 1.5f + 0.25f;
+  };
+  fx::runtime::Device dev = fx::runtime::cpu_device();
+  dev.name = "cpu-rowfuse-test";
+  for (auto* f : {+softmax, +layernorm}) {
+    fx::Program p = fx::make_ir(f)(x);
+    auto exe = fx::runtime::compile(p, dev);
+    check_same<float>(exe->run(std::vector<fx::Array>{x})[0], f(x), 2e-5);
+    check_same<float>(fx::jit(f)(x), f(x), 2e-5);
+  }
+  unsetenv("FLUXION_DUMP");
+  int fused_scripts = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().string().find(".transform.mlir") == std::string::npos) continue;
+    std::ifstream in(e.path());
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    fused_scripts += text.find("fuse_into_containing_op") != std::string::npos;
+  }
+  CHECK(fused_scripts >= 2);
+  std::filesystem::remove_all(dir);
+}
+
+// A reduction whose input is read across rows (sum over the rows of a transposed matrix) is
+// compiled with its loops interchanged (rows outer, contiguous columns in vectors).
+TEST_CASE("jit: reductions of transposed inputs (interchanged loops) match eager") {
+  for (fx::Shape s : {fx::Shape{300, 128}, fx::Shape{64, 7}, fx::Shape{1000, 96}}) {
+    fx::Array x = fx::sin(fx::array(ramp(s.numel(), -50, 50), s));
+    auto f = [](const fx::Array& x) {
+      fx::Array t = fx::transpose(x);
+      return std::make_tuple(fx::sum(t, {1}), fx::max(t * 2.f, {1}), fx::sum(fx::exp(t), {1}));
+    };
+    auto [a, b, c] = fx::jit(f)(x);
+    auto [a0, b0, c0] = f(x);
+    check_same<float>(a, a0, 2e-5);
+    check_same<float>(b, b0);
+    check_same<float>(c, c0, 2e-5);
+  }
 }

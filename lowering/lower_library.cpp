@@ -1,0 +1,133 @@
+// Library calls: an eqn whose work a C function of the runtime does (runtime/library_calls.h).
+// sort and polygamma call the reference kernel itself (sorting networks and the polygamma series
+// gain nothing from generated code); dot_general may call Eigen (lower_dot_general.cpp decides).
+//
+// In the module a call is a private wrapper `@fx_libcall_N(memref...)` that stores the static
+// integers and the buffers' addresses into a stack array and calls the C function with it. The
+// kernel passes the wrapper memrefs (inputs: `to_memref read_only`, outputs: fresh allocations it
+// then reads as tensors), so buffer deallocation sees every buffer used by the call and frees it
+// only after; `inline` later folds the wrapper into the kernel.
+#include <mlir/Dialect/Bufferization/IR/Bufferization.h>
+#include <mlir/Dialect/MemRef/IR/MemRef.h>
+
+#include "ir/error.h"
+#include "lowering/lower.h"
+#include "runtime/library_calls.h"
+
+namespace fluxion::lowering {
+
+using namespace mlir;
+
+namespace {
+constexpr int64_t kMaxLibraryArgs = 64;  // the stack array every call passes
+}
+
+std::vector<Value> library_call(LowerCtx& c, const std::string& symbol, std::span<const Value> ins,
+                                std::span<const AbstractArray> in_avals, std::span<const AbstractArray> outs,
+                                std::span<const LibraryArg> layout) {
+  OpBuilder& b = c.b;
+  MLIRContext* ctx = b.getContext();
+  if (int64_t(layout.size()) > kMaxLibraryArgs)
+    throw CompileError("CompileError: jit: a library call (" + symbol + ") needs " + std::to_string(layout.size()) +
+                       " arguments; at most " + std::to_string(kMaxLibraryArgs) + " fit");
+  auto memref_of = [&](const AbstractArray& a) { return MemRefType::get(a.shape.dims(), storage_type(ctx, a.dtype)); };
+  SmallVector<Value> buffers;
+  SmallVector<Type> buffer_types;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    buffer_types.push_back(memref_of(in_avals[i]));
+    buffers.push_back(b.create<bufferization::ToMemrefOp>(c.loc, buffer_types.back(), ins[i], /*read_only=*/true));
+  }
+  for (size_t i = 0; i < outs.size(); ++i) {
+    buffer_types.push_back(memref_of(outs[i]));
+    Value dest = i < c.out_buffers.size() ? c.out_buffers[i] : Value();
+    buffers.push_back(dest ? dest
+                           : Value(b.create<memref::AllocOp>(c.loc, cast<MemRefType>(buffer_types.back()), b.getI64IntegerAttr(64))));
+  }
+
+  // The wrapper.
+  auto arg_array = MemRefType::get({kMaxLibraryArgs}, b.getI64Type());
+  func::FuncOp callee = c.external(symbol, TypeRange{arg_array}, TypeRange{});
+  func::FuncOp wrapper;
+  {
+    OpBuilder::InsertionGuard guard(b);
+    int n = 0;
+    while (c.module.lookupSymbol("fx_libcall_" + std::to_string(n))) ++n;
+    b.setInsertionPointToEnd(c.module.getBody());
+    wrapper = b.create<func::FuncOp>(c.loc, "fx_libcall_" + std::to_string(n), b.getFunctionType(buffer_types, {}));
+    wrapper.setPrivate();
+    Block* body = wrapper.addEntryBlock();
+    b.setInsertionPointToStart(body);
+    Value array = b.create<memref::AllocaOp>(c.loc, arg_array);
+    for (size_t i = 0; i < layout.size(); ++i) {
+      Value v;
+      if (layout[i].buffer >= 0) {
+        Value addr = b.create<memref::ExtractAlignedPointerAsIndexOp>(c.loc, body->getArgument(unsigned(layout[i].buffer)));
+        v = b.create<arith::IndexCastOp>(c.loc, b.getI64Type(), addr);
+      } else {
+        v = b.create<arith::ConstantOp>(c.loc, b.getI64IntegerAttr(layout[i].value));
+      }
+      Value idx = b.create<arith::ConstantIndexOp>(c.loc, int64_t(i));
+      b.create<memref::StoreOp>(c.loc, v, array, ValueRange{idx});
+    }
+    b.create<func::CallOp>(c.loc, callee, ValueRange{array});
+    b.create<func::ReturnOp>(c.loc);
+  }
+  b.create<func::CallOp>(c.loc, wrapper, buffers);
+  std::vector<Value> results;
+  for (size_t i = 0; i < outs.size(); ++i)
+    results.push_back(b.create<bufferization::ToTensorOp>(c.loc, buffers[ins.size() + i], /*restrict=*/true, /*writable=*/true));
+  return results;
+}
+
+namespace {
+
+// A param by key, or nullptr.
+const ParamValue* find_param(const Params& p, std::string_view key) {
+  for (const auto& [k, v] : p.entries())
+    if (k == key) return &v;
+  return nullptr;
+}
+
+// The reference kernel of e.prim through fluxion_rt_call_prim (layout in runtime/library_calls.h).
+std::vector<Value> call_reference_kernel(LowerCtx& c, const Eqn& e, std::span<const Operand> in,
+                                         std::span<const AbstractArray> out) {
+  for (const Operand& o : in)
+    if (o.aval.size() == 0) {
+      std::vector<Value> empties;
+      for (const AbstractArray& a : out) empties.push_back(empty(c, a));
+      return empties;
+    }
+  int count = 0;
+  const char* const* names = runtime::library_call_param_names(int(e.prim), &count);
+  std::vector<LibraryArg> layout{{int64_t(e.prim)}, {int64_t(in.size())}, {int64_t(out.size())}, {int64_t(count)}};
+  for (int i = 0; i < count; ++i) {
+    const ParamValue* v = find_param(e.params, names[i]);
+    if (!v) throw CompileError("CompileError: jit: " + std::string(prim_name(e.prim)) + " lacks the param " + names[i]);
+    layout.push_back({std::holds_alternative<bool>(*v) ? int64_t(std::get<bool>(*v)) : std::get<int64_t>(*v)});
+  }
+  std::vector<Value> tensors;
+  std::vector<AbstractArray> in_avals;
+  int buffer = 0;
+  auto describe = [&](const AbstractArray& a) {
+    layout.push_back({int64_t(a.dtype)});
+    layout.push_back({int64_t(a.ndim())});
+    for (int64_t d : a.shape) layout.push_back({d});
+    layout.push_back({0, buffer++});
+  };
+  for (const Operand& o : in) {
+    tensors.push_back(as_tensor(c, o));
+    in_avals.push_back(o.aval);
+    describe(o.aval);
+  }
+  for (const AbstractArray& a : out) describe(a);
+  return library_call(c, "fluxion_rt_call_prim", tensors, in_avals, out, layout);
+}
+
+}  // namespace
+
+void add_library_lowerings(LowerTable& t) {
+  t[size_t(Prim::sort)] = &call_reference_kernel;
+  t[size_t(Prim::polygamma)] = &call_reference_kernel;
+}
+
+}  // namespace fluxion::lowering

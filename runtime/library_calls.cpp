@@ -1,0 +1,90 @@
+// The C entry points of runtime/library_calls.h.
+#include "runtime/library_calls.h"
+
+#include <Eigen/Core>
+#include <vector>
+
+#include "ir/primitive.h"
+#include "prims/registry.h"
+
+namespace fluxion::runtime {
+
+const char* const* library_call_param_names(int prim, int* count) {
+  static const char* const sort_names[] = {"dimension", "is_stable", "num_keys"};
+  static const char* const polygamma_names[] = {"m"};
+  switch (Prim(prim)) {
+    case Prim::sort: *count = 3; return sort_names;
+    case Prim::polygamma: *count = 1; return polygamma_names;
+    default: *count = 0; return nullptr;
+  }
+}
+
+}  // namespace fluxion::runtime
+
+using namespace fluxion;
+
+extern "C" void fluxion_rt_call_prim(int64_t* a) {
+  const Prim prim = Prim(a[0]);
+  const int64_t n_in = a[1], n_out = a[2], n_params = a[3];
+  int count = 0;
+  const char* const* names = runtime::library_call_param_names(int(prim), &count);
+  Params params;
+  for (int64_t i = 0; i < n_params && i < count; ++i) {
+    if (std::string_view(names[i]) == "is_stable") params.set(names[i], a[4 + i] != 0);
+    else params.set(names[i], a[4 + i]);
+  }
+  int64_t* p = a + 4 + n_params;
+  std::vector<AbstractArray> avals(size_t(n_in + n_out));
+  std::vector<View> views(size_t(n_in + n_out));
+  for (size_t i = 0; i < avals.size(); ++i) {
+    const DType d = DType(*p++);
+    const int64_t rank = *p++;
+    Shape s;
+    for (int64_t k = 0; k < rank; ++k) s.push_back(*p++);
+    avals[i] = AbstractArray{s, d, false};
+    views[i] = View{reinterpret_cast<void*>(*p++), nullptr};
+  }
+  for (size_t i = 0; i < avals.size(); ++i) views[i].aval = &avals[i];
+  rules(prim).kernel(std::span<const View>(views.data(), size_t(n_in)),
+                     std::span<const View>(views.data() + n_in, size_t(n_out)), params);
+}
+
+namespace {
+template <class T, int LhsOrder, int RhsOrder>
+void matmul_as(int64_t* a) {
+  using Out = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using Lhs = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, LhsOrder>;
+  using Rhs = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, RhsOrder>;
+  const int64_t batch = a[1], m = a[2], n = a[3], k = a[4];
+  const T* lhs = reinterpret_cast<const T*>(a[7]);
+  const T* rhs = reinterpret_cast<const T*>(a[8]);
+  T* out = reinterpret_cast<T*>(a[9]);
+  for (int64_t b = 0; b < batch; ++b) {
+    Eigen::Map<const Lhs> x(lhs + b * m * k, m, k);
+    Eigen::Map<const Rhs> y(rhs + b * k * n, k, n);
+    Eigen::Map<Out> z(out + b * m * n, m, n);
+    z.noalias() = x * y;
+  }
+}
+
+// A transposed row-major operand is the same memory read column-major.
+template <class T>
+void matmul(int64_t* a) {
+  const bool tl = a[5] != 0, tr = a[6] != 0;
+  if (!tl && !tr) matmul_as<T, Eigen::RowMajor, Eigen::RowMajor>(a);
+  else if (tl && !tr) matmul_as<T, Eigen::ColMajor, Eigen::RowMajor>(a);
+  else if (!tl && tr) matmul_as<T, Eigen::RowMajor, Eigen::ColMajor>(a);
+  else matmul_as<T, Eigen::ColMajor, Eigen::ColMajor>(a);
+}
+}  // namespace
+
+namespace fluxion::runtime {
+bool matmul_avx512(const int64_t* a, bool is_double);  // matmul_native.cpp
+}
+
+extern "C" void fluxion_rt_matmul(int64_t* a) {
+  const bool is_double = DType(a[0]) == DType::float64;
+  if (runtime::matmul_avx512(a, is_double)) return;
+  if (is_double) matmul<double>(a);
+  else matmul<float>(a);
+}

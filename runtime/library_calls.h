@@ -1,0 +1,26 @@
+// C entry points that compiled kernels call for work better done by a library than by generated
+// code (sort, polygamma, matmul through Eigen). The JIT resolves them by name in the process.
+//
+// Each takes one int64_t array (the kernel builds it on its stack) so that one C signature serves
+// every shape: the array holds the static facts (dtypes, shapes, params) as integers and the
+// buffers as addresses. Nothing in it points at compile-time objects, so a kernel that calls them
+// can be cached on disk and reloaded by another process.
+#pragma once
+#include <cstdint>
+
+extern "C" {
+/// Runs the reference kernel of one primitive on runtime buffers. Layout:
+///   [prim, n_in, n_out, n_params, param values (in the order of library_call_param_names(prim))...,
+///    then per array (inputs, then outputs): dtype, rank, dims..., address]
+void fluxion_rt_call_prim(int64_t* args);
+/// Batched row-major matmul out[b] = lhs[b] @ rhs[b] through Eigen. Layout:
+///   [dtype (float32 or float64), batch, m, n, k, trans_lhs, trans_rhs, lhs, rhs, out], where lhs
+///   is [batch, m, k] ([batch, k, m] if trans_lhs) and rhs [batch, k, n] ([batch, n, k] if trans_rhs).
+void fluxion_rt_matmul(int64_t* args);
+}
+
+namespace fluxion::runtime {
+/// The integer params a primitive's library call passes, in order (bools as 0/1). Empty for a
+/// primitive that has no library call.
+const char* const* library_call_param_names(int prim, int* count);
+}  // namespace fluxion::runtime
