@@ -87,20 +87,16 @@ std::vector<Value> dynamic_update_slice_rule(LowerCtx& c, const Eqn&, std::span<
                                             index_attrs(c.b, update.shape), index_attrs(c.b, update.shape, 1))};
 }
 
-void reject_batch_dims(const Eqn& e, std::span<const Operand> in) {
+// batch_dims=n pairs the first n dims of x with the first n dims of the indices (absent: 0).
+int64_t batch_dims_of(const Eqn& e) {
   const ParamValue* v = find_param(e.params, "batch_dims");
-  if (!v) return;
-  const bool trivial = (std::holds_alternative<int64_t>(*v) && std::get<int64_t>(*v) == 0) ||
-                       (std::holds_alternative<IntList>(*v) && std::get<IntList>(*v).empty());
-  if (trivial) return;
-  std::vector<AbstractArray> avals;
-  for (const Operand& o : in) avals.push_back(o.aval);
-  op_error(ErrorKind::Compile, "jit", avals, e.loc,
-           "the primitive '" + std::string(prim_name(e.prim)) + "' with a batch_dims param has no MLIR lowering yet; it runs only eagerly");
+  return v && std::holds_alternative<int64_t>(*v) ? std::get<int64_t>(*v) : 0;
 }
 
+// out = x.shape[:nb] + x.shape[nb:axis] + idx.shape[nb:] + x.shape[axis+1:]: index dim k < nb is
+// output dim k (paired with x's dim k), index dim k >= nb is output dim axis + k - nb.
 std::vector<Value> gather_rule(LowerCtx& c, const Eqn& e, std::span<const Operand> in, std::span<const AbstractArray> out) {
-  reject_batch_dims(e, in);
+  const int64_t nb = batch_dims_of(e);
   OpBuilder& b = c.b;
   MLIRContext* ctx = b.getContext();
   const AbstractArray &x = in[0].aval, &idx = in[1].aval;
@@ -113,7 +109,8 @@ std::vector<Value> gather_rule(LowerCtx& c, const Eqn& e, std::span<const Operan
   SmallVector<AffineMap> maps;
   if (!in[1].scalar) {
     SmallVector<AffineExpr> ie;
-    for (unsigned k = 0; k < ri; ++k) ie.push_back(getAffineDimExpr(unsigned(axis) + k, ctx));
+    for (unsigned k = 0; k < ri; ++k)
+      ie.push_back(getAffineDimExpr(int64_t(k) < nb ? k : unsigned(axis + int64_t(k) - nb), ctx));
     ins.push_back(in[1].value);
     maps.push_back(AffineMap::get(rank, 0, ie, ctx));
   }
@@ -122,14 +119,14 @@ std::vector<Value> gather_rule(LowerCtx& c, const Eqn& e, std::span<const Operan
   const DType id = idx.dtype;
   auto g = b.create<linalg::GenericOp>(
       c.loc, TypeRange{tensor_type(ctx, out[0])}, ins, ValueRange{empty(c, out[0])}, maps, iters,
-      [&](OpBuilder& nb, Location l, ValueRange args) {
+      [&, batch = nb](OpBuilder& nb, Location l, ValueRange args) {
         Value raw = in[1].scalar ? in[1].value : args[0];
         Value i = as_index(nb, l, clamp_i64(nb, l, to_i64(nb, l, raw, id), 0, n - 1));
         SmallVector<Value> at;
         for (int64_t d = 0; d < axis; ++d) at.push_back(nb.create<linalg::IndexOp>(l, uint64_t(d)));
         at.push_back(i);
         for (int d = int(axis) + 1; d < x.ndim(); ++d)
-          at.push_back(nb.create<linalg::IndexOp>(l, uint64_t(int64_t(d) - 1 + int64_t(ri))));
+          at.push_back(nb.create<linalg::IndexOp>(l, uint64_t(int64_t(d) - 1 + int64_t(ri) - batch)));
         nb.create<linalg::YieldOp>(l, ValueRange{nb.create<tensor::ExtractOp>(l, xt, at)});
       });
   return {g.getResult(0)};
@@ -137,27 +134,32 @@ std::vector<Value> gather_rule(LowerCtx& c, const Eqn& e, std::span<const Operan
 
 template <bool Add>
 std::vector<Value> scatter_rule(LowerCtx& c, const Eqn& e, std::span<const Operand> in, std::span<const AbstractArray> out) {
-  reject_batch_dims(e, in);
   OpBuilder& b = c.b;
   const AbstractArray &x = in[0].aval, &idx = in[1].aval, &upd = in[2].aval;
-  const int64_t axis = e.params.get_int("axis");
-  int64_t outer = 1, inner = 1;
-  const int64_t n = x.shape[size_t(axis)], m = idx.size();
-  for (int64_t d = 0; d < axis; ++d) outer *= x.shape[size_t(d)];
+  const int64_t axis = e.params.get_int("axis"), nb = batch_dims_of(e);
+  int64_t batch = 1, outer = 1, inner = 1, m = 1;
+  const int64_t n = x.shape[size_t(axis)];
+  for (int64_t d = 0; d < nb; ++d) batch *= x.shape[size_t(d)];
+  for (int64_t d = nb; d < axis; ++d) outer *= x.shape[size_t(d)];
   for (int d = int(axis) + 1; d < x.ndim(); ++d) inner *= x.shape[size_t(d)];
+  for (int d = int(nb); d < idx.ndim(); ++d) m *= idx.shape[size_t(d)];
   Value xt = as_tensor(c, in[0]);
   if (x.size() == 0 || upd.size() == 0) return {xt};
   const DType d = x.dtype;
-  // x as [outer, n, inner], updates as [outer, m, inner], indices as [m].
-  Value x3 = reshape_to(c, xt, x.shape, AbstractArray{Shape({outer, n, inner}), d, false});
-  Value u3 = reshape_to(c, as_tensor(c, in[2]), upd.shape, AbstractArray{Shape({outer, m, inner}), d, false});
-  Value i1 = reshape_to(c, as_tensor(c, in[1]), idx.shape, AbstractArray{Shape({m}), idx.dtype, false});
+  // x as [batch*outer, n, inner], updates as [batch*outer, m, inner], indices as [batch, m]: row
+  // o = bi * outer + oi of x reads its indices from row bi.
+  Value x3 = reshape_to(c, xt, x.shape, AbstractArray{Shape({batch * outer, n, inner}), d, false});
+  Value u3 = reshape_to(c, as_tensor(c, in[2]), upd.shape, AbstractArray{Shape({batch * outer, m, inner}), d, false});
+  Value i1 = reshape_to(c, as_tensor(c, in[1]), idx.shape, AbstractArray{Shape({batch, m}), idx.dtype, false});
+  outer *= batch;
+  const int64_t per_batch = outer / batch;
   Location l = c.loc;
   auto cidx = [&](int64_t v) -> Value { return b.create<arith::ConstantIndexOp>(l, v); };
   Value zero = cidx(0), one = cidx(1);
   auto loop_o = b.create<scf::ForOp>(l, zero, cidx(outer), one, ValueRange{x3}, [&](OpBuilder& b1, Location l1, Value o, ValueRange acc1) {
+    Value bi = b1.create<arith::DivUIOp>(l1, o, cidx(per_batch));
     auto loop_j = b1.create<scf::ForOp>(l1, zero, cidx(m), one, acc1, [&](OpBuilder& b2, Location l2, Value j, ValueRange acc2) {
-      Value raw = to_i64(b2, l2, b2.create<tensor::ExtractOp>(l2, i1, ValueRange{j}), idx.dtype);
+      Value raw = to_i64(b2, l2, b2.create<tensor::ExtractOp>(l2, i1, ValueRange{bi, j}), idx.dtype);
       Value in_range = b2.create<arith::AndIOp>(
           l2, b2.create<arith::CmpIOp>(l2, arith::CmpIPredicate::sge, raw, i64c(b2, l2, 0)),
           b2.create<arith::CmpIOp>(l2, arith::CmpIPredicate::slt, raw, i64c(b2, l2, n)));
