@@ -43,11 +43,6 @@ struct PrimitiveRules {
   /// Forward-mode derivative (transforms/jvp.h). Primitives whose outputs are never floats, or
   /// whose derivative is zero, need none: see `zero_derivative`.
   JvpRule jvp = nullptr;
-  /// The JVP rule also computes the primal outputs: jvp_eval does not bind the eqn first, passes
-  /// `outs` empty, and the rule returns the outputs followed by their tangents. For primitives whose
-  /// derivative needs values the primal computation produces on the way (scan stores per-step
-  /// residuals), so that the primal work is not done twice.
-  bool jvp_computes_primal = false;
   /// Set for primitives that are linear in some inputs (transforms/transpose.h).
   TransposeRule transpose = nullptr;
   /// The primitive is piecewise constant (comparisons, floor, sign, argmax, ...): its derivative is
@@ -56,6 +51,12 @@ struct PrimitiveRules {
   ImplRule impl = nullptr;
   /// Batching rule (transforms/vmap.h).
   BatchRule batch = nullptr;
+  /// The JVP rule also computes the primal outputs: jvp_eval does not bind the eqn first, passes
+  /// `outs` empty, and the rule returns the outputs followed by their tangents. For primitives whose
+  /// derivative needs values the primal computation produces on the way (scan stores per-step
+  /// residuals), so that the primal work is not done twice.
+  /// (Last member: some registrations initialise the leading members positionally.)
+  bool jvp_computes_primal = false;
 };
 
 /// The rules of p (the table is filled once, on first use, by the register_* functions below).
