@@ -51,6 +51,12 @@ struct PrimitiveRules {
   ImplRule impl = nullptr;
   /// Batching rule (transforms/vmap.h).
   BatchRule batch = nullptr;
+  /// The JVP rule also computes the primal outputs: jvp_eval does not bind the eqn first, passes
+  /// `outs` empty, and the rule returns the outputs followed by their tangents. For primitives whose
+  /// derivative needs values the primal computation produces on the way (scan stores per-step
+  /// residuals), so that the primal work is not done twice.
+  /// (Last member: some registrations initialise the leading members positionally.)
+  bool jvp_computes_primal = false;
 };
 
 /// The rules of p (the table is filled once, on first use, by the register_* functions below).

@@ -37,16 +37,26 @@ void jvp_eval(const Program& p, std::span<const Array> primals, std::span<const 
       tins.push_back(read_t(a));
       any = any || !is_zero(tins.back());
     }
-    std::vector<Array> o = bind(e.prim, ins, e.params, e.loc);
-    for (size_t j = 0; j < o.size(); ++j) primal[size_t(e.outputs[j])] = o[j];
-    if (!any) continue;
-    LocationScope at(e.loc);
     const PrimitiveRules& r = rules(e.prim);
-    if (r.zero_derivative) continue;
-    if (!r.jvp)
-      throw TypeError("TypeError: differentiation of " + std::string(prim_name(e.prim)) + " at " + e.loc.str() +
-                      ": the primitive has no JVP rule");
-    std::vector<Array> t = r.jvp(ins, tins, o, e.params, e.loc);
+    std::vector<Array> o, t;
+    if (any && r.jvp && r.jvp_computes_primal) {
+      // The rule returns the outputs, then their tangents (see PrimitiveRules::jvp_computes_primal).
+      LocationScope at(e.loc);
+      t = r.jvp(ins, tins, {}, e.params, e.loc);
+      o.assign(t.begin(), t.begin() + long(e.outputs.size()));
+      t.erase(t.begin(), t.begin() + long(e.outputs.size()));
+      for (size_t j = 0; j < o.size(); ++j) primal[size_t(e.outputs[j])] = o[j];
+    } else {
+      o = bind(e.prim, ins, e.params, e.loc);
+      for (size_t j = 0; j < o.size(); ++j) primal[size_t(e.outputs[j])] = o[j];
+      if (!any) continue;
+      LocationScope at(e.loc);
+      if (r.zero_derivative) continue;
+      if (!r.jvp)
+        throw TypeError("TypeError: differentiation of " + std::string(prim_name(e.prim)) + " at " + e.loc.str() +
+                        ": the primitive has no JVP rule");
+      t = r.jvp(ins, tins, o, e.params, e.loc);
+    }
     for (size_t j = 0; j < o.size(); ++j)
       if (j < t.size() && !is_zero(t[j]) && has_tangent_space(o[j].dtype())) tangent[size_t(e.outputs[j])] = t[j];
   }
