@@ -44,11 +44,12 @@ std::vector<Value> concat(std::vector<Value> a, ValueRange b) {
   return a;
 }
 
-// fresh_copies + write_carry: the values a loop region yields for its carries, written into the carries' own buffers: one-shot
-// bufferization (as configured in pipeline.cpp) requires each yielded tensor to bufferize to the
-// buffer of its region argument. Every new value is first copied into a fresh buffer, and only
-// then are the region arguments overwritten, so no write to a carry precedes a read of it (a body
-// that swaps two carries, or reads a carry after computing another, stays correct and in place).
+// fresh_copies + write_carry: the values a loop region yields for its carries are written into the
+// carries' own buffers, because one-shot bufferization (as pipeline.cpp runs it, without
+// allow-return-allocs-from-loops) requires each yielded tensor to bufferize to the buffer of its
+// region argument. Every new value is first copied into a fresh buffer, and only then are the region
+// arguments overwritten, so no write to a carry precedes a read of it (a body that swaps two carries,
+// or reads a carry after computing another, stays correct and in place).
 // Two copies per carry and step: correctness first, nothing here is tuned.
 std::vector<Value> fresh_copies(LowerCtx& c, std::span<const Value> next) {
   OpBuilder& b = c.b;
