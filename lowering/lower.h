@@ -58,7 +58,18 @@ void add_dot_general_lowerings(LowerTable& t);  // lower_dot_general.cpp
 void add_indexing_lowerings(LowerTable& t);     // lower_indexing.cpp
 void add_random_lowerings(LowerTable& t);       // lower_random.cpp
 void add_library_lowerings(LowerTable& t);      // lower_library.cpp
+void add_control_lowerings(LowerTable& t);      // lower_control.cpp
 const LowerTable& lower_table();
+
+/// An eqn operand: the value of a var, or a literal as a scalar constant at the insertion point.
+Operand operand_of(LowerCtx& c, const Program& p, const std::vector<mlir::Value>& values, const Atom& a);
+/// Lowers p's eqns in order at the insertion point, reading and filling `values` (indexed by var);
+/// `out_buffer(var)` is the kernel output buffer a library call may write var into, or null.
+void lower_eqns(LowerCtx& c, const Program& p, std::vector<mlir::Value>& values,
+                const std::function<mlir::Value(int32_t)>& out_buffer);
+/// Lowers a closed sub-program (a control-flow branch or body) at the insertion point on the given
+/// input tensors; returns its outputs as tensors. c.loc is restored afterwards.
+std::vector<mlir::Value> lower_subprogram(LowerCtx& c, const Program& p, std::span<const mlir::Value> inputs);
 
 /// Builds the module: func @kernel(memref args...) with the body on tensors.
 mlir::OwningOpRef<mlir::ModuleOp> lower_program(mlir::MLIRContext& ctx, const Program& p, const CompileOptions& options);

@@ -6,6 +6,7 @@
 #include "ir/error.h"
 #include "lowering/compile.h"
 #include "lowering/lower.h"
+#include "transforms/inline.h"
 
 namespace fluxion::lowering {
 
@@ -186,6 +187,7 @@ const LowerTable& lower_table() {
     add_indexing_lowerings(t);
     add_random_lowerings(t);
     add_library_lowerings(t);
+    add_control_lowerings(t);
     return t;
   }();
   return table;
@@ -206,6 +208,51 @@ Location eqn_location(MLIRContext* ctx, const Eqn& e) {
            "the primitive '" + std::string(prim_name(e.prim)) + "' has no MLIR lowering yet; it runs only eagerly");
 }
 }  // namespace
+
+
+Operand operand_of(LowerCtx& c, const Program& p, const std::vector<Value>& values, const Atom& a) {
+  if (!a.is_literal()) return Operand{values[size_t(a.var)], p.type(a.var), false};
+  const Literal& lit = a.lit;
+  Type t = storage_type(c.b.getContext(), lit.dtype);
+  Value v;
+  if (is_float(lit.dtype)) v = c.b.create<arith::ConstantOp>(c.loc, c.b.getFloatAttr(t, lit.as_double()));
+  else if (is_unsigned_int(lit.dtype)) v = c.b.create<arith::ConstantOp>(c.loc, c.b.getIntegerAttr(t, int64_t(lit.u)));
+  else v = c.b.create<arith::ConstantOp>(c.loc, c.b.getIntegerAttr(t, lit.i));
+  return Operand{v, lit.aval(), true};
+}
+
+void lower_eqns(LowerCtx& c, const Program& p, std::vector<Value>& values,
+                const std::function<Value(int32_t)>& out_buffer) {
+  MLIRContext* ctx = c.b.getContext();
+  for (const Eqn& e : p.eqns) {
+    // Sub-programs (control flow) are checked here: the top level was checked before any IR.
+    if (!has_lowering(e.prim)) no_lowering(p, e);
+    c.loc = eqn_location(ctx, e);
+    c.out_buffers.assign(e.outputs.size(), Value());
+    for (size_t i = 0; i < e.outputs.size(); ++i) c.out_buffers[i] = out_buffer(e.outputs[i]);
+    std::vector<Operand> in;
+    for (const Atom& a : e.inputs) in.push_back(operand_of(c, p, values, a));
+    std::vector<AbstractArray> out;
+    for (int32_t v : e.outputs) out.push_back(p.type(v));
+    std::vector<Value> results = lower_table()[size_t(e.prim)](c, e, in, out);
+    for (size_t i = 0; i < e.outputs.size(); ++i) values[size_t(e.outputs[i])] = results.at(i);
+  }
+}
+
+std::vector<Value> lower_subprogram(LowerCtx& c, const Program& sub, std::span<const Value> inputs) {
+  // jit inlines the wrappers (custom_jvp_call, checkpoint...) of the top-level program only.
+  const Program p = inline_calls(sub);
+  if (!p.constvars.empty() || inputs.size() != p.invars.size())
+    throw std::logic_error("lower_subprogram: a sub-program must be closed and given all its inputs");
+  const Location outer = c.loc;
+  std::vector<Value> values(p.types.size());
+  for (size_t i = 0; i < inputs.size(); ++i) values[size_t(p.invars[i])] = inputs[i];
+  lower_eqns(c, p, values, [](int32_t) { return Value(); });
+  c.loc = outer;
+  std::vector<Value> results;
+  for (const Atom& a : p.outvars) results.push_back(as_tensor(c, operand_of(c, p, values, a)));
+  return results;
+}
 
 namespace {
 // transpose[(1,0)](dot_general(a, b)) where the product has no batch dims, one free dim on each
@@ -288,17 +335,6 @@ OwningOpRef<ModuleOp> lower_program(MLIRContext& ctx, const Program& original, c
                                                                   /*writable=*/false));
   }
 
-  auto literal_scalar = [&](const Literal& lit) -> Value {
-    Type t = storage_type(&ctx, lit.dtype);
-    if (is_float(lit.dtype)) return b.create<arith::ConstantOp>(c.loc, b.getFloatAttr(t, lit.as_double()));
-    if (is_unsigned_int(lit.dtype)) return b.create<arith::ConstantOp>(c.loc, b.getIntegerAttr(t, int64_t(lit.u)));
-    return b.create<arith::ConstantOp>(c.loc, b.getIntegerAttr(t, lit.i));
-  };
-  auto operand = [&](const Atom& a) -> Operand {
-    if (a.is_literal()) return Operand{literal_scalar(a.lit), a.lit.aval(), true};
-    return Operand{values[size_t(a.var)], p.type(a.var), false};
-  };
-
   // Outputs that only the caller reads: library calls may write them in place (c.out_buffers).
   std::vector<int> reads(p.types.size(), 0), out_slot(p.types.size(), -1);
   for (const Eqn& e : p.eqns)
@@ -310,26 +346,16 @@ OwningOpRef<ModuleOp> lower_program(MLIRContext& ctx, const Program& original, c
     ++reads[size_t(a.var)];
     out_slot[size_t(a.var)] = int(i);
   }
-  for (const Eqn& e : p.eqns) {
-    c.loc = eqn_location(&ctx, e);
-    c.out_buffers.assign(e.outputs.size(), Value());
-    for (size_t i = 0; i < e.outputs.size(); ++i) {
-      const int32_t v = e.outputs[i];
-      if (out_slot[size_t(v)] >= 0 && reads[size_t(v)] == 1 && p.type(v).size() > 0)
-        c.out_buffers[i] = entry->getArgument(unsigned(in_vars.size()) + unsigned(out_slot[size_t(v)]));
-    }
-    std::vector<Operand> in;
-    for (const Atom& a : e.inputs) in.push_back(operand(a));
-    std::vector<AbstractArray> out;
-    for (int32_t v : e.outputs) out.push_back(p.type(v));
-    std::vector<Value> results = lower_table()[size_t(e.prim)](c, e, in, out);
-    for (size_t i = 0; i < e.outputs.size(); ++i) values[size_t(e.outputs[i])] = results.at(i);
-  }
+  lower_eqns(c, p, values, [&](int32_t v) {
+    if (out_slot[size_t(v)] >= 0 && reads[size_t(v)] == 1 && p.type(v).size() > 0)
+      return Value(entry->getArgument(unsigned(in_vars.size()) + unsigned(out_slot[size_t(v)])));
+    return Value();
+  });
 
   c.loc = b.getUnknownLoc();
   for (size_t i = 0; i < p.outvars.size(); ++i) {
     if (p.aval(p.outvars[i]).size() == 0) continue;
-    Value t = as_tensor(c, operand(p.outvars[i]));
+    Value t = as_tensor(c, operand_of(c, p, values, p.outvars[i]));
     b.create<bufferization::MaterializeInDestinationOp>(c.loc, TypeRange{}, t,
                                                         entry->getArgument(unsigned(in_vars.size() + i)),
                                                         /*restrict=*/true, /*writable=*/true);
