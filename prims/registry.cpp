@@ -17,6 +17,7 @@ RuleTable build_table() {
   register_random_prims(t);
   register_custom_prims(t);
   register_control_prims(t);
+  register_control_batching(t);
   return t;
 }
 }  // namespace

@@ -75,5 +75,6 @@ void register_dot_general_prims(RuleTable& t);
 void register_random_prims(RuleTable& t);
 void register_custom_prims(RuleTable& t);
 void register_control_prims(RuleTable& t);
+void register_control_batching(RuleTable& t);
 
 }  // namespace fluxion
