@@ -46,6 +46,14 @@ std::vector<Value> concat(std::vector<Value> a, ValueRange b) {
   return a;
 }
 
+// The temporaries a loop body computes into start as tensor.empty. Without a mark, cse replaces
+// them by an identical tensor.empty before the loop (the init of a zero carry, say), the body then
+// writes into one buffer allocated outside the loop, and yielding it costs a copy per step. The
+// discardable attribute makes them differ from every empty outside a loop body.
+void keep_empties_in_loop(Region& body) {
+  body.walk([](tensor::EmptyOp e) { e->setAttr("fx.loop_local", UnitAttr::get(e.getContext())); });
+}
+
 // ---- cond ---------------------------------------------------------------------------------------
 // The reference: branch clamp(int64(index), 0, n-1).
 Value clamped_branch(LowerCtx& c, const Operand& index, int64_t n) {
@@ -103,6 +111,7 @@ std::vector<Value> while_rule(LowerCtx& c, const Eqn& e, std::span<const Operand
     OpBuilder::InsertionGuard guard(b);
     Block* after = b.createBlock(&w.getAfter(), {}, types, locs);
     const std::vector<Value> next = lower_subprogram(c, body, concat(body_consts, after->getArguments()));
+    keep_empties_in_loop(w.getAfter());
     b.create<scf::YieldOp>(c.loc, ValueRange(next));
   }
   return std::vector<Value>(w.getResults().begin(), w.getResults().end());
@@ -164,6 +173,7 @@ std::vector<Value> scan_rule(LowerCtx& c, const Eqn& e, std::span<const Operand>
     }
     b.create<scf::YieldOp>(c.loc, ValueRange(next));
   }
+  keep_empties_in_loop(loop.getRegion());
   return std::vector<Value>(loop.getResults().begin(), loop.getResults().end());
 }
 
