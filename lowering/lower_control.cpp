@@ -1,8 +1,11 @@
 // Lowerings of the control-flow primitives (prims/control.cpp) to scf ops. Each sub-program is
 // lowered in place, inside its region, by the same per-eqn rules as the kernel (lower_subprogram),
 // so branches and bodies may hold any lowered primitive, control flow included. Carries are
-// tensors threaded through the region arguments; bufferization turns them into buffers updated in
-// place where it can (scalars end up in registers after the LLVM passes).
+// tensors threaded through the region arguments and yielded as the body computed them: the
+// pipeline bufferizes with allow-return-allocs-from-loops, so a step may hand the next one a fresh
+// buffer (freed by the deallocation pipeline) instead of copying it back into the carry's buffer,
+// and a yielded value that aliases something outside the loop is copied by bufferization itself
+// (scalars end up in registers after the LLVM passes).
 //   cond   scf.index_switch on the branch index clamped to [0, n-1] (the last branch is the default
 //          case); one branch: inlined
 //   while  scf.while: the before region lowers the condition on the carry and ends in
@@ -11,7 +14,6 @@
 //          xs[t] (a rank-reducing tensor.extract_slice), lowers the body and inserts the y rows at
 //          t (t = n-1-step when reverse). Length 0: no loop, the carry passes through and the ys
 //          (which have no elements) are empty tensors.
-#include <mlir/Dialect/Bufferization/IR/Bufferization.h>
 #include <mlir/Dialect/SCF/IR/SCF.h>
 
 #include <algorithm>
@@ -44,26 +46,12 @@ std::vector<Value> concat(std::vector<Value> a, ValueRange b) {
   return a;
 }
 
-// fresh_copies + write_carry: the values a loop region yields for its carries are written into the
-// carries' own buffers, because one-shot bufferization (as pipeline.cpp runs it, without
-// allow-return-allocs-from-loops) requires each yielded tensor to bufferize to the buffer of its
-// region argument. Every new value is first copied into a fresh buffer, and only then are the region
-// arguments overwritten, so no write to a carry precedes a read of it (a body that swaps two carries,
-// or reads a carry after computing another, stays correct and in place).
-// Two copies per carry and step: correctness first, nothing here is tuned.
-std::vector<Value> fresh_copies(LowerCtx& c, std::span<const Value> next) {
-  OpBuilder& b = c.b;
-  std::vector<Value> fresh;
-  for (Value v : next)
-    fresh.push_back(b.create<bufferization::AllocTensorOp>(c.loc, mlir::cast<RankedTensorType>(v.getType()), ValueRange{}, v));
-  return fresh;
-}
-
-std::vector<Value> write_carry(LowerCtx& c, std::span<const Value> fresh, ValueRange carry) {
-  std::vector<Value> result;
-  for (size_t i = 0; i < fresh.size(); ++i)
-    result.push_back(c.b.create<bufferization::MaterializeInDestinationOp>(c.loc, fresh[i], carry[unsigned(i)]).getResult());
-  return result;
+// The temporaries a loop body computes into start as tensor.empty. Without a mark, cse replaces
+// them by an identical tensor.empty before the loop (the init of a zero carry, say), the body then
+// writes into one buffer allocated outside the loop, and yielding it costs a copy per step. The
+// discardable attribute makes them differ from every empty outside a loop body.
+void keep_empties_in_loop(Region& body) {
+  body.walk([](tensor::EmptyOp e) { e->setAttr("fx.loop_local", UnitAttr::get(e.getContext())); });
 }
 
 // ---- cond ---------------------------------------------------------------------------------------
@@ -122,8 +110,8 @@ std::vector<Value> while_rule(LowerCtx& c, const Eqn& e, std::span<const Operand
   {
     OpBuilder::InsertionGuard guard(b);
     Block* after = b.createBlock(&w.getAfter(), {}, types, locs);
-    std::vector<Value> next = lower_subprogram(c, body, concat(body_consts, after->getArguments()));
-    next = write_carry(c, fresh_copies(c, next), after->getArguments());
+    const std::vector<Value> next = lower_subprogram(c, body, concat(body_consts, after->getArguments()));
+    keep_empties_in_loop(w.getAfter());
     b.create<scf::YieldOp>(c.loc, ValueRange(next));
   }
   return std::vector<Value>(w.getResults().begin(), w.getResults().end());
@@ -177,17 +165,15 @@ std::vector<Value> scan_rule(LowerCtx& c, const Eqn& e, std::span<const Operand>
       args.push_back(b.create<tensor::ExtractSliceOp>(c.loc, tensor_type(ctx, slice), xs[i], offsets, sizes, strides));
     }
     std::vector<Value> r = lower_subprogram(c, body, args);
-    const std::vector<Value> fresh = fresh_copies(c, std::span(r).first(nk));
-    std::vector<Value> ys;  // the rows are inserted before any carry is overwritten: a row may be a carry
+    std::vector<Value> next(r.begin(), r.begin() + long(nk));
     for (size_t j = 0; j < ny; ++j) {
       SmallVector<OpFoldResult> offsets, sizes, strides;
       row(out[nk + j].shape, offsets, sizes, strides);
-      ys.push_back(b.create<tensor::InsertSliceOp>(c.loc, r[nk + j], iters[unsigned(nk + j)], offsets, sizes, strides));
+      next.push_back(b.create<tensor::InsertSliceOp>(c.loc, r[nk + j], iters[unsigned(nk + j)], offsets, sizes, strides));
     }
-    std::vector<Value> next = write_carry(c, fresh, iters);
-    next.insert(next.end(), ys.begin(), ys.end());
     b.create<scf::YieldOp>(c.loc, ValueRange(next));
   }
+  keep_empties_in_loop(loop.getRegion());
   return std::vector<Value>(loop.getResults().begin(), loop.getResults().end());
 }
 

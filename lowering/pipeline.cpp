@@ -75,7 +75,7 @@ const char* kBufferizeAndLower =
     "loop-invariant-subset-hoisting,"
     "canonicalize,"
     "empty-tensor-to-alloc-tensor,"
-    "one-shot-bufferize,"
+    "one-shot-bufferize{allow-return-allocs-from-loops},"
     "canonicalize,cse,canonicalize,"
     "buffer-deallocation-pipeline,inline,symbol-dce,canonicalize,"
     "@THREADS@"
