@@ -3,6 +3,7 @@
 #pragma once
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ir/error.h"
@@ -31,6 +32,23 @@ inline const char* accepts_name(Accepts a) {
     case Accepts::Any: return "any dtype";
   }
   return "";
+}
+
+/// The compile-time side of `accepts`: whether a kernel is instantiated for storage type T.
+template <class T>
+constexpr bool is_float_type = std::is_floating_point_v<T> || std::is_same_v<T, float16_t> ||
+                               std::is_same_v<T, bfloat16_t>;
+
+template <class T>
+constexpr bool admits(Accepts a) {
+  switch (a) {
+    case Accepts::Float: return is_float_type<T>;
+    case Accepts::Numeric: return !std::is_same_v<T, bool>;
+    case Accepts::Integer: return std::is_integral_v<T> && !std::is_same_v<T, bool>;
+    case Accepts::BoolOrInt: return std::is_integral_v<T>;
+    case Accepts::Any: return true;
+  }
+  return false;
 }
 
 inline void check_dtype(Accepts a, DType d) {

@@ -21,10 +21,6 @@ namespace fluxion {
 namespace {
 using namespace elementwise;
 
-template <class T>
-constexpr bool is_float_type = std::is_floating_point_v<T> || std::is_same_v<T, float16_t> ||
-                               std::is_same_v<T, bfloat16_t>;
-
 /// The type a sum or product of T accumulates in.
 template <class T>
 using acc_t = std::conditional_t<

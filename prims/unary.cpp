@@ -11,22 +11,6 @@ namespace fluxion {
 namespace {
 using namespace elementwise;
 
-template <class T>
-constexpr bool is_float_type = std::is_floating_point_v<T> || std::is_same_v<T, float16_t> ||
-                               std::is_same_v<T, bfloat16_t>;
-
-template <class T>
-constexpr bool admits(Accepts a) {
-  switch (a) {
-    case Accepts::Float: return is_float_type<T>;
-    case Accepts::Numeric: return !std::is_same_v<T, bool>;
-    case Accepts::Integer: return std::is_integral_v<T> && !std::is_same_v<T, bool>;
-    case Accepts::BoolOrInt: return std::is_integral_v<T>;
-    case Accepts::Any: return true;
-  }
-  return false;
-}
-
 // One struct per primitive: what it accepts, whether it returns bool, its math (f, on one element)
 // and its derivative (jvp: the tangent of the output, from operand x, tangent t, output y; written
 // with the public op API). kZero marks piecewise-constant primitives, whose derivative is zero.
