@@ -8,55 +8,15 @@
 
 #include <cmath>
 
+#include "models.h"
 #include "transforms/vjp.h"
 
 namespace fx = fluxion;
 
-namespace {
-struct Mlp {
-  fx::Array w1, b1, w2, b2;
-};
-FLUXION_TREE(Mlp, w1, b1, w2, b2);
-
-fx::Array mlp_loss(const Mlp& p, const fx::Array& x, const fx::Array& y) {
-  fx::Array h = fx::nn::relu(fx::matmul(x, p.w1) + p.b1);
-  return -fx::mean(fx::sum(fx::nn::log_softmax(fx::matmul(h, p.w2) + p.b2) * y, -1));
-}
-
-struct Gmm {
-  fx::Array alphas, means, log_sigmas;
-};
-FLUXION_TREE(Gmm, alphas, means, log_sigmas);
-
-fx::Array gmm_loglik(const Gmm& g, const fx::Array& x) {
-  fx::Array diff = fx::expand_dims(x, 1) - fx::expand_dims(g.means, 0);
-  fx::Array z = diff * fx::exp(-g.log_sigmas);
-  fx::Array comp = fx::nn::log_softmax(g.alphas) - fx::sum(g.log_sigmas, -1) - 0.5 * fx::sum(z * z, -1);
-  return fx::sum(fx::logsumexp(comp, -1));
-}
-
-struct MlpData {
-  Mlp p;
-  fx::Array x, y;
-  MlpData() {
-    auto k = fx::random::key(0);
-    p = {fx::random::normal(fx::random::fold_in(k, 1), {784, 512}) * 0.05f, fx::zeros({512}),
-         fx::random::normal(fx::random::fold_in(k, 2), {512, 10}) * 0.05f, fx::zeros({10})};
-    x = fx::random::normal(fx::random::fold_in(k, 3), {256, 784});
-    y = fx::nn::one_hot(fx::random::randint(fx::random::fold_in(k, 4), {256}, 0, 10), 10);
-  }
-};
-struct GmmData {
-  Gmm g;
-  fx::Array x;
-  GmmData() {
-    auto k = fx::random::key(1);
-    g = {fx::random::normal(fx::random::fold_in(k, 1), {25}), fx::random::normal(fx::random::fold_in(k, 2), {25, 10}),
-         fx::random::normal(fx::random::fold_in(k, 3), {25, 10}) * 0.1f};
-    x = fx::random::normal(fx::random::fold_in(k, 4), {1000, 10});
-  }
-};
-}  // namespace
+using bench::GmmData;
+using bench::MlpData;
+using bench::gmm_loglik;
+using bench::mlp_loss;
 
 static void mlp_forward(benchmark::State& state) {
   MlpData d;

@@ -17,6 +17,7 @@
 
 #include <unistd.h>
 
+#include "models.h"
 #include "runtime/executable.h"
 
 // Eigen is the baseline of the matmul and MLP benchmarks (this file is built -march=native).
@@ -67,28 +68,10 @@ bool want(int argc, char** argv, const char* section) {
 using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using MapMat = Eigen::Map<RowMat>;
 
-struct Mlp {
-  fx::Array w1, b1, w2, b2;
-};
-FLUXION_TREE(Mlp, w1, b1, w2, b2);
-
-fx::Array mlp_loss(const Mlp& p, const fx::Array& x, const fx::Array& y) {
-  fx::Array h = fx::nn::relu(fx::matmul(x, p.w1) + p.b1);
-  return -fx::mean(fx::sum(fx::nn::log_softmax(fx::matmul(h, p.w2) + p.b2) * y, -1));
-}
-
-struct Gmm {
-  fx::Array alphas, means, log_sigmas;
-};
-FLUXION_TREE(Gmm, alphas, means, log_sigmas);
-
-fx::Array gmm_loglik(const Gmm& g, const fx::Array& x) {
-  fx::Array diff = fx::expand_dims(x, 1) - fx::expand_dims(g.means, 0);
-  fx::Array z = diff * fx::exp(-g.log_sigmas);
-  fx::Array comp = fx::nn::log_softmax(g.alphas) - fx::sum(g.log_sigmas, -1) - 0.5 * fx::sum(z * z, -1);
-  return fx::sum(fx::logsumexp(comp, -1));
-}
-
+using bench::Gmm;
+using bench::Mlp;
+using bench::gmm_loglik;
+using bench::mlp_loss;
 
 void bench_matmul(int threads) {
   for (int64_t n : {512, 1024}) {
