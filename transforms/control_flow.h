@@ -68,13 +68,15 @@ int64_t scan_length(std::span<const Array> xs, std::optional<int64_t> length, So
 namespace detail {
 template <class... Fs>
 auto switch_impl(const Array& idx, SourceLoc loc, const Fs&... branches) {
-  std::vector<detail::ClosedProgram> closed;
+  // Each branch is traced once; the first one's output gives the tree structure of the result.
   auto first = detail::trace_closed(std::get<0>(std::tie(branches...)));
-  auto out_like = first.second;
-  (closed.push_back(detail::trace_closed(branches).first), ...);
+  std::vector<detail::ClosedProgram> closed;
+  closed.push_back(std::move(first.first));
+  size_t k = 0;
+  ((k++ == 0 ? void() : closed.push_back(detail::trace_closed(branches).first)), ...);
   std::vector<Array> outs = detail::bind_cond(idx, std::move(closed), loc);
   const Array* it = outs.data();
-  return tree::rebuild(out_like, it);
+  return tree::rebuild(first.second, it);
 }
 }  // namespace detail
 
