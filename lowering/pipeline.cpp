@@ -323,6 +323,7 @@ std::unique_ptr<CompiledKernel> compile_cpu(const Program& p, const CompileOptio
   auto t1 = Clock::now();
   auto run = [&](const char* passes, const char* what) {
     PassManager pm(&ctx);  // anchored on builtin.module: the list is its body
+    if (std::getenv("FLUXION_PASS_TIMING")) pm.enableTiming();  // a report per pass list, to stderr
     std::string err;
     llvm::raw_string_ostream es(err);
     if (failed(parsePassPipeline(passes, pm, es))) {
@@ -359,6 +360,7 @@ std::unique_ptr<CompiledKernel> compile_cpu(const Program& p, const CompileOptio
     if (!entry || failed(transform::applyTransformNamedSequence(*module, entry, *td, transform::TransformOptions())))
       return fail("tiling and vectorization");
   }
+  if (dump) write_file(stem + ".vectorized.mlir", print(*module));
   const std::string lower_passes = bufferize_and_lower_passes(threads);
   run(lower_passes.c_str(), "bufferization and lowering to LLVM");
   if (dump) write_file(stem + ".lowered.mlir", print(*module));

@@ -4,14 +4,21 @@
 //     the outermost loop, a divisor of its extent so the chunks keep static shapes;
 //   * vector tile: every loop tiled by 1 except the innermost parallel loop, tiled by its extent or
 //     the largest divisor <= 64 (32 under a contraction), so tiles are static and vectorize;
-//   * row reductions (one innermost reduction loop that every operand reads contiguously): rows in
-//     blocks of 8, the reduction in steps of up to 64 (a vector<8x64> multi_reduction per step,
-//     accumulators hoisted into registers);
+//   * row reductions (one innermost reduction loop that every operand reads contiguously, or not
+//     at all: a per-row value): rows in blocks of 8 when the rows are at least 16 long, the
+//     reduction in steps of up to 64 (a vector<8x64> multi_reduction per step, accumulators
+//     hoisted into registers). Short rows go one at a time: 8x10 blocks of a [256, 10] softmax
+//     compiled to thousands of lane shuffles and cost a fifth of the MLP step's compile time;
+//   * column reductions (x^T W: a parallel loop over columns, a reduction over rows, each operand
+//     contiguous along the columns or constant along them): loops interchanged, one row per step,
+//     a vector multiply-add of a whole row into the accumulator;
 //   * contractions: the parallel loop before the innermost parallel one in blocks of 8 (an 8xN
 //     register tile of outer-product FMAs);
 //   * several results (argmax): scalar tiles.
-// Then the whole function is vectorized (vectorize_children_and_apply_patterns). Ops the vectorizer
-// cannot handle (libm calls, non-permutation maps) stay as scalar loops -- correct, only slower.
+// Then the whole function is vectorized (vectorize_children_and_apply_patterns), and the vector ops
+// that the LLVM conversion would scalarize are lowered first (kVectorizeFunction). Ops the
+// vectorizer cannot handle (libm calls, non-permutation maps) stay as scalar loops -- correct,
+// only slower.
 #include "lowering/tiling.h"
 
 #include <mlir/Dialect/Linalg/IR/Linalg.h>
@@ -62,8 +69,9 @@ Plan plan_for(linalg::GenericOp g, int num_threads) {
   for (OpOperand* in : g.getDpsInputOperands()) {
     AffineMap m = g.getMatchingIndexingMap(in);
     if (m.getNumResults() == 0) continue;
-    // A size-1 dim broadcast along the row ((d0, 0): one value per row) reads like a scalar per row.
-    if (auto c = dyn_cast<AffineConstantExpr>(m.getResult(m.getNumResults() - 1)); c && c.getValue() == 0) continue;
+    // An operand that does not vary along the reduction (one value per row: (d0) or (d0, 0)) reads
+    // like a scalar per row.
+    if (!m.isFunctionOfDim(unsigned(n - 1))) continue;
     auto last = dyn_cast<AffineDimExpr>(m.getResult(m.getNumResults() - 1));
     if (!last || last.getPosition() != n - 1) contiguous = false;
   }
@@ -75,7 +83,7 @@ Plan plan_for(linalg::GenericOp g, int num_threads) {
     bool columns_contiguous = true;
     for (OpOperand* in : g.getDpsInputOperands()) {
       AffineMap m = g.getMatchingIndexingMap(in);
-      if (m.getNumResults() == 0) continue;
+      if (m.getNumResults() == 0 || !m.isFunctionOfDim(0)) continue;  // one value per row of the reduction
       auto last = dyn_cast<AffineDimExpr>(m.getResult(m.getNumResults() - 1));
       if (!last || last.getPosition() != 0) columns_contiguous = false;
     }
@@ -87,7 +95,7 @@ Plan plan_for(linalg::GenericOp g, int num_threads) {
   }
   if (innermost_reduction && num_red == 1 && contiguous) {
     // row reduction
-    if (last_par >= 0) plan.tile[size_t(last_par)] = ranges[size_t(last_par)] % 8 == 0 ? 8 : 1;
+    if (last_par >= 0) plan.tile[size_t(last_par)] = ranges[size_t(last_par)] % 8 == 0 && ranges[n - 1] >= 16 ? 8 : 1;
     plan.tile[n - 1] = largest_divisor_at_most(ranges[n - 1], 64);
   } else if (last_par >= 0) {
     const bool contraction = innermost_reduction;
@@ -127,6 +135,24 @@ std::string handle_types(size_t results) {
   for (size_t i = 0; i < results; ++i) s += std::string(i ? ", " : "") + "!transform.any_op";
   return s + ")";
 }
+
+// The end of every script: vectorize the whole function without folding multiply + reduce into
+// vector.contract (which the LLVM conversion unrolls into one-lane multiplies and lane shuffles:
+// generated matmul ran at 0.03x of Eigen, the RNN gradient's x^T W at one lane), canonicalize so
+// that reductions over a unit dim (a column reduction's tile) become plain vector adds, then lower
+// the remaining multi-reductions with the reduction innermost.
+const char* kVectorizeFunction =
+    "  %f = transform.structured.match ops{[\"func.func\"]} in %root : (!transform.any_op) -> !transform.any_op\n"
+    "  %v = transform.structured.vectorize_children_and_apply_patterns %f {disable_multi_reduction_to_contract_patterns} : (!transform.any_op) -> !transform.any_op\n"
+    "  transform.apply_patterns to %v {\n"
+    "    transform.apply_patterns.canonicalization\n"
+    "  } : !transform.any_op\n"
+    "  transform.apply_patterns to %v {\n"
+    "    transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = \"innerreduction\"\n"
+    "  } : !transform.any_op\n"
+    "  transform.yield\n"
+    "}\n"
+    "}\n";
 
 }  // namespace
 
@@ -208,14 +234,7 @@ std::string row_fusion_script(ModuleOp module, int num_threads) {
     s << " = transform.structured.tile_using_for %i" << k << " tile_sizes " << sizes(tile) << " : " << handle_types(1 + loops)
       << "\n";
   }
-  s << "  %f = transform.structured.match ops{[\"func.func\"]} in %root : (!transform.any_op) -> !transform.any_op\n"
-       "  %v = transform.structured.vectorize_children_and_apply_patterns %f : (!transform.any_op) -> !transform.any_op\n"
-       "  transform.apply_patterns to %v {\n"
-       "    transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = \"innerreduction\"\n"
-       "  } : !transform.any_op\n"
-       "  transform.yield\n"
-       "}\n"
-       "}\n";
+  s << kVectorizeFunction;
   (void)num_threads;  // the forall becomes OpenMP chunks or a plain loop in the lowering passes
   return s.str();
 }
@@ -257,14 +276,7 @@ std::string tile_and_vectorize_script(ModuleOp module, int num_threads) {
     s << " = transform.structured.tile_using_for " << op << " tile_sizes " << sizes(plan.tile) << " : "
       << handle_types(1 + loops) << "\n";
   }
-  s << "  %f = transform.structured.match ops{[\"func.func\"]} in %root : (!transform.any_op) -> !transform.any_op\n"
-       "  %v = transform.structured.vectorize_children_and_apply_patterns %f : (!transform.any_op) -> !transform.any_op\n"
-       "  transform.apply_patterns to %v {\n"
-       "    transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = \"innerreduction\"\n"
-       "  } : !transform.any_op\n"
-       "  transform.yield\n"
-       "}\n"
-       "}\n";
+  s << kVectorizeFunction;
   return s.str();
 }
 
