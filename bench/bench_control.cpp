@@ -1,11 +1,13 @@
 // Control flow: a 1,000-step scan over an RNN cell of width 64, h = tanh(W h + U x_t + b), in
-// float32, against the same recurrence hand-written in C++ (measured in the same run):
+// float32, against the same recurrence hand-written in C++ with Eigen (measured in the same run):
 //   * time per step of the scan, eager (the interpreter runs the traced body once per step) and
 //     under fx::jit (a skipped benchmark names the reason where the jit has no lowering for scan);
 //   * value_and_grad with respect to (W, U, b) against the forward pass: the gradient-to-forward
 //     ratio (target <= 3): one forward scan that stores its per-step residuals, then one reverse scan.
 #include <benchmark/benchmark.h>
 #include <fluxion.h>
+
+#include "baseline_rnn.h"
 
 #include <cmath>
 #include <vector>
@@ -81,28 +83,23 @@ static void rnn_scan_value_and_grad_jit(benchmark::State& state) {
 }
 BENCHMARK(rnn_scan_value_and_grad_jit)->Unit(benchmark::kMillisecond);
 
-// The same recurrence and loss, written by hand: row-major matrix-vector products, float32.
+// The same recurrence and loss, written by hand (bench/baseline_rnn.cpp, compiled -O3 -march=native
+// -ffast-math): with Eigen's matrix-vector products and vectorized tanh (the baseline the summary
+// uses), and as plain loops with std::tanh.
+static void baseline_rnn_eigen(benchmark::State& state) {
+  RnnData d;
+  std::vector<float> w = d.p.w.to_vector<float>(), u = d.p.u.to_vector<float>(), b = d.p.b.to_vector<float>(),
+                     xs = d.xs.to_vector<float>();
+  for (auto _ : state)
+    benchmark::DoNotOptimize(fluxion_bench::rnn_hand_eigen(w.data(), u.data(), b.data(), xs.data(), kSteps, kWidth));
+}
+BENCHMARK(baseline_rnn_eigen)->Unit(benchmark::kMillisecond);
+
 static void baseline_rnn_hand(benchmark::State& state) {
   RnnData d;
   std::vector<float> w = d.p.w.to_vector<float>(), u = d.p.u.to_vector<float>(), b = d.p.b.to_vector<float>(),
                      xs = d.xs.to_vector<float>();
-  std::vector<float> h(kWidth), next(kWidth);
-  for (auto _ : state) {
-    std::fill(h.begin(), h.end(), 0.f);
-    double ysum = 0;
-    for (int64_t t = 0; t < kSteps; ++t) {
-      const float* x = xs.data() + t * kWidth;
-      for (int64_t i = 0; i < kWidth; ++i) {
-        float a = b[size_t(i)];
-        for (int64_t j = 0; j < kWidth; ++j) a += w[size_t(i * kWidth + j)] * h[size_t(j)] + u[size_t(i * kWidth + j)] * x[j];
-        next[size_t(i)] = std::tanh(a);
-        ysum += next[size_t(i)];
-      }
-      std::swap(h, next);
-    }
-    double s = 0;
-    for (float v : h) s += v;
-    benchmark::DoNotOptimize(s + ysum / double(kSteps * kWidth));
-  }
+  for (auto _ : state)
+    benchmark::DoNotOptimize(fluxion_bench::rnn_hand_loop(w.data(), u.data(), b.data(), xs.data(), kSteps, kWidth));
 }
 BENCHMARK(baseline_rnn_hand)->Unit(benchmark::kMillisecond);
