@@ -68,16 +68,17 @@ void summarize(const std::map<std::string, double>& ns) {
       std::printf("    loop of 256 jit(grad) calls [wall]:        %7.2f ms   speed-up of vmap over the loop: %.2fx\n",
                   ns.at("baseline_per_example_loop_of_jit_grad") / 1e6, ns.at("baseline_per_example_loop_of_jit_grad") / v);
   }
-  if (has("rnn_scan_forward_eager") && has("baseline_rnn_hand")) {
-    // A 1,000-step scan of an RNN cell of width 64 (bench_control.cpp); per step, against the hand loop.
-    double hand = ns.at("baseline_rnn_hand") / 1000;
+  if (has("rnn_scan_forward_eager") && has("baseline_rnn_eigen")) {
+    // A 1,000-step scan of an RNN cell of width 64 (bench_control.cpp); per step, against the same
+    // recurrence hand-written with Eigen (-O3 -march=native -ffast-math, bench/baseline_rnn.cpp).
+    double hand = ns.at("baseline_rnn_eigen") / 1000;
     auto per_step = [&](const char* label, const char* key, bool target) {
       if (!has(key)) {
         std::printf("%-34s (not run: see the benchmark's error above)\n", label);
         return;
       }
       double s = ns.at(key) / 1000;
-      std::printf("%-34s %8.2f us/step   hand loop %6.2f us/step   %.3fx of hand", label, s / 1e3, hand / 1e3, hand / s);
+      std::printf("%-34s %8.2f us/step   Eigen %6.2f us/step   %.3fx of it", label, s / 1e3, hand / 1e3, hand / s);
       if (target)
         std::printf("   target >= 0.7x   %s\n", verdict(hand / s >= 0.7));
       else
@@ -85,6 +86,8 @@ void summarize(const std::map<std::string, double>& ns) {
     };
     per_step("(g) scan RNN w=64, 1000 steps, eager:", "rnn_scan_forward_eager", false);
     per_step("    scan RNN under jit:", "rnn_scan_forward_jit", true);
+    if (has("baseline_rnn_hand"))
+      std::printf("    (the recurrence as plain loops with std::tanh: %.2f us/step)\n", ns.at("baseline_rnn_hand") / 1e6);
     ratio("    scan RNN grad/forward, eager:", "rnn_scan_value_and_grad_eager", "rnn_scan_forward_eager", 3);
     ratio("    scan RNN grad/forward, jit:", "rnn_scan_value_and_grad_jit", "rnn_scan_forward_jit", 3);
   }
