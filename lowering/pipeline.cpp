@@ -48,6 +48,7 @@
 #include "lowering/compile.h"
 #include "lowering/lower.h"
 #include "lowering/tiling.h"
+#include "runtime/buffer.h"
 
 namespace fluxion::lowering {
 
@@ -92,7 +93,7 @@ const char* kBufferizeAndLower =
     "memref-expand,"
     "expand-strided-metadata,"
     "lower-affine,"
-    "finalize-memref-to-llvm,"
+    "finalize-memref-to-llvm{use-generic-functions=1},"
     "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},"
     "convert-arith-to-llvm,"
     "convert-index-to-llvm,"
@@ -411,6 +412,17 @@ std::unique_ptr<CompiledKernel> compile_cpu(const Program& p, const CompileOptio
     diagnostics += "\n  " + llvm::toString(engine.takeError());
     return fail("LLVM code generation");
   }
+  // Temporaries come from the runtime's caching allocator (use-generic-functions above).
+  (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap m;
+    auto put = [&](const char* name, auto* fn) {
+      m[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn), llvm::JITSymbolFlags::Exported};
+    };
+    put("_mlir_memref_to_llvm_alloc", +[](size_t n) { return scratch_alloc(n); });
+    put("_mlir_memref_to_llvm_aligned_alloc", +[](size_t /*alignment <= 64*/, size_t n) { return scratch_alloc(n); });
+    put("_mlir_memref_to_llvm_free", +[](void* p) { scratch_free(p); });
+    return m;
+  });
   auto fn = (*engine)->lookupPacked("kernel");
   if (!fn) {
     diagnostics += "\n  " + llvm::toString(fn.takeError());

@@ -38,41 +38,67 @@ Cache& cache() {
   return *c;
 }
 
-}  // namespace
-
-Buffer::Buffer(size_t n) : nbytes(n), capacity(size_class(n)) {
+// A block of exactly `capacity` bytes (a size class), from the cache or the system.
+void* take_block(size_t capacity) {
   Cache& c = cache();
   {
     std::lock_guard<std::mutex> lock(c.mu);
     auto it = c.free_blocks.find(capacity);
     if (it != c.free_blocks.end() && !it->second.empty()) {
-      data = it->second.back();
+      void* p = it->second.back();
       it->second.pop_back();
       c.cached -= capacity;
       ++c.hits;
-      return;
+      return p;
     }
     ++c.misses;
   }
-  data = std::aligned_alloc(64, capacity);
-  if (!data) {
+  void* p = std::aligned_alloc(64, capacity);
+  if (!p) {
     allocator_trim();
-    data = std::aligned_alloc(64, capacity);
-    if (!data) throw std::bad_alloc();
+    p = std::aligned_alloc(64, capacity);
+    if (!p) throw std::bad_alloc();
   }
+  return p;
 }
 
-Buffer::~Buffer() {
+void give_block(void* p, size_t capacity) {
   Cache& c = cache();
   {
     std::lock_guard<std::mutex> lock(c.mu);
     if (c.cached + capacity <= cache_limit()) {
-      c.free_blocks[capacity].push_back(data);
+      c.free_blocks[capacity].push_back(p);
       c.cached += capacity;
       return;
     }
   }
-  std::free(data);
+  std::free(p);
+}
+
+}  // namespace
+
+Buffer::Buffer(size_t n) : nbytes(n), capacity(size_class(n)) { data = take_block(capacity); }
+
+Buffer::~Buffer() { give_block(data, capacity); }
+
+// The block's capacity sits in a 64-byte header in front of the pointer handed out, so that the
+// pointer stays 64-byte aligned and scratch_free needs nothing else.
+void* scratch_alloc(size_t nbytes) noexcept {
+  const size_t capacity = size_class(nbytes + 64);
+  void* block;
+  try {
+    block = take_block(capacity);
+  } catch (const std::bad_alloc&) {
+    return nullptr;  // as malloc would: kernels are C code and must not see exceptions
+  }
+  *static_cast<size_t*>(block) = capacity;
+  return static_cast<char*>(block) + 64;
+}
+
+void scratch_free(void* p) noexcept {
+  if (!p) return;
+  void* block = static_cast<char*>(p) - 64;
+  give_block(block, *static_cast<size_t*>(block));
 }
 
 AllocatorStats allocator_stats() {

@@ -20,6 +20,12 @@ struct Buffer {
   static std::shared_ptr<Buffer> allocate(size_t nbytes) { return std::make_shared<Buffer>(nbytes); }
 };
 
+/// Scratch memory for compiled kernels' temporaries (the jit's memref.alloc and dealloc), from the
+/// same cache: a kernel that needs the same temporaries on every call gets them without malloc and
+/// without page faults. nullptr when out of memory, like malloc.
+void* scratch_alloc(size_t nbytes) noexcept;
+void scratch_free(void* p) noexcept;
+
 /// Statistics of the caching allocator (for tests and benchmarks).
 struct AllocatorStats {
   size_t cached_bytes;  // held in the cache, free for reuse
