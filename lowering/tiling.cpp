@@ -14,6 +14,8 @@
 //     a vector multiply-add of a whole row into the accumulator;
 //   * contractions: the parallel loop before the innermost parallel one in blocks of 8 (an 8xN
 //     register tile of outer-product FMAs);
+//   * full reductions (every loop a reduction, every operand contiguous): vectors along the
+//     innermost loop;
 //   * several results (argmax): scalar tiles.
 // Then the whole function is vectorized (vectorize_children_and_apply_patterns), and the vector ops
 // that the LLVM conversion would scalarize are lowered first (kVectorizeFunction). Ops the
@@ -96,6 +98,9 @@ Plan plan_for(linalg::GenericOp g, int num_threads) {
   if (innermost_reduction && num_red == 1 && contiguous) {
     // row reduction
     if (last_par >= 0) plan.tile[size_t(last_par)] = ranges[size_t(last_par)] % 8 == 0 && ranges[n - 1] >= 16 ? 8 : 1;
+    plan.tile[n - 1] = largest_divisor_at_most(ranges[n - 1], 64);
+  } else if (last_par < 0 && contiguous) {
+    // a full reduction of contiguous data: vectors along the innermost loop
     plan.tile[n - 1] = largest_divisor_at_most(ranges[n - 1], 64);
   } else if (last_par >= 0) {
     const bool contraction = innermost_reduction;
