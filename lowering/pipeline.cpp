@@ -42,6 +42,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <map>
+#include <optional>
 #include <mutex>
 #include <sstream>
 
@@ -79,7 +81,7 @@ const char* kBufferizeAndLower =
     "empty-tensor-to-alloc-tensor,"
     "one-shot-bufferize{allow-return-allocs-from-loops},"
     "canonicalize,cse,canonicalize,"
-    "buffer-deallocation-pipeline,inline,symbol-dce,canonicalize,"
+    "buffer-deallocation-pipeline,inline{default-pipeline=},symbol-dce,canonicalize,"
     "@THREADS@"
     "func.func(fx-lower-copies),"
     "func.func(fx-math-approx),"
@@ -262,10 +264,38 @@ Jit& jit() {
     PassRegistration<FuseElementwisePass>();
     auto* jj = new Jit;
     jj->ctx = std::make_unique<MLIRContext>(registry, MLIRContext::Threading::DISABLED);
-    jj->ctx->loadAllAvailableDialects();
+    // Only the dialects the lowering emits; passes load what they depend on. Loading all of the
+    // registry made every canonicalization pattern set (and each compile) several times larger.
+    for (llvm::StringRef d : {"builtin", "func", "arith", "math", "linalg", "tensor", "memref", "scf", "vector", "bufferization", "llvm"})
+      jj->ctx->getOrLoadDialect(d);
     return jj;
   }();
   return *j;
+}
+
+// One PassManager per pass list, parsed and initialized once and reused by every compile (under
+// the context's mutex). Initialization (each canonicalize collects the patterns of every loaded
+// dialect) was half of a one-op kernel's pass time when done per compile. The module is verified
+// once after each list, not after every pass.
+PassManager* pass_manager(MLIRContext& ctx, const std::string& passes) {
+  static std::map<std::string, std::unique_ptr<PassManager>> managers;
+  // FLUXION_PASS_TIMING: a fresh manager per compile, whose timing report goes to stderr when the
+  // next compile replaces it.
+  static const bool timing = std::getenv("FLUXION_PASS_TIMING") != nullptr;
+  std::unique_ptr<PassManager>& pm = managers[passes];
+  if (!pm || timing) {
+    auto fresh = std::make_unique<PassManager>(&ctx);  // anchored on builtin.module: the list is its body
+    if (timing) fresh->enableTiming();
+    fresh->enableVerifier(false);
+    std::string err;
+    llvm::raw_string_ostream es(err);
+    if (failed(parsePassPipeline(passes, *fresh, es))) {
+      managers.erase(passes);
+      return nullptr;
+    }
+    pm = std::move(fresh);
+  }
+  return pm.get();
 }
 
 using Clock = std::chrono::steady_clock;
@@ -364,16 +394,11 @@ std::unique_ptr<CompiledKernel> compile_cpu(const Program& p, const CompileOptio
   kernel->lower_ms = ms_since(t0);
 
   auto t1 = Clock::now();
-  auto run = [&](const char* passes, const char* what) {
-    PassManager pm(&ctx);  // anchored on builtin.module: the list is its body
-    if (std::getenv("FLUXION_PASS_TIMING")) pm.enableTiming();  // a report per pass list, to stderr
-    std::string err;
-    llvm::raw_string_ostream es(err);
-    if (failed(parsePassPipeline(passes, pm, es))) {
-      diagnostics += "\n  " + err;
-      fail(std::string("parsing the pass list of ") + what);
-    }
-    if (failed(pm.run(*module))) fail(what);
+  auto run = [&](const std::string& passes, const char* what) {
+    PassManager* pm = pass_manager(ctx, passes);
+    if (!pm) fail(std::string("parsing the pass list of ") + what);
+    if (failed(pm->run(*module))) fail(what);
+    if (failed(verify(*module))) fail(std::string("verifying the module after ") + what);
   };
   run(kFusion, "fusion");
   // Row tile-and-fuse where it applies; if its transform fails, the plain per-op plan on the
@@ -405,18 +430,24 @@ std::unique_ptr<CompiledKernel> compile_cpu(const Program& p, const CompileOptio
   }
   if (dump) write_file(stem + ".vectorized.mlir", print(*module));
   const std::string lower_passes = bufferize_and_lower_passes(threads);
-  run(lower_passes.c_str(), "bufferization and lowering to LLVM");
+  run(lower_passes, "bufferization and lowering to LLVM");
   if (dump) write_file(stem + ".lowered.mlir", print(*module));
   kernel->passes_ms = ms_since(t1);
   if (use_disk) store_cached_module(disk_path, disk_header(options.cache_key), print(*module));
   }
 
   auto t2 = Clock::now();
-  auto tmb = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!tmb) {
-    diagnostics += "\n  " + llvm::toString(tmb.takeError());
+  // The host is detected once (it cost ~0.3 ms a compile); each engine owns its target machine.
+  static const auto host = []() -> std::pair<std::optional<llvm::orc::JITTargetMachineBuilder>, std::string> {
+    auto b = llvm::orc::JITTargetMachineBuilder::detectHost();
+    if (!b) return {std::nullopt, llvm::toString(b.takeError())};
+    return {std::move(*b), ""};
+  }();
+  if (!host.first) {
+    diagnostics += "\n  " + host.second;
     return fail("detecting the host CPU");
   }
+  std::optional<llvm::orc::JITTargetMachineBuilder> tmb = host.first;
   auto tm = tmb->createTargetMachine();
   if (!tm) {
     diagnostics += "\n  " + llvm::toString(tm.takeError());
@@ -448,7 +479,11 @@ std::unique_ptr<CompiledKernel> compile_cpu(const Program& p, const CompileOptio
   eo.jitCodeGenOptLevel = opt == 0 ? llvm::CodeGenOptLevel::None : opt == 1 ? llvm::CodeGenOptLevel::Less
                          : opt == 2 ? llvm::CodeGenOptLevel::Default : llvm::CodeGenOptLevel::Aggressive;
   static const llvm::StringRef omp_libs[] = {kLibOmp};
-  if (threads > 1) eo.sharedLibPaths = omp_libs;
+  bool uses_openmp = false;  // only kernels with parallel loops link libomp (a lookup per symbol)
+  module->walk([&](Operation* op) {
+    if (op->getName().getDialectNamespace() == "omp") uses_openmp = true;
+  });
+  if (uses_openmp) eo.sharedLibPaths = omp_libs;
   auto engine = ExecutionEngine::create(*module, eo, std::move(*tm));
   if (!engine) {
     diagnostics += "\n  " + llvm::toString(engine.takeError());
