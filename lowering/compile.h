@@ -23,9 +23,6 @@ enum class MatmulPath { automatic, eigen, generated };
 struct CompileOptions {
   /// Worker threads for the outer loops (1: no threading code at all).
   int num_threads = 1;
-  /// Polynomial approximations of sin and cos (f32). Exact to ~1e-6 absolute on |x| <= 100; set
-  /// false for libm calls where large arguments matter.
-  bool approximate_sin_cos = true;
   MatmulPath matmul = MatmulPath::automatic;
   /// When non-empty, the program, the MLIR before and after the pipeline and the LLVM IR are
   /// written there as <name>.program.txt, .input.mlir, .lowered.mlir and .ll.

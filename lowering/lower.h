@@ -36,7 +36,6 @@ struct LowerCtx {
   mlir::OpBuilder& b;
   mlir::ModuleOp module;
   mlir::Location loc;  // the current eqn's location (primitive name + user's file:line)
-  bool approximate_sin_cos = true;
   MatmulPath matmul = MatmulPath::automatic;
   /// For the current eqn: per output, the kernel's output buffer (a memref argument) when that
   /// output is a program output and nothing else reads it, else null. Library calls write there

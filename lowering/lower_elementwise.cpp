@@ -3,8 +3,9 @@
 // so that fusion can merge chains of them into a single loop nest.
 //
 // Transcendentals: exp, log, tanh, erf, logistic, sin and cos in f32 stay math.* ops, which the
-// pipeline replaces with vectorizable polynomial approximations; everything else (and all of f64)
-// calls libm, the same functions the reference kernels call, so results agree to the last bit.
+// pipeline replaces with vectorizable polynomial approximations (sin and cos: glibc's vector libm,
+// lowering/accurate_math.cpp); everything else (and all of f64) calls libm, the same functions the
+// reference kernels call, so results agree to the last bit.
 #include "lowering/lower.h"
 
 namespace fluxion::lowering {
@@ -36,8 +37,8 @@ Value libm(LowerCtx& c, OpBuilder& b, Location l, const std::string& name, Value
 bool is_f32(Value v) { return v.getType().isF32(); }
 
 template <class MathOp>
-Value approx_or_libm(LowerCtx& c, OpBuilder& b, Location l, Value x, const char* name, bool approximate = true) {
-  if (approximate && is_f32(x)) return b.create<MathOp>(l, x);
+Value approx_or_libm(LowerCtx& c, OpBuilder& b, Location l, Value x, const char* name) {
+  if (is_f32(x)) return b.create<MathOp>(l, x);
   return libm(c, b, l, name, {x});
 }
 
@@ -85,10 +86,10 @@ Value erf_(LowerCtx& c, OpBuilder& b, Location l, Value x, DType, const Params&)
   return approx_or_libm<math::ErfOp>(c, b, l, x, "erf");
 }
 Value sin_(LowerCtx& c, OpBuilder& b, Location l, Value x, DType, const Params&) {
-  return approx_or_libm<math::SinOp>(c, b, l, x, "sin", c.approximate_sin_cos);
+  return approx_or_libm<math::SinOp>(c, b, l, x, "sin");
 }
 Value cos_(LowerCtx& c, OpBuilder& b, Location l, Value x, DType, const Params&) {
-  return approx_or_libm<math::CosOp>(c, b, l, x, "cos", c.approximate_sin_cos);
+  return approx_or_libm<math::CosOp>(c, b, l, x, "cos");
 }
 // 1 / (1 + exp(-x)), as the reference.
 Value logistic_(LowerCtx& c, OpBuilder& b, Location l, Value x, DType d, const Params& p) {

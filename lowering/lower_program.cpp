@@ -325,7 +325,7 @@ OwningOpRef<ModuleOp> lower_program(MLIRContext& ctx, const Program& original, c
   Block* entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
 
-  LowerCtx c{b, *module, b.getUnknownLoc(), options.approximate_sin_cos, options.matmul};
+  LowerCtx c{b, *module, b.getUnknownLoc(), options.matmul};
   std::vector<Value> values(p.types.size());
   for (size_t i = 0; i < in_vars.size(); ++i) {
     const AbstractArray& t = p.type(in_vars[i]);

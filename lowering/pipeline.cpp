@@ -50,6 +50,7 @@
 #include "ir/error.h"
 #include "lowering/compile.h"
 #include "lowering/lower.h"
+#include "lowering/passes.h"
 #include "lowering/tiling.h"
 #include "runtime/buffer.h"
 
@@ -84,6 +85,7 @@ const char* kBufferizeAndLower =
     "buffer-deallocation-pipeline,inline{default-pipeline=},symbol-dce,canonicalize,"
     "@THREADS@"
     "func.func(fx-lower-copies),"
+    "fx-accurate-math,"
     "func.func(fx-math-approx),"
     "func.func(convert-vector-to-scf{full-unroll=1 target-rank=1}),"
     "func.func(convert-linalg-to-loops),"
@@ -138,8 +140,8 @@ int usable_threads(int requested) {
   return have_omp ? requested : 1;
 }
 
-// Polynomial approximations of exp, log, tanh, erf, sin, cos (f32; the lowering emits math ops only
-// for those, and libm calls for the rest).
+// Polynomial approximations of exp, log, tanh, erf, and of sin and cos where fx-accurate-math left them
+// (f32; the lowering emits math ops only for those, and libm calls for the rest).
 struct MathApproxPass : public PassWrapper<MathApproxPass, OperationPass<func::FuncOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(MathApproxPass)
   StringRef getArgument() const final { return "fx-math-approx"; }
@@ -261,6 +263,7 @@ Jit& jit() {
     registerOpenMPDialectTranslation(registry);
     PassRegistration<MathApproxPass>();
     PassRegistration<LowerCopiesPass>();
+    register_accurate_math_pass();
     PassRegistration<FuseElementwisePass>();
     auto* jj = new Jit;
     jj->ctx = std::make_unique<MLIRContext>(registry, MLIRContext::Threading::DISABLED);

@@ -1,0 +1,92 @@
+// Accuracy of the jit's f32 transcendentals over their whole domain, not just the range the op
+// table samples: sin/cos of large arguments (libmvec, or the polynomial/libm split without it --
+// the meson test jit_sin_cos_without_libmvec runs this file with FLUXION_LIBMVEC=0), and the
+// special values of every approximated function.
+#include <doctest/doctest.h>
+#include <fluxion.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace fx = fluxion;
+
+namespace {
+
+int64_t ulp_distance(float a, float b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b) ? 0 : INT64_MAX;
+  int32_t ia, ib;
+  std::memcpy(&ia, &a, 4);
+  std::memcpy(&ib, &b, 4);
+  if (ia < 0) ia = INT32_MIN - ia;
+  if (ib < 0) ib = INT32_MIN - ib;
+  return std::abs(int64_t(ia) - int64_t(ib));
+}
+
+// Arguments from 1e-3 to 1e30 of both signs, small ones and huge ones side by side in every vector.
+std::vector<float> wide_arguments(size_t n) {
+  std::vector<float> xs;
+  for (size_t i = 0; i < n; ++i) {
+    const double e = -3.0 + 33.0 * double((i * 7919) % n) / double(n);
+    xs.push_back(float((i % 2 ? -1 : 1) * std::pow(10.0, e)));
+  }
+  return xs;
+}
+
+}  // namespace
+
+TEST_CASE("jit: sin and cos of f32 stay accurate for every argument size") {
+  for (size_t n : {size_t(5), size_t(16), size_t(64), size_t(100), size_t(1000)}) {
+    CAPTURE(n);
+    std::vector<float> xs = wide_arguments(n);
+    fx::Array x = fx::array(xs);
+    std::vector<float> s = fx::jit([](const fx::Array& a) { return fx::sin(a); })(x).to_vector<float>();
+    std::vector<float> c = fx::jit([](const fx::Array& a) { return fx::cos(a); })(x).to_vector<float>();
+    for (size_t i = 0; i < n; ++i) {
+      CAPTURE(xs[i]);
+      const float ws = std::sin(xs[i]), wc = std::cos(xs[i]);
+      // a few ulp, or (near a zero of the function) a tiny absolute error
+      CHECK((ulp_distance(s[i], ws) <= 4 || std::fabs(s[i] - ws) <= 1e-6f));
+      CHECK((ulp_distance(c[i], wc) <= 4 || std::fabs(c[i] - wc) <= 1e-6f));
+    }
+  }
+  // Fused with other ops, in 2-D, and the special values.
+  fx::Array m = fx::reshape(fx::array(wide_arguments(96)), {8, 12});
+  std::vector<float> got = fx::jit([](const fx::Array& a) { return fx::sin(a) * 2.f + fx::cos(a * 0.5f); })(m).to_vector<float>();
+  std::vector<float> in = m.to_vector<float>();
+  for (size_t i = 0; i < in.size(); ++i) {
+    CAPTURE(in[i]);
+    CHECK(got[i] == doctest::Approx(std::sin(in[i]) * 2.f + std::cos(in[i] * 0.5f)).epsilon(1e-5).scale(1.0));
+  }
+  std::vector<float> special = {0.f, -0.f, INFINITY, -INFINITY, NAN, 1e-40f};
+  std::vector<float> s = fx::jit([](const fx::Array& a) { return fx::sin(a); })(fx::array(special)).to_vector<float>();
+  CHECK(s[0] == 0.f);
+  CHECK(std::signbit(s[1]));
+  CHECK(std::isnan(s[2]));
+  CHECK(std::isnan(s[3]));
+  CHECK(std::isnan(s[4]));
+  CHECK(s[5] == doctest::Approx(1e-40f));
+}
+
+TEST_CASE("jit: special values of the approximated f32 functions match libm") {
+  std::vector<float> xs = {-1000.f, -100.f, -88.f, -20.f, -1.f, -1e-30f, -0.f, 0.f, 1e-40f, 1e-30f, 1e-7f, 0.5f, 1.f,
+                           20.f,    88.f,   89.f,  100.f, 1e30f, INFINITY, -INFINITY, NAN};
+  fx::Array x = fx::array(xs);
+  auto check = [&](const char* name, auto f, float (*ref)(float)) {
+    std::vector<float> got = fx::jit(f)(x).template to_vector<float>();
+    for (size_t i = 0; i < xs.size(); ++i) {
+      CAPTURE(name);
+      CAPTURE(xs[i]);
+      const float want = ref(xs[i]);
+      CHECK((ulp_distance(got[i], want) <= 8 || std::fabs(got[i] - want) <= 1e-6f * std::max(1.f, std::fabs(want))));
+    }
+  };
+  check("exp", [](const fx::Array& a) { return fx::exp(a); }, [](float v) { return std::exp(v); });
+  check("log", [](const fx::Array& a) { return fx::log(a); }, [](float v) { return std::log(v); });
+  check("tanh", [](const fx::Array& a) { return fx::tanh(a); }, [](float v) { return std::tanh(v); });
+  check("erf", [](const fx::Array& a) { return fx::erf(a); }, [](float v) { return std::erf(v); });
+  check("log1p", [](const fx::Array& a) { return fx::log1p(a); }, [](float v) { return std::log1p(v); });
+  check("expm1", [](const fx::Array& a) { return fx::expm1(a); }, [](float v) { return std::expm1(v); });
+  check("sigmoid", [](const fx::Array& a) { return fx::sigmoid(a); }, [](float v) { return 1.f / (1.f + std::exp(-v)); });
+}
