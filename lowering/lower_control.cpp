@@ -6,8 +6,8 @@
 // buffer (freed by the deallocation pipeline) instead of copying it back into the carry's buffer,
 // and a yielded value that aliases something outside the loop is copied by bufferization itself
 // (scalars end up in registers after the LLVM passes).
-//   cond   scf.index_switch on the branch index clamped to [0, n-1] (the last branch is the default
-//          case); one branch: inlined
+//   cond   two branches: scf.if on index != 0; more (switch_): scf.index_switch on the branch
+//          index clamped to [0, n-1] (the last branch is the default case); one branch: inlined
 //   while  scf.while: the before region lowers the condition on the carry and ends in
 //          scf.condition; the after region lowers the body and yields the new carry
 //   scan   scf.for over the length with iter_args = carry + the stacked ys; each step slices
@@ -75,6 +75,20 @@ std::vector<Value> cond_rule(LowerCtx& c, const Eqn& e, std::span<const Operand>
   OpBuilder& b = c.b;
   const int64_t n = int64_t(branches.size());
   Value index = clamped_branch(c, in[0], n);
+  auto lower_branch_into = [&](Block* block, const Program& branch) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(block);
+    std::vector<Value> r = lower_subprogram(c, branch, ops);
+    b.create<scf::YieldOp>(c.loc, ValueRange(r));
+  };
+  if (n == 2) {  // cond: scf.if on index != 0 (branch 1 when true)
+    Value zero = b.create<arith::ConstantIndexOp>(c.loc, 0);
+    Value pick = b.create<arith::CmpIOp>(c.loc, arith::CmpIPredicate::ne, index, zero);
+    auto op = b.create<scf::IfOp>(c.loc, types_of(c, out), pick, /*addThenBlock=*/true, /*addElseBlock=*/true);
+    lower_branch_into(op.thenBlock(), *branches[1]);
+    lower_branch_into(op.elseBlock(), *branches[0]);
+    return std::vector<Value>(op.getResults().begin(), op.getResults().end());
+  }
   SmallVector<int64_t> cases;
   for (int64_t k = 0; k + 1 < n; ++k) cases.push_back(k);
   auto sw = b.create<scf::IndexSwitchOp>(c.loc, types_of(c, out), index, cases, unsigned(cases.size()));

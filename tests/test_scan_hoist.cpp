@@ -148,6 +148,27 @@ TEST_CASE("scan hoisting: what the carry feeds back into, or what would grow whe
   auto [jc, jy] = jf(c0, xs);
   auto [ec, ey] = f(c0, xs);
   check_close({jc, jy}, {ec, ey}, 1e-12);
+
+  // A cond on the scanned input alone stays in the loop (batched, it would run both branches for
+  // every step), while the product next to it leaves.
+  fx::Array w = normal(17, {3, 3});
+  auto g = [](const fx::Array& w, const fx::Array& c0, const fx::Array& xs) {
+    return fx::scan([&](const fx::Array& c, const fx::Array& x) {
+      fx::Array picked = fx::cond(fx::sum(x) > 0.0, [&] { return fx::exp(x); }, [&] { return -x; });
+      fx::Array n = fx::tanh(c * 0.5 + fx::matmul(w, x) + picked);
+      return std::pair{n, n};
+    }, c0, xs);
+  };
+  fx::Array v0 = normal(18, {3});
+  fx::Program pg = fx::make_ir(g)(w, v0, xs);
+  fx::Program hg = hoisted_and_checked(pg, {w, v0, xs});
+  const fx::Program* body = find_scan(hg);
+  REQUIRE(body);
+  CHECK(count(*body, fx::Prim::cond) == 1);
+  CHECK(count(*body, fx::Prim::dot_general) == 0);
+  auto [j1, j2] = fx::jit(g)(w, v0, xs);
+  auto [e1, e2] = g(w, v0, xs);
+  check_close({j1, j2}, {e1, e2}, 1e-12);
 }
 
 TEST_CASE("scan hoisting: reverse scans, float32, nested scans and scans inside cond") {

@@ -83,10 +83,13 @@ enum Level : int { kConst = 0, kScanned = 1, kCarried = 2 };
 enum class Role { stay, hoist, copy };
 
 // Whether a value computed from scanned inputs alone is worth computing for every step before the
-// loop, as a [length, ...] array. A pure expansion (a broadcast, a product without contraction such
+// loop, as a [length, ...] array. Not control flow (see below). A pure expansion (a broadcast, a product without contraction such
 // as an outer product) only adds memory traffic when stacked: only if no larger than its inputs.
 // Anything else up to 16x its scanned inputs (a projection to a wider state), within 64M elements.
 bool worth_stacking(const Eqn& e, int64_t out, int64_t scanned_in, int64_t length) {
+  // Batched, a cond runs every branch and a while loop runs until its slowest lane is done: in the
+  // loop each step pays for one branch and its own trip count.
+  if (has_subprograms(e)) return false;
   const bool expansion = e.prim == Prim::broadcast_in_dim ||
                          (e.prim == Prim::dot_general && e.params.get_ints("lhs_contracting").empty());
   if (out > (expansion ? 1 : 16) * scanned_in) return false;
