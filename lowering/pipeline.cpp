@@ -499,7 +499,7 @@ std::unique_ptr<CompiledKernel> compile_cpu(const Program& p, const CompileOptio
       m[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn), llvm::JITSymbolFlags::Exported};
     };
     put("_mlir_memref_to_llvm_alloc", +[](size_t n) { return scratch_alloc(n); });
-    put("_mlir_memref_to_llvm_aligned_alloc", +[](size_t /*alignment <= 64*/, size_t n) { return scratch_alloc(n); });
+    put("_mlir_memref_to_llvm_aligned_alloc", +[](size_t alignment, size_t n) { return scratch_alloc(n, alignment); });
     put("_mlir_memref_to_llvm_free", +[](void* p) { scratch_free(p); });
     return m;
   });

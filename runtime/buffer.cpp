@@ -1,5 +1,7 @@
 #include "runtime/buffer.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <mutex>
 #include <new>
@@ -81,24 +83,33 @@ Buffer::Buffer(size_t n) : nbytes(n), capacity(size_class(n)) { data = take_bloc
 
 Buffer::~Buffer() { give_block(data, capacity); }
 
-// The block's capacity sits in a 64-byte header in front of the pointer handed out, so that the
-// pointer stays 64-byte aligned and scratch_free needs nothing else.
-void* scratch_alloc(size_t nbytes) noexcept {
-  const size_t capacity = size_class(nbytes + 64);
+// The block and its capacity sit in the 16 bytes in front of the pointer handed out, which is
+// placed at the first `alignment` boundary after them, so scratch_free needs nothing else.
+struct ScratchHeader {
+  void* block;
+  size_t capacity;
+};
+
+void* scratch_alloc(size_t nbytes, size_t alignment) noexcept {
+  if ((alignment & (alignment - 1)) != 0) return nullptr;  // not a power of two
+  alignment = std::max<size_t>(alignment, 64);
+  const size_t capacity = size_class(nbytes + alignment + sizeof(ScratchHeader));
   void* block;
   try {
     block = take_block(capacity);
   } catch (const std::bad_alloc&) {
     return nullptr;  // as malloc would: kernels are C code and must not see exceptions
   }
-  *static_cast<size_t*>(block) = capacity;
-  return static_cast<char*>(block) + 64;
+  const uintptr_t start = reinterpret_cast<uintptr_t>(block) + sizeof(ScratchHeader);
+  auto* p = reinterpret_cast<char*>((start + alignment - 1) & ~uintptr_t(alignment - 1));
+  new (p - sizeof(ScratchHeader)) ScratchHeader{block, capacity};
+  return p;
 }
 
 void scratch_free(void* p) noexcept {
   if (!p) return;
-  void* block = static_cast<char*>(p) - 64;
-  give_block(block, *static_cast<size_t*>(block));
+  const auto* h = reinterpret_cast<const ScratchHeader*>(static_cast<char*>(p) - sizeof(ScratchHeader));
+  give_block(h->block, h->capacity);
 }
 
 AllocatorStats allocator_stats() {

@@ -22,8 +22,9 @@ struct Buffer {
 
 /// Scratch memory for compiled kernels' temporaries (the jit's memref.alloc and dealloc), from the
 /// same cache: a kernel that needs the same temporaries on every call gets them without malloc and
-/// without page faults. nullptr when out of memory, like malloc.
-void* scratch_alloc(size_t nbytes) noexcept;
+/// without page faults. Aligned to `alignment` (a power of two; at least 64). nullptr when out of
+/// memory, like malloc.
+void* scratch_alloc(size_t nbytes, size_t alignment = 64) noexcept;
 void scratch_free(void* p) noexcept;
 
 /// Statistics of the caching allocator (for tests and benchmarks).

@@ -3,7 +3,9 @@
 
 #include "runtime/buffer.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <sstream>
 
 namespace fx = fluxion;
@@ -33,4 +35,23 @@ TEST_CASE("runtime: freed buffers are reused by size class, 64-byte aligned") {
   }
   fx::AllocatorStats after = fx::allocator_stats();
   CHECK(after.hits >= before.hits + 2);  // the second and third arrays reuse the first's block
+}
+
+TEST_CASE("runtime: kernel scratch memory is aligned as asked, writable, and reused") {
+  for (size_t align : {size_t(1), size_t(16), size_t(64), size_t(128), size_t(4096)}) {
+    for (size_t n : {size_t(0), size_t(1), size_t(100), size_t(1) << 20}) {
+      CAPTURE(align);
+      CAPTURE(n);
+      void* p = fx::scratch_alloc(n, align);
+      REQUIRE(p != nullptr);
+      CHECK(reinterpret_cast<uintptr_t>(p) % std::max<size_t>(align, 64) == 0);
+      std::memset(p, 0xab, n);
+      fx::scratch_free(p);
+    }
+  }
+  CHECK(fx::scratch_alloc(64, 48) == nullptr);  // not a power of two
+  fx::scratch_free(nullptr);
+  fx::AllocatorStats before = fx::allocator_stats();
+  for (int i = 0; i < 3; ++i) fx::scratch_free(fx::scratch_alloc(5000));
+  CHECK(fx::allocator_stats().hits >= before.hits + 2);
 }
