@@ -1,7 +1,7 @@
 // Benchmarks of fx::jit with their baselines measured in the same run (best of N wall-clock runs;
 // this file is compiled with -O3 -march=native -ffast-math, so the hand loops are the fast-math
 // baselines the targets name). Run: build/bench/fluxion_bench_jit [repeats [section...]], sections
-// matmul softmax mlp fused rowsum call compile (all when none is named).
+// matmul softmax mlp fused rowsum softplus call compile (all when none is named).
 #include <fluxion.h>
 
 #include <algorithm>
@@ -349,6 +349,27 @@ int main(int argc, char** argv) {
                 hand_ms / jit_ms);
     std::printf("  hand loop, 1 thread              %8.2f ms\n", hand1_ms);
     std::printf("  max abs difference: %.2e\n\n", err);
+  }
+
+  // ---- softplus log1p(exp(x)), 16M f32: a function without a polynomial (glibc's vector libm) ----
+  if (want(argc, argv, "softplus")) {
+    const int64_t n = int64_t(16) << 20;
+    fx::Array x = filled({n}, -20, 20);
+    auto f = fx::jit([](const fx::Array& x) { return fx::log1p(fx::exp(x)); });
+    fx::Array y = f(x);
+    double jit_ms = best_ms([&] { y = f(x); });
+    std::vector<float> out(static_cast<size_t>(n));
+    const float* px = ptr(x);
+    auto hand = [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) out[size_t(i)] = std::log1p(std::exp(px[i]));
+    };
+    double hand_ms = best_ms([&] { parallel(threads, n, hand); });
+    float err = 0;
+    for (int64_t i = 0; i < n; i += 997) err = std::max(err, std::fabs(ptr(y)[i] - out[size_t(i)]) / std::max(1.f, out[size_t(i)]));
+    std::printf("softplus log1p(exp(x)), 16M f32\n");
+    std::printf("  jit                              %8.2f ms\n", jit_ms);
+    std::printf("  hand loop -O3 -ffast-math, %d thr %8.2f ms  jit is %.2fx of it\n", threads, hand_ms, hand_ms / jit_ms);
+    std::printf("  max relative difference: %.2e\n\n", err);
   }
 
   // ---- cached call of a tiny function -------------------------------------------------------------

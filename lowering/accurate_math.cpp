@@ -1,19 +1,20 @@
-// Accuracy fixes to the f32 math that fx-math-approx would otherwise approximate, applied after
-// vectorization (pass fx-accurate-math):
-//   * sin and cos (below);
+// f32 transcendentals after vectorization (pass fx-accurate-math), before fx-math-approx turns the
+// rest into polynomials:
+//   * sin, cos, and the functions without a polynomial here (log1p, expm1, exp2, tan, the inverse
+//     and hyperbolic functions, cbrt) call glibc's vector math library, libmvec
+//     (_ZGVeN16v_sinf and friends on AVX-512: a few ulp for every argument, vectorized). Lowered
+//     as scalar libm calls, they kept their whole loop nest scalar and out of fusion.
+//   * sin and cos are why libmvec is used at all: MLIR's polynomial reduces the argument with one
+//     f32 multiple of pi/2, so its error grows with |x| (about 1e-6 at |x| = 16, 5e-6 at 100) and
+//     above ~1e7 the result is not even in [-1, 1] (sin(1e9) came out as 1.8e12). libmvec was as
+//     fast as the polynomial on the fused sin(a*b)+exp(c) kernel (22.97 vs 23.30 ms, one thread).
 //   * log of a subnormal: the polynomial reads the exponent field, so log(1e-40) came out as
 //     log(FLT_MIN) = -87.3 instead of -92.1. Subnormal arguments are scaled by 2^24 first and
 //     24 ln 2 subtracted after (two selects per vector).
-//
-// sin and cos:
-// MLIR's polynomial sin/cos reduce the argument with one f32 multiple of pi/2, so their error grows
-// with |x|: about 1e-6 at |x| = 16, 5e-6 at 100, and for |x| above ~1e7 the result is not even in
-// [-1, 1] (sin(1e9) came out as 1.8e12). Instead, where glibc's vector math library is present
-// (libmvec: _ZGVeN16v_sinf and friends, a few ulp for every argument), vectors of arguments call
-// it: measured on the fused sin(a*b)+exp(c) kernel it is as fast as the polynomial (22.97 vs
-// 23.30 ms on one thread). Without libmvec, a vector whose largest |x| is at most
-// kPolynomialLimit takes the polynomial (fx-math-approx), any other calls sinf/cosf lane by lane.
-// Scalar sin/cos (code the vectorizer left scalar) call sinf/cosf.
+// Without libmvec (or without one of its functions; FLUXION_LIBMVEC=0 simulates it), a vector
+// calls the scalar libm function lane by lane -- except sin and cos, which take the polynomial when
+// the largest |x| of the vector is at most kPolynomialLimit. Scalar ops (code the vectorizer left
+// scalar) call the scalar libm function.
 #include <dlfcn.h>
 #include <llvm/TargetParser/Host.h>
 #include <mlir/Dialect/Arith/IR/Arith.h>
@@ -37,21 +38,41 @@ namespace {
 
 constexpr float kPolynomialLimit = 16.0f;
 
-// The host's libmvec variant: lanes and name prefix (x86-64 vector ABI: b SSE, d AVX2, e AVX-512).
+// The math ops routed to libm(vec), by op name, with their f32 libm function.
+const llvm::StringMap<const char*>& libm_functions() {
+  static const llvm::StringMap<const char*> m = {
+      {"math.sin", "sinf"},     {"math.cos", "cosf"},     {"math.log1p", "log1pf"}, {"math.expm1", "expm1f"},
+      {"math.exp2", "exp2f"},   {"math.tan", "tanf"},     {"math.asin", "asinf"},   {"math.acos", "acosf"},
+      {"math.atan", "atanf"},   {"math.sinh", "sinhf"},   {"math.cosh", "coshf"},   {"math.asinh", "asinhf"},
+      {"math.acosh", "acoshf"}, {"math.atanh", "atanhf"}, {"math.cbrt", "cbrtf"},
+  };
+  return m;
+}
+
+// The host's libmvec: lanes and name prefix (x86-64 vector ABI: b SSE, d AVX2, e AVX-512).
 struct VectorLibm {
-  int lanes = 0;  // 0: no libmvec
+  void* handle = nullptr;  // null: no libmvec
+  int lanes = 0;
   std::string prefix;
+  /// The vector variant of `fn` (e.g. "sinf"), or "" when this libmvec lacks it (glibc < 2.35 has
+  /// only sin, cos, exp, log and pow).
+  std::string variant(const char* fn) const {
+    if (!handle) return {};
+    std::string name = prefix + fn;
+    return dlsym(handle, name.c_str()) ? name : std::string();
+  }
 };
 
 const VectorLibm& vector_libm() {
   static const VectorLibm v = [] {
     VectorLibm r;
     if (const char* e = std::getenv("FLUXION_LIBMVEC"); e && std::string(e) == "0") return r;  // tests the fallback
-    if (!dlopen("libmvec.so.1", RTLD_NOW | RTLD_GLOBAL)) return r;  // the JIT then finds its symbols
+    r.handle = dlopen("libmvec.so.1", RTLD_NOW | RTLD_GLOBAL);  // global: the JIT finds its symbols
+    if (!r.handle) return r;
     llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-    if (features.lookup("avx512f")) r = {16, "_ZGVeN16v_"};
-    else if (features.lookup("avx2")) r = {8, "_ZGVdN8v_"};
-    else r = {4, "_ZGVbN4v_"};
+    if (features.lookup("avx512f")) r.lanes = 16, r.prefix = "_ZGVeN16v_";
+    else if (features.lookup("avx2")) r.lanes = 8, r.prefix = "_ZGVdN8v_";
+    else r.lanes = 4, r.prefix = "_ZGVbN4v_";
     return r;
   }();
   return v;
@@ -65,14 +86,14 @@ func::FuncOp declare(ModuleOp m, const std::string& name, Type arg) {
   return f;
 }
 
-// libm's function on every lane of x (a 1-D vector).
-Value libm_vector(OpBuilder& b, Location l, ModuleOp m, Value x, const char* fn) {
+// The libm function `fn` on every lane of x (a 1-D vector): `lanes`-wide calls of its vector
+// variant `vec_fn` (the last chunk padded), or the scalar function lane by lane when vec_fn is "".
+Value libm_vector(OpBuilder& b, Location l, ModuleOp m, Value x, const char* fn, const std::string& vec_fn) {
   auto vt = cast<VectorType>(x.getType());
   const int64_t n = vt.getNumElements();
   const Type f32 = vt.getElementType();
   Value out = b.create<arith::ConstantOp>(l, vt, b.getZeroAttr(vt));
-  const VectorLibm& lib = vector_libm();
-  if (lib.lanes == 0) {
+  if (vec_fn.empty()) {
     func::FuncOp scalar = declare(m, fn, f32);
     for (int64_t i = 0; i < n; ++i) {
       Value e = b.create<vector::ExtractOp>(l, x, ArrayRef<int64_t>{i});
@@ -81,9 +102,9 @@ Value libm_vector(OpBuilder& b, Location l, ModuleOp m, Value x, const char* fn)
     }
     return out;
   }
-  const int64_t w = lib.lanes;
+  const int64_t w = vector_libm().lanes;
   auto wt = VectorType::get({w}, f32);
-  func::FuncOp vec = declare(m, lib.prefix + fn, wt);
+  func::FuncOp vec = declare(m, vec_fn, wt);
   for (int64_t i = 0; i < n; i += w) {
     const int64_t len = std::min(w, n - i);
     Value chunk = b.create<vector::ExtractStridedSliceOp>(l, x, ArrayRef<int64_t>{i}, ArrayRef<int64_t>{len},
@@ -101,42 +122,39 @@ Value libm_vector(OpBuilder& b, Location l, ModuleOp m, Value x, const char* fn)
   return out;
 }
 
-template <class MathOp>
-void rewrite(ModuleOp m, MathOp op, const char* fn) {
+// One unary f32 math op `op` whose libm function is `fn`.
+void rewrite(ModuleOp m, Operation* op, const char* fn) {
   OpBuilder b(op);
-  const Location l = op.getLoc();
-  Value x = op.getOperand();
+  const Location l = op->getLoc();
+  Value x = op->getOperand(0);
+  auto replace = [&](Value v) {
+    op->getResult(0).replaceAllUsesWith(v);
+    op->erase();
+  };
   auto vt = dyn_cast<VectorType>(x.getType());
   if (!vt) {  // scalar: libm
     func::FuncOp scalar = declare(m, fn, x.getType());
-    op.replaceAllUsesWith(b.create<func::CallOp>(l, scalar, ValueRange{x}).getResult(0));
-    op.erase();
-    return;
+    return replace(b.create<func::CallOp>(l, scalar, ValueRange{x}).getResult(0));
   }
   auto flat_t = VectorType::get({vt.getNumElements()}, vt.getElementType());
   Value flat = vt.getRank() == 1 ? x : b.create<vector::ShapeCastOp>(l, flat_t, x).getResult();
-  if (vector_libm().lanes > 0) {
-    Value r = libm_vector(b, l, m, flat, fn);
-    op.replaceAllUsesWith(vt.getRank() == 1 ? r : b.create<vector::ShapeCastOp>(l, vt, r).getResult());
-    op.erase();
-    return;
-  }
-  // any(|x| > limit or NaN) ? libm lane by lane : polynomial
-  // max |x| (NaN if any lane is NaN) against the limit: one horizontal max (an OR over a vector of
-  // i1 compiled to one extract per lane and halved the throughput of a fused kernel).
+  auto shaped = [&](OpBuilder& bb, Location ll, Value r) {
+    return vt.getRank() == 1 ? r : bb.create<vector::ShapeCastOp>(ll, vt, r).getResult();
+  };
+  const std::string vec_fn = vector_libm().variant(fn);
+  const bool polynomial_fallback = isa<math::SinOp, math::CosOp>(op);
+  if (!vec_fn.empty() || !polynomial_fallback) return replace(shaped(b, l, libm_vector(b, l, m, flat, fn, vec_fn)));
+  // sin/cos without libmvec: max |x| (NaN if any lane is NaN) against the limit -- one horizontal
+  // max (an OR over a vector of i1 compiled to one extract per lane) -- then libm lane by lane or
+  // the polynomial (the cloned op, which fx-math-approx replaces).
   Value largest = b.create<vector::ReductionOp>(l, vector::CombiningKind::MAXIMUMF, b.create<math::AbsFOp>(l, flat));
   Value limit = b.create<arith::ConstantOp>(l, b.getF32FloatAttr(kPolynomialLimit));
   Value any = b.create<arith::CmpFOp>(l, arith::CmpFPredicate::UGT, largest, limit);
   auto branch = b.create<scf::IfOp>(
       l, any,
-      [&](OpBuilder& t, Location tl) {
-        Value r = libm_vector(t, tl, m, flat, fn);
-        if (vt.getRank() != 1) r = t.create<vector::ShapeCastOp>(tl, vt, r);
-        t.create<scf::YieldOp>(tl, r);
-      },
-      [&](OpBuilder& e, Location el) { e.create<scf::YieldOp>(el, e.create<MathOp>(el, x).getResult()); });
-  op.replaceAllUsesWith(branch.getResult(0));
-  op.erase();
+      [&](OpBuilder& t, Location tl) { t.create<scf::YieldOp>(tl, shaped(t, tl, libm_vector(t, tl, m, flat, fn, ""))); },
+      [&](OpBuilder& e, Location el) { e.create<scf::YieldOp>(el, e.clone(*op)->getResult(0)); });
+  replace(branch.getResult(0));
 }
 
 // log(x) = log(x * 2^24) - 24 ln 2 for subnormal x; the new math.log is left to fx-math-approx.
@@ -160,7 +178,7 @@ void rewrite_log(math::LogOp op) {
 struct AccurateMathPass : public PassWrapper<AccurateMathPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(AccurateMathPass)
   StringRef getArgument() const final { return "fx-accurate-math"; }
-  StringRef getDescription() const final { return "f32 sin/cos through libm(vec), log of subnormals"; }
+  StringRef getDescription() const final { return "f32 transcendentals through libm(vec); log of subnormals"; }
   void getDependentDialects(DialectRegistry& r) const override {
     r.insert<arith::ArithDialect, func::FuncDialect, math::MathDialect, scf::SCFDialect, vector::VectorDialect>();
   }
@@ -168,13 +186,13 @@ struct AccurateMathPass : public PassWrapper<AccurateMathPass, OperationPass<Mod
     ModuleOp m = getOperation();
     SmallVector<Operation*> ops;
     m.walk([&](Operation* op) {
-      if (isa<math::SinOp, math::CosOp, math::LogOp>(op) && getElementTypeOrSelf(op->getResult(0).getType()).isF32())
-        ops.push_back(op);
+      if (op->getNumOperands() != 1 || op->getNumResults() != 1) return;
+      if (!getElementTypeOrSelf(op->getResult(0).getType()).isF32()) return;
+      if (isa<math::LogOp>(op) || libm_functions().count(op->getName().getStringRef())) ops.push_back(op);
     });
     for (Operation* op : ops) {
-      if (auto s = dyn_cast<math::SinOp>(op)) rewrite(m, s, "sinf");
-      else if (auto c = dyn_cast<math::CosOp>(op)) rewrite(m, c, "cosf");
-      else rewrite_log(cast<math::LogOp>(op));
+      if (auto log = dyn_cast<math::LogOp>(op)) rewrite_log(log);
+      else rewrite(m, op, libm_functions().lookup(op->getName().getStringRef()));
     }
   }
 };

@@ -2,10 +2,10 @@
 // each eqn becomes one linalg.generic whose body mirrors the reference kernel's scalar function,
 // so that fusion can merge chains of them into a single loop nest.
 //
-// Transcendentals: exp, log, tanh, erf, logistic, sin and cos in f32 stay math.* ops, which the
-// pipeline replaces with vectorizable polynomial approximations (sin and cos: glibc's vector libm,
-// lowering/accurate_math.cpp); everything else (and all of f64) calls libm, the same functions the
-// reference kernels call, so results agree to the last bit.
+// Transcendentals in f32 stay math.* ops: exp, log, tanh, erf and logistic become vectorizable
+// polynomial approximations; sin, cos, log1p, expm1, exp2, tan, the inverse and hyperbolic
+// functions and cbrt call glibc's vector libm (lowering/accurate_math.cpp). lgamma and everything
+// in f64 call libm, the same functions the reference kernels call, so results agree to the last bit.
 #include "lowering/lower.h"
 
 namespace fluxion::lowering {
@@ -53,25 +53,27 @@ std::vector<Value> unary(LowerCtx& c, const Eqn& e, std::span<const Operand> in,
   });
 }
 
-#define FLUXION_LIBM_UNARY(Name, fn)                                                  \
+// f32: a math op, which fx-accurate-math turns into a call of glibc's vector libm (or of libm);
+// other types: libm.
+#define FLUXION_MATH_UNARY(Name, Op, fn)                                              \
   Value Name(LowerCtx& c, OpBuilder& b, Location l, Value x, DType, const Params&) { \
-    return libm(c, b, l, fn, {x});                                                    \
+    return approx_or_libm<Op>(c, b, l, x, fn);                                        \
   }
-FLUXION_LIBM_UNARY(exp2_, "exp2")
-FLUXION_LIBM_UNARY(log1p_, "log1p")
-FLUXION_LIBM_UNARY(expm1_, "expm1")
-FLUXION_LIBM_UNARY(tan_, "tan")
-FLUXION_LIBM_UNARY(asin_, "asin")
-FLUXION_LIBM_UNARY(acos_, "acos")
-FLUXION_LIBM_UNARY(atan_, "atan")
-FLUXION_LIBM_UNARY(sinh_, "sinh")
-FLUXION_LIBM_UNARY(cosh_, "cosh")
-FLUXION_LIBM_UNARY(asinh_, "asinh")
-FLUXION_LIBM_UNARY(acosh_, "acosh")
-FLUXION_LIBM_UNARY(atanh_, "atanh")
-FLUXION_LIBM_UNARY(cbrt_, "cbrt")
-FLUXION_LIBM_UNARY(lgamma_, "lgamma")
-#undef FLUXION_LIBM_UNARY
+FLUXION_MATH_UNARY(exp2_, math::Exp2Op, "exp2")
+FLUXION_MATH_UNARY(log1p_, math::Log1pOp, "log1p")
+FLUXION_MATH_UNARY(expm1_, math::ExpM1Op, "expm1")
+FLUXION_MATH_UNARY(tan_, math::TanOp, "tan")
+FLUXION_MATH_UNARY(asin_, math::AsinOp, "asin")
+FLUXION_MATH_UNARY(acos_, math::AcosOp, "acos")
+FLUXION_MATH_UNARY(atan_, math::AtanOp, "atan")
+FLUXION_MATH_UNARY(sinh_, math::SinhOp, "sinh")
+FLUXION_MATH_UNARY(cosh_, math::CoshOp, "cosh")
+FLUXION_MATH_UNARY(asinh_, math::AsinhOp, "asinh")
+FLUXION_MATH_UNARY(acosh_, math::AcoshOp, "acosh")
+FLUXION_MATH_UNARY(atanh_, math::AtanhOp, "atanh")
+FLUXION_MATH_UNARY(cbrt_, math::CbrtOp, "cbrt")
+#undef FLUXION_MATH_UNARY
+Value lgamma_(LowerCtx& c, OpBuilder& b, Location l, Value x, DType, const Params&) { return libm(c, b, l, "lgamma", {x}); }
 
 Value exp_(LowerCtx& c, OpBuilder& b, Location l, Value x, DType, const Params&) {
   return approx_or_libm<math::ExpOp>(c, b, l, x, "exp");

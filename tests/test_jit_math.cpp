@@ -90,3 +90,42 @@ TEST_CASE("jit: special values of the approximated f32 functions match libm") {
   check("expm1", [](const fx::Array& a) { return fx::expm1(a); }, [](float v) { return std::expm1(v); });
   check("sigmoid", [](const fx::Array& a) { return fx::sigmoid(a); }, [](float v) { return 1.f / (1.f + std::exp(-v)); });
 }
+
+TEST_CASE("jit: sin, cos and the f32 functions without a polynomial agree with libm over their domains") {
+  auto sweep = [](double lo, double hi, size_t n) {
+    std::vector<float> xs;
+    for (size_t i = 0; i < n; ++i) xs.push_back(float(lo + (hi - lo) * double((i * 7919) % n) / double(n - 1)));
+    return xs;
+  };
+  auto check = [&](const char* name, auto f, float (*ref)(float), std::vector<float> xs) {
+    for (float tiny : {1e-30f, -1e-30f, 1e-7f, -1e-7f, 0.f, -0.f}) xs.push_back(tiny);
+    std::vector<float> got = fx::jit(f)(fx::array(xs)).template to_vector<float>();
+    for (size_t i = 0; i < xs.size(); ++i) {
+      CAPTURE(name);
+      CAPTURE(xs[i]);
+      const float want = ref(xs[i]);
+      CHECK((ulp_distance(got[i], want) <= 4 || std::fabs(got[i] - want) <= 1e-7f));
+    }
+  };
+  check("log1p", [](const fx::Array& a) { return fx::log1p(a); }, [](float v) { return std::log1p(v); }, sweep(-0.999, 1e6, 300));
+  check("expm1", [](const fx::Array& a) { return fx::expm1(a); }, [](float v) { return std::expm1(v); }, sweep(-100, 88, 300));
+  check("exp2", [](const fx::Array& a) { return fx::exp2(a); }, [](float v) { return std::exp2(v); }, sweep(-140, 127, 300));
+  check("tan", [](const fx::Array& a) { return fx::tan(a); }, [](float v) { return std::tan(v); }, sweep(-1e4, 1e4, 300));
+  check("asin", [](const fx::Array& a) { return fx::arcsin(a); }, [](float v) { return std::asin(v); }, sweep(-1, 1, 300));
+  check("acos", [](const fx::Array& a) { return fx::arccos(a); }, [](float v) { return std::acos(v); }, sweep(-1, 1, 300));
+  check("atan", [](const fx::Array& a) { return fx::arctan(a); }, [](float v) { return std::atan(v); }, sweep(-1e6, 1e6, 300));
+  check("sinh", [](const fx::Array& a) { return fx::sinh(a); }, [](float v) { return std::sinh(v); }, sweep(-89, 89, 300));
+  check("cosh", [](const fx::Array& a) { return fx::cosh(a); }, [](float v) { return std::cosh(v); }, sweep(-89, 89, 300));
+  check("asinh", [](const fx::Array& a) { return fx::arcsinh(a); }, [](float v) { return std::asinh(v); }, sweep(-1e30, 1e30, 300));
+  check("acosh", [](const fx::Array& a) { return fx::arccosh(a); }, [](float v) { return std::acosh(v); }, sweep(1, 1e30, 300));
+  check("atanh", [](const fx::Array& a) { return fx::arctanh(a); }, [](float v) { return std::atanh(v); }, sweep(-1, 1, 300));
+  check("cbrt", [](const fx::Array& a) { return fx::cbrt(a); }, [](float v) { return std::cbrt(v); }, sweep(-1e30, 1e30, 300));
+  // In a fused chain (softplus), as the vectorized loop computes it.
+  std::vector<float> xs = sweep(-50, 50, 1000);
+  std::vector<float> got =
+      fx::jit([](const fx::Array& a) { return fx::log1p(fx::exp(a)) * 2.f; })(fx::array(xs)).to_vector<float>();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    CAPTURE(xs[i]);
+    CHECK(got[i] == doctest::Approx(2.f * std::log1p(std::exp(xs[i]))).epsilon(1e-5));
+  }
+}
