@@ -20,6 +20,7 @@
 #include <mlir/Dialect/Arith/IR/Arith.h>
 #include <mlir/Dialect/Func/IR/FuncOps.h>
 #include <mlir/Dialect/Math/IR/Math.h>
+#include <mlir/Dialect/MemRef/IR/MemRef.h>
 #include <mlir/Dialect/SCF/IR/SCF.h>
 #include <mlir/Dialect/Vector/IR/VectorOps.h>
 #include <mlir/IR/BuiltinOps.h>
@@ -92,16 +93,33 @@ Value libm_vector(OpBuilder& b, Location l, ModuleOp m, Value x, const char* fn,
   auto vt = cast<VectorType>(x.getType());
   const int64_t n = vt.getNumElements();
   const Type f32 = vt.getElementType();
-  Value out = b.create<arith::ConstantOp>(l, vt, b.getZeroAttr(vt));
   if (vec_fn.empty()) {
+    // Through a stack buffer and a loop of scalar calls: unrolled extract/call/insert kept the
+    // vector live across every call (spilled and reloaded per lane, half the speed of a scalar
+    // loop) and made one call site per lane.
     func::FuncOp scalar = declare(m, fn, f32);
-    for (int64_t i = 0; i < n; ++i) {
-      Value e = b.create<vector::ExtractOp>(l, x, ArrayRef<int64_t>{i});
-      Value r = b.create<func::CallOp>(l, scalar, ValueRange{e}).getResult(0);
-      out = b.create<vector::InsertOp>(l, r, out, ArrayRef<int64_t>{i});
-    }
-    return out;
+    // The buffer is allocated once, at the top of the function or of a thread's parallel region
+    // (outlined into a function of its own): an alloca in the loop body grew the stack every
+    // iteration -- scf.for is an allocation scope in MLIR's terms, but its lowering to branches
+    // does not free what it allocates.
+    auto buf_t = MemRefType::get({n}, f32);
+    Operation* scope = b.getInsertionBlock()->getParentOp();
+    while (!isa<FunctionOpInterface>(scope) && scope->getName().getStringRef() != "omp.parallel")
+      scope = scope->getParentOp();
+    Block& entry = scope->getRegion(0).front();
+    Value buf = OpBuilder::atBlockBegin(&entry).create<memref::AllocaOp>(l, buf_t);
+    Value c0 = b.create<arith::ConstantIndexOp>(l, 0);
+    b.create<vector::StoreOp>(l, x, buf, ValueRange{c0});
+    b.create<scf::ForOp>(l, c0, b.create<arith::ConstantIndexOp>(l, n), b.create<arith::ConstantIndexOp>(l, 1),
+                         ValueRange{}, [&](OpBuilder& lb, Location ll, Value i, ValueRange) {
+                           Value e = lb.create<memref::LoadOp>(ll, buf, ValueRange{i});
+                           Value r = lb.create<func::CallOp>(ll, scalar, ValueRange{e}).getResult(0);
+                           lb.create<memref::StoreOp>(ll, r, buf, ValueRange{i});
+                           lb.create<scf::YieldOp>(ll);
+                         });
+    return b.create<vector::LoadOp>(l, vt, buf, ValueRange{c0});
   }
+  Value out = b.create<arith::ConstantOp>(l, vt, b.getZeroAttr(vt));
   const int64_t w = vector_libm().lanes;
   auto wt = VectorType::get({w}, f32);
   func::FuncOp vec = declare(m, vec_fn, wt);
@@ -180,7 +198,8 @@ struct AccurateMathPass : public PassWrapper<AccurateMathPass, OperationPass<Mod
   StringRef getArgument() const final { return "fx-accurate-math"; }
   StringRef getDescription() const final { return "f32 transcendentals through libm(vec); log of subnormals"; }
   void getDependentDialects(DialectRegistry& r) const override {
-    r.insert<arith::ArithDialect, func::FuncDialect, math::MathDialect, scf::SCFDialect, vector::VectorDialect>();
+    r.insert<arith::ArithDialect, func::FuncDialect, math::MathDialect, memref::MemRefDialect, scf::SCFDialect,
+             vector::VectorDialect>();
   }
   void runOnOperation() override {
     ModuleOp m = getOperation();

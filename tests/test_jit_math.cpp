@@ -129,3 +129,17 @@ TEST_CASE("jit: sin, cos and the f32 functions without a polynomial agree with l
     CHECK(got[i] == doctest::Approx(2.f * std::log1p(std::exp(xs[i]))).epsilon(1e-5));
   }
 }
+
+TEST_CASE("jit: scalar libm fallbacks inside big vectorized loops keep the stack flat") {
+  // 8M elements: 131,072 steps of the vectorized loop. With FLUXION_LIBMVEC=0 (the meson test
+  // jit_sin_cos_without_libmvec) each step calls log1pf lane by lane through a stack buffer; a
+  // buffer allocated per step overflowed the stack.
+  const int64_t n = int64_t(8) << 20;
+  fx::Array x = fx::linspace(-5.f, 5.f, n);
+  std::vector<float> got = fx::jit([](const fx::Array& a) { return fx::log1p(fx::exp(a)); })(x).to_vector<float>();
+  std::vector<float> in = x.to_vector<float>();
+  for (int64_t i = 0; i < n; i += 4099) {
+    CAPTURE(in[size_t(i)]);
+    CHECK(got[size_t(i)] == doctest::Approx(std::log1p(std::exp(in[size_t(i)]))).epsilon(1e-5));
+  }
+}
