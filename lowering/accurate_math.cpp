@@ -168,10 +168,12 @@ void rewrite(ModuleOp m, Operation* op, const char* fn) {
   Value largest = b.create<vector::ReductionOp>(l, vector::CombiningKind::MAXIMUMF, b.create<math::AbsFOp>(l, flat));
   Value limit = b.create<arith::ConstantOp>(l, b.getF32FloatAttr(kPolynomialLimit));
   Value any = b.create<arith::CmpFOp>(l, arith::CmpFPredicate::UGT, largest, limit);
-  auto branch = b.create<scf::IfOp>(
-      l, any,
-      [&](OpBuilder& t, Location tl) { t.create<scf::YieldOp>(tl, shaped(t, tl, libm_vector(t, tl, m, flat, fn, ""))); },
-      [&](OpBuilder& e, Location el) { e.create<scf::YieldOp>(el, e.clone(*op)->getResult(0)); });
+  // (The branches are filled after the op exists: libm_vector looks for the enclosing function.)
+  auto branch = b.create<scf::IfOp>(l, TypeRange{vt}, any, /*addThenBlock=*/true, /*addElseBlock=*/true);
+  OpBuilder t = OpBuilder::atBlockBegin(branch.thenBlock());
+  t.create<scf::YieldOp>(l, shaped(t, l, libm_vector(t, l, m, flat, fn, "")));
+  OpBuilder e = OpBuilder::atBlockBegin(branch.elseBlock());
+  e.create<scf::YieldOp>(l, e.clone(*op)->getResult(0));
   replace(branch.getResult(0));
 }
 
