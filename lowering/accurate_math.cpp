@@ -68,6 +68,9 @@ const VectorLibm& vector_libm() {
   static const VectorLibm v = [] {
     VectorLibm r;
     if (const char* e = std::getenv("FLUXION_LIBMVEC"); e && std::string(e) == "0") return r;  // tests the fallback
+#if !defined(__x86_64__)
+    return r;  // the names below are the x86-64 vector ABI's
+#endif
     r.handle = dlopen("libmvec.so.1", RTLD_NOW | RTLD_GLOBAL);  // global: the JIT finds its symbols
     if (!r.handle) return r;
     llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
@@ -221,5 +224,10 @@ struct AccurateMathPass : public PassWrapper<AccurateMathPass, OperationPass<Mod
 }  // namespace
 
 void register_accurate_math_pass() { PassRegistration<AccurateMathPass>(); }
+
+std::string load_vector_libm() {
+  const VectorLibm& v = vector_libm();
+  return v.handle ? "libmvec " + v.prefix : "no libmvec";
+}
 
 }  // namespace fluxion::lowering

@@ -7,6 +7,7 @@
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/TargetSelect.h>
+#include <llvm/TargetParser/Host.h>
 #include <llvm/Support/raw_ostream.h>
 #include <algorithm>
 #include <atomic>
@@ -140,8 +141,8 @@ int usable_threads(int requested) {
   return have_omp ? requested : 1;
 }
 
-// Polynomial approximations of exp, log, tanh, erf, and of sin and cos where fx-accurate-math left them
-// (f32; the lowering emits math ops only for those, and libm calls for the rest).
+// Polynomial approximations of exp, log, tanh, erf, and of sin and cos where fx-accurate-math left
+// them (f32; fx-accurate-math has replaced the other math ops the lowering emits by calls).
 struct MathApproxPass : public PassWrapper<MathApproxPass, OperationPass<func::FuncOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(MathApproxPass)
   StringRef getArgument() const final { return "fx-math-approx"; }
@@ -280,7 +281,7 @@ Jit& jit() {
 // the context's mutex). Initialization (each canonicalize collects the patterns of every loaded
 // dialect) was half of a one-op kernel's pass time when done per compile. The module is verified
 // once after each list, not after every pass.
-PassManager* pass_manager(MLIRContext& ctx, const std::string& passes) {
+PassManager* pass_manager(MLIRContext& ctx, const std::string& passes, std::string& diagnostics) {
   static std::map<std::string, std::unique_ptr<PassManager>> managers;
   // FLUXION_PASS_TIMING: a fresh manager per compile, whose timing report goes to stderr when the
   // next compile replaces it.
@@ -293,6 +294,7 @@ PassManager* pass_manager(MLIRContext& ctx, const std::string& passes) {
     std::string err;
     llvm::raw_string_ostream es(err);
     if (failed(parsePassPipeline(passes, *fresh, es))) {
+      diagnostics += "\n  " + err;
       managers.erase(passes);
       return nullptr;
     }
@@ -327,8 +329,12 @@ std::string print(ModuleOp m) {
 // kernel), then the module in the LLVM dialect as the pipeline left it. A hit skips lowering and
 // every MLIR pass; LLVM still generates the code (ExecutionEngine cannot load an object file).
 // Files are written under a temporary name and renamed, so readers never see half a file.
+// v2: kernels call libmvec and the runtime's scratch allocator. The host CPU and the libmvec
+// variant are part of the header: a cache directory shared with another machine (or with a run
+// under FLUXION_LIBMVEC=0) must not hand it AVX-512 calls it cannot make.
 std::string disk_header(const std::string& key) {
-  return "fluxion-kernel v1 mlir-19\n" + std::to_string(key.size()) + "\n" + key + "\n";
+  static const std::string host = "cpu " + llvm::sys::getHostCPUName().str() + ", " + load_vector_libm() + "\n";
+  return "fluxion-kernel v2 mlir-19\n" + host + std::to_string(key.size()) + "\n" + key + "\n";
 }
 
 OwningOpRef<ModuleOp> load_cached_module(MLIRContext& ctx, const std::string& path, const std::string& header) {
@@ -398,7 +404,7 @@ std::unique_ptr<CompiledKernel> compile_cpu(const Program& p, const CompileOptio
 
   auto t1 = Clock::now();
   auto run = [&](const std::string& passes, const char* what) {
-    PassManager* pm = pass_manager(ctx, passes);
+    PassManager* pm = pass_manager(ctx, passes, diagnostics);
     if (!pm) fail(std::string("parsing the pass list of ") + what);
     if (failed(pm->run(*module))) fail(what);
     if (failed(verify(*module))) fail(std::string("verifying the module after ") + what);
@@ -503,6 +509,7 @@ std::unique_ptr<CompiledKernel> compile_cpu(const Program& p, const CompileOptio
     put("_mlir_memref_to_llvm_free", +[](void* p) { scratch_free(p); });
     return m;
   });
+  load_vector_libm();  // kernels from the disk cache call it without having run fx-accurate-math
   auto fn = (*engine)->lookupPacked("kernel");
   if (!fn) {
     diagnostics += "\n  " + llvm::toString(fn.takeError());

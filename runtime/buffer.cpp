@@ -93,7 +93,9 @@ struct ScratchHeader {
 void* scratch_alloc(size_t nbytes, size_t alignment) noexcept {
   if ((alignment & (alignment - 1)) != 0) return nullptr;  // not a power of two
   alignment = std::max<size_t>(alignment, 64);
-  const size_t capacity = size_class(nbytes + alignment + sizeof(ScratchHeader));
+  // The block is 64-byte aligned, so the first boundary after the header is at most `alignment`
+  // bytes in: a 4 KiB temporary stays in the 4 KiB + 64 class.
+  const size_t capacity = size_class(nbytes + alignment);
   void* block;
   try {
     block = take_block(capacity);

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 #include <fluxion.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -235,4 +236,56 @@ TEST_CASE("scan hoisting: length 0 and 1, and scans without scanned inputs") {
   const fx::Program* body = find_scan(h);
   REQUIRE(body);
   CHECK(count(*body, fx::Prim::exp) == 0);
+}
+
+TEST_CASE("scan hoisting: accumulators it must leave alone (found in review)") {
+  // A length-0 scan whose accumulator adds a product of two consts: the carry passes through.
+  fx::Array w = normal(20, {3, 3}), v = normal(21, {3}), c0 = normal(22, {3});
+  auto f = [](const fx::Array& w, const fx::Array& v, const fx::Array& c0) {
+    auto [c, ys] = fx::scan([&](const fx::Array& c, const fx::Array& x) { return std::pair{c + fx::matmul(w, v), x}; },
+                            c0, fx::ones({0, 3}));
+    return c;
+  };
+  hoisted_and_checked(fx::make_ir(f)(w, v, c0), {w, v, c0});
+  check_close({fx::jit(f)(w, v, c0)}, {f(w, v, c0)}, 1e-12);
+
+  // An f16 factor times an f16 const into an f32 accumulator (preferred_element_type f32): summing
+  // the f16 factor over 1,000 steps first would overflow f16 (100 x 1000 > 65504).
+  const int64_t steps = 1000;
+  fx::Array h0 = fx::astype(fx::full({1}, 100.0), fx::float16);
+  fx::Array wh = fx::astype(fx::full({1}, 0.001), fx::float16);
+  auto g = [steps](const fx::Array& h0, const fx::Array& w) {
+    auto [c, ys] = fx::scan([&](const std::pair<fx::Array, fx::Array>& s, const fx::Array& x) {
+      auto [h, acc] = s;
+      fx::Array d = fx::bind1(fx::Prim::dot_general, {h, w},
+                              fx::Params{{"lhs_contracting", fx::IntList{0}}, {"rhs_contracting", fx::IntList{0}},
+                                         {"lhs_batch", fx::IntList{}}, {"rhs_batch", fx::IntList{}},
+                                         {"preferred_element_type", fx::float32}}, {});
+      return std::pair{std::pair{fx::abs(h), acc + d}, x};
+    }, std::pair{h0, fx::zeros({}, fx::float32)}, fx::zeros({steps}));
+    return c.second;
+  };
+  fx::Program pg = fx::make_ir(g)(h0, wh);
+  fx::Program hg = fx::hoist_scan_invariants(pg);
+  fx::verify(hg);
+  const double want = fx::eval(pg, {h0, wh})[0].item<float>();
+  CHECK(std::isfinite(fx::eval(hg, {h0, wh})[0].item<float>()));
+  CHECK(fx::eval(hg, {h0, wh})[0].item<float>() == doctest::Approx(want).epsilon(1e-3));
+  CHECK(fx::jit(g)(h0, wh).item<float>() == doctest::Approx(want).epsilon(1e-3));
+
+  // A factor larger than the carry (an outer product, 256x256 per step) is not stacked over the
+  // 1,000 steps: the accumulator stays in the loop.
+  fx::Array xs = normal(23, {1000, 256}, fx::float32), v0 = normal(24, {256}, fx::float32);
+  auto k = [](const fx::Array& v, const fx::Array& xs) {
+    auto [c, ys] = fx::scan([&](const std::pair<fx::Array, fx::Array>& s, const fx::Array& x) {
+      auto [h, acc] = s;
+      fx::Array n = fx::tanh(h * 0.5f + x);
+      return std::pair{std::pair{n, acc + fx::matmul(fx::einsum("i,j->ij", n, h), v)}, fx::sum(x)};
+    }, std::pair{v, fx::zeros({256}, fx::float32)}, xs);
+    return c.second;
+  };
+  fx::Program pk = fx::make_ir(k)(v0, xs);
+  fx::Program hk = fx::hoist_scan_invariants(pk);
+  for (const fx::Eqn& e : hk.eqns) CHECK(hk.aval(fx::Atom(e.outputs[0])).size() < int64_t(1000) * 256 * 16);
+  check_close({fx::jit(k)(v0, xs)}, {k(v0, xs)}, 1e-4);
 }

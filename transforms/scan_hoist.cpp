@@ -205,6 +205,7 @@ IntList shifted(const IntList& dims, bool contract_steps) {
 // their final values are appended to `post`, to follow the scan.
 bool hoist_accumulators(Scan& s, Program& outer, std::vector<Eqn>& post) {
   Program& b = s.body;
+  if (s.length == 0) return false;  // the carry passes through unchanged; nothing to move
   std::vector<int> def(b.types.size(), -1), uses(b.types.size(), 0);
   for (size_t i = 0; i < b.eqns.size(); ++i) {
     for (const Atom& a : b.eqns[i].inputs)
@@ -231,6 +232,30 @@ bool hoist_accumulators(Scan& s, Program& outer, std::vector<Eqn>& post) {
     const Eqn& dot = b.eqns[size_t(def[size_t(t.var)])];
     if (dot.prim != Prim::dot_general || dot.inputs[0].is_literal() || dot.inputs[1].is_literal()) continue;
     if (!b.type(t.var).same_type(b.type(c))) continue;
+    // Where each factor would come from outside the loop. A computed factor is stacked over the
+    // steps: only if it is no larger than the carry and the stack within 64M elements (an outer
+    // product as a factor would stack length x its size).
+    enum class From { constant, scanned, computed };
+    auto from = [&](int32_t v) {
+      if (std::find(s.in_consts.begin(), s.in_consts.end(), v) != s.in_consts.end()) return From::constant;
+      if (std::find(s.in_xs.begin(), s.in_xs.end(), v) != s.in_xs.end()) return From::scanned;
+      return From::computed;
+    };
+    const int32_t fa = dot.inputs[0].var, fb = dot.inputs[1].var;
+    const From ka = from(fa), kb = from(fb);
+    if (ka == From::constant && kb == From::constant) continue;  // a loop invariant times length
+    auto stackable = [&](int32_t v, From k) {
+      return k != From::computed ||
+             (elements(b.type(v)) <= elements(b.type(c)) && s.length * elements(b.type(v)) <= (int64_t(1) << 26));
+    };
+    if (!stackable(fa, ka) || !stackable(fb, kb)) continue;
+    // With one constant factor the other is summed over the steps first, in its own dtype: only
+    // where that is the carry's dtype and a wide float (an f16 sum overflows where the loop's
+    // per-step products into an f32 carry did not; integers would wrap).
+    if (ka == From::constant || kb == From::constant) {
+      const DType summed = ka == From::constant ? b.type(fb).dtype : b.type(fa).dtype;
+      if (summed != b.type(c).dtype || (summed != DType::float32 && summed != DType::float64)) continue;
+    }
     accs.push_back({k, size_t(def[size_t(o.var)]), size_t(def[size_t(t.var)])});
   }
   if (accs.empty()) return false;

@@ -10,7 +10,10 @@
 //   * a carry that only accumulates products, c' = c + dot_general(a, b) -- the weight gradients
 //     of a reverse scan -- leaves the carry: a and b are stacked per step (or taken as they are
 //     when they are consts or scanned inputs) and one dot_general after the scan contracts them
-//     over the steps as well.
+//     over the steps as well. A computed factor is stacked only if no larger than the carry (and
+//     within 64M elements); with a const factor, the other is summed over the steps first, which
+//     is done only in f32/f64 and the carry's own dtype (an f16 sum could overflow where the
+//     loop's products into an f32 carry did not).
 // Scanned inputs and consts the body no longer reads are dropped. Results agree with the loop up
 // to the order of floating-point additions. Nested scans (in scan, cond and while bodies) are
 // rewritten first.
