@@ -133,7 +133,19 @@ std::vector<Array> bind(Prim p, std::span<const Array> inputs, const Params& par
 
   std::vector<Array> outs;
   outs.reserve(out_avals.size());
-  if (t_stack.empty() && r.impl) return r.impl(inputs, params, loc);
+  if (t_stack.empty() && r.impl) {
+    // Primitives with sub-programs run them; their results take the types the shape rule gives
+    // (the jit's types), which can differ only in weak typing (a loop that runs zero times
+    // returns its weak initial carry).
+    outs = r.impl(inputs, params, loc);
+    for (size_t i = 0; i < outs.size() && i < out_avals.size(); ++i)
+      if (outs[i].valid() && outs[i].impl()->aval.weak_type != out_avals[i].weak_type) {
+        auto impl = std::make_shared<ArrayImpl>(*outs[i].impl());
+        impl->aval.weak_type = out_avals[i].weak_type;
+        outs[i] = Array(std::move(impl));
+      }
+    return outs;
+  }
   if (t_stack.empty()) {
     // Eager: run the reference kernel now.
     std::vector<View> in_views(inputs.size()), out_views(out_avals.size());

@@ -95,6 +95,9 @@ std::vector<AbstractArray> while_rule(std::span<const AbstractArray> in, const P
     if (!bo[i].same_type(carry[i]))
       rule_error(ErrorKind::Type, "carry leaf " + std::to_string(i) + " enters the loop as " + carry[i].str() +
                                       " but the body returns " + bo[i].str());
+  // A carry is weakly typed only if it enters and leaves the body so (a weak 0.0 that the body
+  // turns into f32 comes out f32), however many times the loop runs.
+  for (size_t i = 0; i < bo.size(); ++i) carry[i].weak_type = carry[i].weak_type && bo[i].weak_type;
   return carry;
 }
 
@@ -140,6 +143,7 @@ std::vector<AbstractArray> scan_rule(std::span<const AbstractArray> in, const Pa
       rule_error(ErrorKind::Type, "carry leaf " + std::to_string(i) + " enters the scan as " + in[nc + i].str() +
                                       " but the body returns " + bo[i].str());
     outs.push_back(in[nc + i]);
+    outs.back().weak_type = in[nc + i].weak_type && bo[i].weak_type;  // as for while
   }
   for (size_t i = nk; i < bo.size(); ++i) {
     AbstractArray y = bo[i];

@@ -265,3 +265,30 @@ TEST_CASE("jit control flow: jit(vmap(...)) of cond, while_loop and scan") {
   check_same(c, ec);
   check_same(ys, eys);
 }
+
+TEST_CASE("jit control flow: a weakly typed carry comes out as eager returns it") {
+  // A weak 0.0 the body turns into f32 leaves the loop f32 -- eagerly, under jit, and for a loop
+  // that runs zero times -- so it promotes the same way afterwards (against f16: f32, not f16).
+  fx::Array w = fx::array({0.5f, -0.25f, 1.f});
+  fx::Array weak0 = fx::detail::as_array(0.0, fx::float32, true, {});
+  REQUIRE(weak0.aval().weak_type);
+  for (int64_t n : {0, 4}) {
+    CAPTURE(n);
+    auto f = [n](const fx::Array& init, const fx::Array& w) {
+      auto [c, ys] = fx::scan([&](const fx::Array& acc, const fx::Array& x) { return std::pair{acc + fx::sum(x * w), x}; },
+                              init, fx::ones({n, 3}));
+      return c;
+    };
+    fx::Array e = f(weak0, w), j = fx::jit(f)(weak0, w);
+    CHECK_FALSE(e.aval().weak_type);
+    CHECK_FALSE(j.aval().weak_type);
+    fx::Array h16 = fx::astype(fx::ones({2}), fx::float16);
+    CHECK((e + h16).dtype() == fx::float32);
+    CHECK((j + h16).dtype() == fx::float32);
+    auto g = [n](const fx::Array& init) {
+      return fx::fori_loop(fx::scalar(int32_t(0)), fx::scalar(int32_t(n)), [](const fx::Array&, const fx::Array& c) { return c * 2.f + fx::zeros({}); }, init);
+    };
+    CHECK_FALSE(g(weak0).aval().weak_type);
+    CHECK_FALSE(fx::jit(g)(weak0).aval().weak_type);
+  }
+}
