@@ -1,5 +1,7 @@
-// f32 transcendentals after vectorization (pass fx-accurate-math), before fx-math-approx turns the
-// rest into polynomials:
+// Transcendentals after vectorization (pass fx-accurate-math), before fx-math-approx turns the
+// rest of f32 into polynomials:
+//   * f64: every math op calls libmvec's f64 variant (_ZGVeN8v_exp ...; as libm intrinsics they
+//     were scalarized into one libm call per lane);
 //   * sin, cos, and the functions without a polynomial here (log1p, expm1, exp2, tan, the inverse
 //     and hyperbolic functions, cbrt) call glibc's vector math library, libmvec
 //     (_ZGVeN16v_sinf and friends on AVX-512: a few ulp for every argument, vectorized). Lowered
@@ -39,27 +41,36 @@ namespace {
 
 constexpr float kPolynomialLimit = 16.0f;
 
-// The math ops routed to libm(vec), by op name, with their f32 libm function.
-const llvm::StringMap<const char*>& libm_functions() {
-  static const llvm::StringMap<const char*> m = {
-      {"math.sin", "sinf"},     {"math.cos", "cosf"},     {"math.log1p", "log1pf"}, {"math.expm1", "expm1f"},
-      {"math.exp2", "exp2f"},   {"math.tan", "tanf"},     {"math.asin", "asinf"},   {"math.acos", "acosf"},
-      {"math.atan", "atanf"},   {"math.sinh", "sinhf"},   {"math.cosh", "coshf"},   {"math.asinh", "asinhf"},
-      {"math.acosh", "acoshf"}, {"math.atanh", "atanhf"}, {"math.cbrt", "cbrtf"},
+// The math ops routed to libm(vec), by op name: the libm function (f64 name; f32 adds "f"), and
+// whether f32 keeps MLIR's polynomial instead (exp, log, tanh, erf: accurate over their domain).
+struct MathFunction {
+  const char* libm;
+  bool f32_polynomial;
+};
+const llvm::StringMap<MathFunction>& math_functions() {
+  static const llvm::StringMap<MathFunction> m = {
+      {"math.exp", {"exp", true}},       {"math.log", {"log", true}},       {"math.tanh", {"tanh", true}},
+      {"math.erf", {"erf", true}},       {"math.sin", {"sin", false}},      {"math.cos", {"cos", false}},
+      {"math.log1p", {"log1p", false}},  {"math.expm1", {"expm1", false}},  {"math.exp2", {"exp2", false}},
+      {"math.tan", {"tan", false}},      {"math.asin", {"asin", false}},    {"math.acos", {"acos", false}},
+      {"math.atan", {"atan", false}},    {"math.sinh", {"sinh", false}},    {"math.cosh", {"cosh", false}},
+      {"math.asinh", {"asinh", false}},  {"math.acosh", {"acosh", false}},  {"math.atanh", {"atanh", false}},
+      {"math.cbrt", {"cbrt", false}},
   };
   return m;
 }
 
-// The host's libmvec: lanes and name prefix (x86-64 vector ABI: b SSE, d AVX2, e AVX-512).
+// The host's libmvec (x86-64 vector function ABI: ISA letter b SSE, d AVX2, e AVX-512).
 struct VectorLibm {
   void* handle = nullptr;  // null: no libmvec
-  int lanes = 0;
-  std::string prefix;
-  /// The vector variant of `fn` (e.g. "sinf"), or "" when this libmvec lacks it (glibc < 2.35 has
-  /// only sin, cos, exp, log and pow).
-  std::string variant(const char* fn) const {
+  char isa = 0;
+  int bits = 0;  // vector width
+  int lanes(Type element) const { return bits / int(element.getIntOrFloatBitWidth()); }
+  /// The vector variant of libm's `fn` (e.g. "sinf") for vectors of `element`, or "" when this
+  /// libmvec lacks it (glibc < 2.35 has only sin, cos, exp, log and pow).
+  std::string variant(const char* fn, Type element) const {
     if (!handle) return {};
-    std::string name = prefix + fn;
+    std::string name = std::string("_ZGV") + isa + "N" + std::to_string(lanes(element)) + "v_" + fn;
     return dlsym(handle, name.c_str()) ? name : std::string();
   }
 };
@@ -74,9 +85,9 @@ const VectorLibm& vector_libm() {
     r.handle = dlopen("libmvec.so.1", RTLD_NOW | RTLD_GLOBAL);  // global: the JIT finds its symbols
     if (!r.handle) return r;
     llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-    if (features.lookup("avx512f")) r.lanes = 16, r.prefix = "_ZGVeN16v_";
-    else if (features.lookup("avx2")) r.lanes = 8, r.prefix = "_ZGVdN8v_";
-    else r.lanes = 4, r.prefix = "_ZGVbN4v_";
+    if (features.lookup("avx512f")) r.isa = 'e', r.bits = 512;
+    else if (features.lookup("avx2")) r.isa = 'd', r.bits = 256;
+    else r.isa = 'b', r.bits = 128;
     return r;
   }();
   return v;
@@ -92,10 +103,10 @@ func::FuncOp declare(ModuleOp m, const std::string& name, Type arg) {
 
 // The libm function `fn` on every lane of x (a 1-D vector): `lanes`-wide calls of its vector
 // variant `vec_fn` (the last chunk padded), or the scalar function lane by lane when vec_fn is "".
-Value libm_vector(OpBuilder& b, Location l, ModuleOp m, Value x, const char* fn, const std::string& vec_fn) {
+Value libm_vector(OpBuilder& b, Location l, ModuleOp m, Value x, const std::string& fn, const std::string& vec_fn) {
   auto vt = cast<VectorType>(x.getType());
   const int64_t n = vt.getNumElements();
-  const Type f32 = vt.getElementType();
+  const Type f32 = vt.getElementType();  // (or f64)
   if (vec_fn.empty()) {
     // Through a stack buffer and a loop of scalar calls: unrolled extract/call/insert kept the
     // vector live across every call (spilled and reloaded per lane, half the speed of a scalar
@@ -123,7 +134,7 @@ Value libm_vector(OpBuilder& b, Location l, ModuleOp m, Value x, const char* fn,
     return b.create<vector::LoadOp>(l, vt, buf, ValueRange{c0});
   }
   Value out = b.create<arith::ConstantOp>(l, vt, b.getZeroAttr(vt));
-  const int64_t w = vector_libm().lanes;
+  const int64_t w = vector_libm().lanes(f32);
   auto wt = VectorType::get({w}, f32);
   func::FuncOp vec = declare(m, vec_fn, wt);
   for (int64_t i = 0; i < n; i += w) {
@@ -143,8 +154,8 @@ Value libm_vector(OpBuilder& b, Location l, ModuleOp m, Value x, const char* fn,
   return out;
 }
 
-// One unary f32 math op `op` whose libm function is `fn`.
-void rewrite(ModuleOp m, Operation* op, const char* fn) {
+// One unary f32 or f64 math op `op` whose libm function is `fn`.
+void rewrite(ModuleOp m, Operation* op, const std::string& fn) {
   OpBuilder b(op);
   const Location l = op->getLoc();
   Value x = op->getOperand(0);
@@ -162,8 +173,8 @@ void rewrite(ModuleOp m, Operation* op, const char* fn) {
   auto shaped = [&](OpBuilder& bb, Location ll, Value r) {
     return vt.getRank() == 1 ? r : bb.create<vector::ShapeCastOp>(ll, vt, r).getResult();
   };
-  const std::string vec_fn = vector_libm().variant(fn);
-  const bool polynomial_fallback = isa<math::SinOp, math::CosOp>(op);
+  const std::string vec_fn = vector_libm().variant(fn.c_str(), vt.getElementType());
+  const bool polynomial_fallback = isa<math::SinOp, math::CosOp>(op) && vt.getElementType().isF32();
   if (!vec_fn.empty() || !polynomial_fallback) return replace(shaped(b, l, libm_vector(b, l, m, flat, fn, vec_fn)));
   // sin/cos without libmvec: max |x| (NaN if any lane is NaN) against the limit -- one horizontal
   // max (an OR over a vector of i1 compiled to one extract per lane) -- then libm lane by lane or
@@ -211,12 +222,14 @@ struct AccurateMathPass : public PassWrapper<AccurateMathPass, OperationPass<Mod
     SmallVector<Operation*> ops;
     m.walk([&](Operation* op) {
       if (op->getNumOperands() != 1 || op->getNumResults() != 1) return;
-      if (!getElementTypeOrSelf(op->getResult(0).getType()).isF32()) return;
-      if (isa<math::LogOp>(op) || libm_functions().count(op->getName().getStringRef())) ops.push_back(op);
+      const Type t = getElementTypeOrSelf(op->getResult(0).getType());
+      if ((t.isF32() || t.isF64()) && math_functions().count(op->getName().getStringRef())) ops.push_back(op);
     });
     for (Operation* op : ops) {
-      if (auto log = dyn_cast<math::LogOp>(op)) rewrite_log(log);
-      else rewrite(m, op, libm_functions().lookup(op->getName().getStringRef()));
+      const MathFunction f = math_functions().lookup(op->getName().getStringRef());
+      if (getElementTypeOrSelf(op->getResult(0).getType()).isF64()) rewrite(m, op, f.libm);
+      else if (auto log = dyn_cast<math::LogOp>(op)) rewrite_log(log);
+      else if (!f.f32_polynomial) rewrite(m, op, std::string(f.libm) + "f");
     }
   }
 };
@@ -227,7 +240,7 @@ void register_accurate_math_pass() { PassRegistration<AccurateMathPass>(); }
 
 std::string load_vector_libm() {
   const VectorLibm& v = vector_libm();
-  return v.handle ? "libmvec " + v.prefix : "no libmvec";
+  return v.handle ? std::string("libmvec x86-64 ") + v.isa : "no libmvec";
 }
 
 }  // namespace fluxion::lowering

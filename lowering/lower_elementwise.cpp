@@ -2,10 +2,10 @@
 // each eqn becomes one linalg.generic whose body mirrors the reference kernel's scalar function,
 // so that fusion can merge chains of them into a single loop nest.
 //
-// Transcendentals in f32 stay math.* ops: exp, log, tanh, erf and logistic become vectorizable
-// polynomial approximations; sin, cos, log1p, expm1, exp2, tan, the inverse and hyperbolic
-// functions and cbrt call glibc's vector libm (lowering/accurate_math.cpp). lgamma and everything
-// in f64 call libm, the same functions the reference kernels call, so results agree to the last bit.
+// Transcendentals stay math.* ops: in f32, exp, log, tanh, erf and logistic become vectorizable
+// polynomial approximations, and sin, cos, log1p, expm1, exp2, tan, the inverse and hyperbolic
+// functions and cbrt call glibc's vector libm; in f64 all of them call libmvec's f64 variants
+// (lowering/accurate_math.cpp). lgamma calls libm, the function the reference kernel calls.
 #include "lowering/lower.h"
 
 namespace fluxion::lowering {
@@ -36,9 +36,11 @@ Value libm(LowerCtx& c, OpBuilder& b, Location l, const std::string& name, Value
 
 bool is_f32(Value v) { return v.getType().isF32(); }
 
+// A math op for f32 and f64 (fx-accurate-math and fx-math-approx decide how it is computed), libm
+// for anything else.
 template <class MathOp>
 Value approx_or_libm(LowerCtx& c, OpBuilder& b, Location l, Value x, const char* name) {
-  if (is_f32(x)) return b.create<MathOp>(l, x);
+  if (x.getType().isF32() || x.getType().isF64()) return b.create<MathOp>(l, x);
   return libm(c, b, l, name, {x});
 }
 

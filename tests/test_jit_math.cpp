@@ -143,3 +143,44 @@ TEST_CASE("jit: scalar libm fallbacks inside big vectorized loops keep the stack
     CHECK(got[size_t(i)] == doctest::Approx(std::log1p(std::exp(in[size_t(i)]))).epsilon(1e-5));
   }
 }
+
+TEST_CASE("jit: f64 transcendentals agree with libm to a few ulp") {
+  auto ulp64 = [](double a, double b) -> int64_t {
+    if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b) ? 0 : INT64_MAX;
+    if (a == b) return 0;
+    int64_t ia, ib;
+    std::memcpy(&ia, &a, 8);
+    std::memcpy(&ib, &b, 8);
+    if (ia < 0) ia = INT64_MIN - ia;
+    if (ib < 0) ib = INT64_MIN - ib;
+    return ia > ib ? ia - ib : ib - ia;
+  };
+  auto sweep = [](double lo, double hi, size_t n) {
+    std::vector<double> xs;
+    for (size_t i = 0; i < n; ++i) xs.push_back(lo + (hi - lo) * double((i * 7919) % n) / double(n - 1));
+    for (double v : {0.0, -0.0, 1e-300, -1e-300, 1e-17})
+      if (v >= lo && v <= hi) xs.push_back(v);
+    return xs;
+  };
+  auto check = [&](const char* name, auto f, double (*ref)(double), std::vector<double> xs) {
+    std::vector<double> got = fx::jit(f)(fx::array(xs)).template to_vector<double>();
+    for (size_t i = 0; i < xs.size(); ++i) {
+      CAPTURE(name);
+      CAPTURE(xs[i]);
+      const double want = ref(xs[i]);
+      CHECK((ulp64(got[i], want) <= 4 || std::fabs(got[i] - want) <= 1e-300));
+    }
+  };
+  check("exp", [](const fx::Array& a) { return fx::exp(a); }, [](double v) { return std::exp(v); }, sweep(-745, 709, 400));
+  check("log", [](const fx::Array& a) { return fx::log(a); }, [](double v) { return std::log(v); }, sweep(0, 1e300, 400));
+  check("tanh", [](const fx::Array& a) { return fx::tanh(a); }, [](double v) { return std::tanh(v); }, sweep(-30, 30, 400));
+  check("erf", [](const fx::Array& a) { return fx::erf(a); }, [](double v) { return std::erf(v); }, sweep(-6, 6, 400));
+  check("sin", [](const fx::Array& a) { return fx::sin(a); }, [](double v) { return std::sin(v); }, sweep(-1e10, 1e10, 400));
+  check("cos", [](const fx::Array& a) { return fx::cos(a); }, [](double v) { return std::cos(v); }, sweep(-1e10, 1e10, 400));
+  check("log1p", [](const fx::Array& a) { return fx::log1p(a); }, [](double v) { return std::log1p(v); }, sweep(-0.999, 1e10, 400));
+  check("expm1", [](const fx::Array& a) { return fx::expm1(a); }, [](double v) { return std::expm1(v); }, sweep(-50, 700, 400));
+  check("atan", [](const fx::Array& a) { return fx::arctan(a); }, [](double v) { return std::atan(v); }, sweep(-1e10, 1e10, 400));
+  check("cbrt", [](const fx::Array& a) { return fx::cbrt(a); }, [](double v) { return std::cbrt(v); }, sweep(-1e300, 1e300, 400));
+  check("sigmoid", [](const fx::Array& a) { return fx::sigmoid(a); }, [](double v) { return 1.0 / (1.0 + std::exp(-v)); },
+        sweep(-700, 700, 400));
+}
