@@ -1,7 +1,7 @@
 // Transcendentals after vectorization (pass fx-accurate-math), before fx-math-approx turns the
 // rest of f32 into polynomials:
-//   * f64: every math op calls libmvec's f64 variant (_ZGVeN8v_exp ...; as libm intrinsics they
-//     were scalarized into one libm call per lane);
+//   * f64: every math op calls libmvec's f64 variant (_ZGVeN8v_exp ...; lowered as libm calls,
+//     they had kept their loop nest scalar);
 //   * sin, cos, and the functions without a polynomial here (log1p, expm1, exp2, tan, the inverse
 //     and hyperbolic functions, cbrt) call glibc's vector math library, libmvec
 //     (_ZGVeN16v_sinf and friends on AVX-512: a few ulp for every argument, vectorized). Lowered
