@@ -390,6 +390,31 @@ TEST_CASE("jit: matmul through Eigen and through generated code agree with eager
   }
 }
 
+// Generated matmuls large enough for cache tiles (64 x 256 x 128 around the 8 x 32 register tile),
+// with a batch dim, in f32 and bf16 (always generated), and shapes the tiles divide only in part.
+TEST_CASE("jit: cache-tiled generated matmuls agree with eager") {
+  struct Case {
+    int64_t b, m, k, n;
+  };
+  for (Case c : {Case{0, 128, 384, 256}, Case{2, 64, 96, 512}, Case{0, 200, 130, 96}}) {
+    for (fx::DType d : {fx::float32, fx::bfloat16}) {
+      CAPTURE(c.m);
+      CAPTURE(fx::dtype_name(d));
+      fx::Shape ls = c.b ? fx::Shape{c.b, c.m, c.k} : fx::Shape{c.m, c.k};
+      fx::Shape rs = c.b ? fx::Shape{c.b, c.k, c.n} : fx::Shape{c.k, c.n};
+      fx::Array a = fx::astype(fx::sin(fx::array(ramp(ls.numel(), -9, 9), ls)), d);
+      fx::Array b = fx::astype(fx::cos(fx::array(ramp(rs.numel(), -5, 7), rs)), d);
+      auto f = [](const fx::Array& x, const fx::Array& y) { return fx::matmul(x, y) + 1.f; };
+      fx::Program prog = fx::make_ir(f)(a, b);
+      fx::runtime::Device dev = fx::runtime::cpu_device();
+      dev.matmul = "generated";
+      std::vector<fx::Array> got = fx::runtime::compile(prog, dev)->run(std::vector<fx::Array>{a, b});
+      fx::Array want = fx::astype(f(a, b), fx::float32);
+      check_same<float>(fx::astype(got[0], fx::float32), want, d == fx::float32 ? 1e-4 : 3e-2);
+    }
+  }
+}
+
 // FLUXION_CACHE_DIR: a compile stores the lowered kernel on disk; after the in-memory cache is
 // cleared (what a new process sees) the same fingerprint is read back, skipping lowering and the
 // MLIR passes, and computes the same results. A damaged file is a miss, never an error.
