@@ -13,10 +13,11 @@
 //   * log of a subnormal: the polynomial reads the exponent field, so log(1e-40) came out as
 //     log(FLT_MIN) = -87.3 instead of -92.1. Subnormal arguments are scaled by 2^24 first and
 //     24 ln 2 subtracted after (two selects per vector).
+//   * erf(-0) is -0 (the polynomial's sign is put back with copysign).
 // Without libmvec (or without one of its functions; FLUXION_LIBMVEC=0 simulates it), a vector
-// calls the scalar libm function lane by lane -- except sin and cos, which take the polynomial when
-// the largest |x| of the vector is at most kPolynomialLimit. Scalar ops (code the vectorizer left
-// scalar) call the scalar libm function.
+// calls the scalar libm function lane by lane -- except f32 sin and cos, which take the polynomial
+// when the largest |x| of the vector is at most kPolynomialLimit. Scalar ops (code the vectorizer
+// left scalar) call the scalar libm function.
 #include <dlfcn.h>
 #include <llvm/TargetParser/Host.h>
 #include <mlir/Dialect/Arith/IR/Arith.h>
@@ -142,7 +143,10 @@ Value libm_vector(OpBuilder& b, Location l, ModuleOp m, Value x, const std::stri
     Value chunk = b.create<vector::ExtractStridedSliceOp>(l, x, ArrayRef<int64_t>{i}, ArrayRef<int64_t>{len},
                                                           ArrayRef<int64_t>{1});
     if (len < w) {
-      Value pad = b.create<arith::ConstantOp>(l, wt, b.getZeroAttr(wt));
+      // Padded with the chunk's own first lane, an argument the data already has: zeros sent
+      // log or acosh into libmvec's special-value path, one scalar call per lane (10x slower).
+      Value first = b.create<vector::ExtractOp>(l, chunk, ArrayRef<int64_t>{0});
+      Value pad = b.create<vector::BroadcastOp>(l, wt, first);
       chunk = b.create<vector::InsertStridedSliceOp>(l, chunk, pad, ArrayRef<int64_t>{0}, ArrayRef<int64_t>{1});
     }
     Value r = b.create<func::CallOp>(l, vec, ValueRange{chunk}).getResult(0);
@@ -187,7 +191,13 @@ void rewrite(ModuleOp m, Operation* op, const std::string& fn) {
   OpBuilder t = OpBuilder::atBlockBegin(branch.thenBlock());
   t.create<scf::YieldOp>(l, shaped(t, l, libm_vector(t, l, m, flat, fn, "")));
   OpBuilder e = OpBuilder::atBlockBegin(branch.elseBlock());
-  e.create<scf::YieldOp>(l, e.clone(*op)->getResult(0));
+  Value poly = e.clone(*op)->getResult(0);
+  if (isa<math::SinOp>(op)) {  // the polynomial gives sin(-0) = +0
+    Value zero = e.create<arith::ConstantOp>(l, vt, e.getZeroAttr(vt));
+    Value is_zero = e.create<arith::CmpFOp>(l, arith::CmpFPredicate::OEQ, x, zero);
+    poly = e.create<arith::SelectOp>(l, is_zero, x, poly);
+  }
+  e.create<scf::YieldOp>(l, poly);
   replace(branch.getResult(0));
 }
 
@@ -209,10 +219,18 @@ void rewrite_log(math::LogOp op) {
   op.erase();
 }
 
+// erf is odd and has the sign of its argument; the polynomial gave erf(-0) = +0.
+void rewrite_erf(math::ErfOp op) {
+  OpBuilder b(op);
+  b.setInsertionPointAfter(op);
+  auto sign = b.create<math::CopySignOp>(op.getLoc(), op.getResult(), op.getOperand());
+  op.getResult().replaceAllUsesExcept(sign.getResult(), sign);
+}
+
 struct AccurateMathPass : public PassWrapper<AccurateMathPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(AccurateMathPass)
   StringRef getArgument() const final { return "fx-accurate-math"; }
-  StringRef getDescription() const final { return "f32 transcendentals through libm(vec); log of subnormals"; }
+  StringRef getDescription() const final { return "f32/f64 transcendentals through libm(vec); log of subnormals"; }
   void getDependentDialects(DialectRegistry& r) const override {
     r.insert<arith::ArithDialect, func::FuncDialect, math::MathDialect, memref::MemRefDialect, scf::SCFDialect,
              vector::VectorDialect>();
@@ -229,6 +247,7 @@ struct AccurateMathPass : public PassWrapper<AccurateMathPass, OperationPass<Mod
       const MathFunction f = math_functions().lookup(op->getName().getStringRef());
       if (getElementTypeOrSelf(op->getResult(0).getType()).isF64()) rewrite(m, op, f.libm);
       else if (auto log = dyn_cast<math::LogOp>(op)) rewrite_log(log);
+      else if (auto erf = dyn_cast<math::ErfOp>(op)) rewrite_erf(erf);
       else if (!f.f32_polynomial) rewrite(m, op, std::string(f.libm) + "f");
     }
   }

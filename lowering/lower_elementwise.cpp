@@ -34,8 +34,6 @@ Value libm(LowerCtx& c, OpBuilder& b, Location l, const std::string& name, Value
   return b.create<func::CallOp>(l, f, args).getResult(0);
 }
 
-bool is_f32(Value v) { return v.getType().isF32(); }
-
 // A math op for f32 and f64 (fx-accurate-math and fx-math-approx decide how it is computed), libm
 // for anything else.
 template <class MathOp>
@@ -55,8 +53,8 @@ std::vector<Value> unary(LowerCtx& c, const Eqn& e, std::span<const Operand> in,
   });
 }
 
-// f32: a math op, which fx-accurate-math turns into a call of glibc's vector libm (or of libm);
-// other types: libm.
+// f32 and f64: a math op, which fx-accurate-math turns into a call of glibc's vector libm (or of
+// libm); other types (never reached: f16/bf16 compute in f32): libm.
 #define FLUXION_MATH_UNARY(Name, Op, fn)                                              \
   Value Name(LowerCtx& c, OpBuilder& b, Location l, Value x, DType, const Params&) { \
     return approx_or_libm<Op>(c, b, l, x, fn);                                        \

@@ -9,8 +9,8 @@ namespace fluxion::lowering {
 void register_accurate_math_pass();
 
 /// Loads libmvec (once) so that kernels calling it link -- also kernels read back from the disk
-/// cache, which skip the pass -- and names the variant in use ("libmvec _ZGVeN16v_" or
-/// "no libmvec"), which is part of a cached kernel's identity.
+/// cache, which skip the pass -- and names the variant in use ("libmvec x86-64 e" for AVX-512,
+/// or "no libmvec"), which is part of a cached kernel's identity.
 std::string load_vector_libm();
 
 }  // namespace fluxion::lowering

@@ -17,6 +17,8 @@
 #include <unistd.h>
 #include <cstdlib>
 
+#include <dlfcn.h>
+#include <mlir/Dialect/LLVMIR/LLVMDialect.h>
 #include <mlir/Dialect/Bufferization/IR/Bufferization.h>
 #include <mlir/Dialect/Linalg/Transforms/Transforms.h>
 #include <mlir/Dialect/Math/Transforms/Approximation.h>
@@ -337,6 +339,26 @@ std::string disk_header(const std::string& key) {
   return "fluxion-kernel v2 mlir-19\n" + host + std::to_string(key.size()) + "\n" + key + "\n";
 }
 
+std::string hex_hash(const std::string& s) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016zx", std::hash<std::string>{}(s));
+  return buf;
+}
+
+// Whether every function a cached module declares but does not define can be linked here (the
+// runtime's scratch functions, or a symbol of the process: libm, libmvec, the library calls).
+bool externals_resolve(ModuleOp m) {
+  load_vector_libm();
+  bool ok = true;
+  m.walk([&](LLVM::LLVMFuncOp f) {
+    if (!f.isExternal()) return;
+    const std::string name = f.getName().str();
+    if (name.rfind("_mlir_memref_to_llvm_", 0) == 0 || name.rfind("__kmpc_", 0) == 0) return;  // bound, or libomp
+    if (!dlsym(RTLD_DEFAULT, name.c_str())) ok = false;
+  });
+  return ok;
+}
+
 OwningOpRef<ModuleOp> load_cached_module(MLIRContext& ctx, const std::string& path, const std::string& header) {
   std::ifstream f(path, std::ios::binary);
   if (!f) return {};
@@ -385,12 +407,15 @@ std::unique_ptr<CompiledKernel> compile_cpu(const Program& p, const CompileOptio
   auto kernel = std::make_unique<JitKernel>();
   const int threads = usable_threads(options.num_threads);
   const bool use_disk = !options.cache_dir.empty() && !options.cache_key.empty();
-  const std::string disk_path = options.cache_dir + "/" + options.dump_name + ".fxkernel";
+  // Named by the whole header (host included): processes on different hosts, or with and without
+  // libmvec, sharing a directory keep their own files instead of overwriting each other's.
+  const std::string disk_path = options.cache_dir + "/" + hex_hash(disk_header(options.cache_key)) + ".fxkernel";
   OwningOpRef<ModuleOp> module;
   if (use_disk) {
     const size_t quiet = diagnostics.size();  // a stale or damaged file is a miss, not an error
     auto t = Clock::now();
     module = load_cached_module(ctx, disk_path, disk_header(options.cache_key));
+    if (module && !externals_resolve(*module)) module = nullptr;  // e.g. written under a newer glibc
     diagnostics.resize(quiet);
     kernel->passes_ms = ms_since(t);
     kernel->from_disk_cache = bool(module);

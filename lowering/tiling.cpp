@@ -124,9 +124,17 @@ Plan plan_for(linalg::GenericOp g, int num_threads) {
           return unit;
         };
         plan.cache.assign(n, 0);
-        plan.cache[size_t(m)] = cache_tile(M, 64, 8);
+        // Mc small enough that threads still get a chunk each when M is the threaded loop (64 x
+        // 1024 x 4096 lost its threads to Mc = 64).
+        int64_t mc = cache_tile(M, 64, 8);
+        if (m == 0 && num_threads > 1)
+          while (mc > 8 && M / mc < num_threads) mc = cache_tile(M, mc - 8, 8);
+        plan.cache[size_t(m)] = mc;
         plan.cache[size_t(last_par)] = cache_tile(N, 256, 32);
-        plan.cache[n - 1] = largest_divisor_at_most(K, 128);
+        // K untiled when it has no divisor of a useful size (a prime K gave K tiles of 1: the C
+        // tile loaded and stored once per k, 3.5x slower).
+        const int64_t kc = largest_divisor_at_most(K, 128);
+        plan.cache[n - 1] = kc >= 32 ? kc : 0;
       }
     }
   }

@@ -184,3 +184,30 @@ TEST_CASE("jit: f64 transcendentals agree with libm to a few ulp") {
   check("sigmoid", [](const fx::Array& a) { return fx::sigmoid(a); }, [](double v) { return 1.0 / (1.0 + std::exp(-v)); },
         sweep(-700, 700, 400));
 }
+
+TEST_CASE("jit: odd functions keep the sign of zero, in f32 and f64") {
+  for (fx::DType d : {fx::float32, fx::float64}) {
+    CAPTURE(fx::dtype_name(d));
+    fx::Array z = fx::astype(fx::array({-0.f, 0.f}), d);
+    auto check = [&](const char* name, auto f) {
+      CAPTURE(name);
+      std::vector<double> got = fx::astype(fx::jit(f)(z), fx::float64).template to_vector<double>();
+      CHECK(got[0] == 0.0);
+      CHECK(std::signbit(got[0]));
+      CHECK(got[1] == 0.0);
+      CHECK_FALSE(std::signbit(got[1]));
+    };
+    check("sin", [](const fx::Array& a) { return fx::sin(a); });
+    check("tan", [](const fx::Array& a) { return fx::tan(a); });
+    check("asin", [](const fx::Array& a) { return fx::arcsin(a); });
+    check("atan", [](const fx::Array& a) { return fx::arctan(a); });
+    check("sinh", [](const fx::Array& a) { return fx::sinh(a); });
+    check("asinh", [](const fx::Array& a) { return fx::arcsinh(a); });
+    check("atanh", [](const fx::Array& a) { return fx::arctanh(a); });
+    check("tanh", [](const fx::Array& a) { return fx::tanh(a); });
+    check("erf", [](const fx::Array& a) { return fx::erf(a); });
+    check("cbrt", [](const fx::Array& a) { return fx::cbrt(a); });
+    check("expm1", [](const fx::Array& a) { return fx::expm1(a); });
+    check("log1p", [](const fx::Array& a) { return fx::log1p(a); });
+  }
+}
