@@ -1,8 +1,10 @@
 // What Fluxion does today, in one program: arrays, numpy-style ops with broadcasting and JAX type
 // promotion, tracing a function into its program, running that program, abstract evaluation,
-// trees, and the errors a user meets. Run it with scripts/showcase.sh.
+// trees, autodiff, vmap, jit, control flow, and the errors a user meets. Run it with
+// scripts/showcase.sh.
 #include <fluxion.h>
 
+#include <chrono>
 #include <iostream>
 
 namespace fx = fluxion;
@@ -103,6 +105,63 @@ int main() {
     params = fx::tree::map([](const fx::Array& p, const fx::Array& g) { return p - 0.5f * g; }, params, grads);
   }
   std::cout << "learned w =\n" << params.w << "\n";
+
+  section("vmap: per-example gradients as one batched program");
+  auto example_loss = [](const Layer& l, const fx::Array& x, const fx::Array& y) {
+    return fx::sum(fx::square(fx::tanh(fx::matmul(x, l.w) + l.b) - y));
+  };
+  auto per_example = fx::vmap(fx::grad(example_loss), fx::in_axes(fx::none, 0, 0));
+  Layer per = per_example(params, inputs, targets);
+  std::cout << "per-example dL/dw: " << per.w.aval().str() << " (64 examples, computed without a loop)\n";
+  // mse averages over 64 examples x 2 outputs, so its gradient is half the mean per-example one.
+  std::cout << "max |mean of them / 2 - grad(mse)| = "
+            << fx::max(fx::abs(fx::mean(per.w, {0}) * 0.5f - fx::grad(mse)(params).w)) << "\n";
+
+  section("jit: the training step compiled once (MLIR -> LLVM), then native code");
+  auto sgd_step = [&](const Layer& l) {
+    auto [value, grads] = fx::value_and_grad(mse)(l);
+    return std::pair{value, fx::tree::map([](const fx::Array& p, const fx::Array& g) { return p - 0.5f * g; }, l, grads)};
+  };
+  auto compiled_step = fx::jit(sgd_step);
+  using Clock = std::chrono::steady_clock;
+  auto time_steps = [&](auto&& step_fn) {
+    Layer l = params;
+    auto t = Clock::now();
+    for (int i = 0; i < 200; ++i) l = step_fn(l).second;
+    return std::pair{std::chrono::duration<double, std::milli>(Clock::now() - t).count(), l};
+  };
+  auto t0 = Clock::now();
+  compiled_step(params);  // the first call traces, differentiates and compiles
+  const double first_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  auto [eager_ms, eager_params] = time_steps(sgd_step);
+  auto [jit_ms, jit_params] = time_steps(compiled_step);
+  std::cout << "first call (trace + grad + compile): " << first_ms << " ms\n";
+  std::cout << "200 steps: eager " << eager_ms << " ms, jit " << jit_ms << " ms; compilations() = "
+            << compiled_step.compilations() << "\n";
+  std::cout << "same parameters: max |difference| = " << fx::max(fx::abs(eager_params.w - jit_params.w)) << "\n";
+
+  section("control flow: scan an RNN, differentiate through it, compile it");
+  fx::Array w_rnn = fx::random::normal(fx::random::fold_in(k1, 7), {3, 3}) * 0.5f;
+  fx::Array h0 = fx::zeros({3}), xs = fx::random::normal(fx::random::fold_in(k2, 7), {20, 3});
+  auto rnn = [](const fx::Array& w, const fx::Array& h0, const fx::Array& xs) {
+    auto [h, ys] = fx::scan([&](const fx::Array& c, const fx::Array& x) {
+      fx::Array n = fx::tanh(fx::matmul(w, c) + x);
+      return std::pair{n, fx::sum(n)};
+    }, h0, xs);
+    return fx::sum(ys) + fx::sum(h);
+  };
+  std::cout << "make_ir(rnn):\n" << fx::make_ir(rnn)(w_rnn, h0, xs) << "\n";
+  fx::Array g_eager = fx::grad(rnn)(w_rnn, h0, xs), g_jit = fx::jit(fx::grad(rnn))(w_rnn, h0, xs);
+  std::cout << "grad(rnn) wrt w, eager vs jit: max |difference| = " << fx::max(fx::abs(g_eager - g_jit)) << "\n";
+  auto halvings = [](const fx::Array& v) {
+    auto [n, rest] = fx::while_loop([](const std::pair<fx::Array, fx::Array>& s) { return s.second >= 1.f; },
+                                    [](const std::pair<fx::Array, fx::Array>& s) { return std::pair{s.first + 1, s.second * 0.5f}; },
+                                    std::pair{fx::scalar(int32_t(0)), v});
+    return n;
+  };
+  std::cout << "while_loop: halvings of 100 until below 1 = " << fx::jit(halvings)(fx::scalar(100.f)) << "\n";
+  auto relu_or_square = [](const fx::Array& v) { return fx::cond(fx::sum(v) > 0.f, [&] { return fx::nn::relu(v); }, [&] { return v * v; }); };
+  std::cout << "cond: " << fx::jit(relu_or_square)(a) << " and " << fx::jit(relu_or_square)(-a) << "\n";
 
   section("errors name the op, the operand types and your line");
   try {
