@@ -3,7 +3,7 @@
 //   * f64: every math op calls libmvec's f64 variant (_ZGVeN8v_exp ...; lowered as libm calls,
 //     they had kept their loop nest scalar);
 //   * sin, cos, and the functions without a polynomial here (log1p, expm1, exp2, tan, the inverse
-//     and hyperbolic functions, cbrt) call glibc's vector math library, libmvec
+//     and hyperbolic functions, cbrt, pow, atan2) call glibc's vector math library, libmvec
 //     (_ZGVeN16v_sinf and friends on AVX-512: a few ulp for every argument, vectorized). Lowered
 //     as scalar libm calls, they kept their whole loop nest scalar and out of fusion.
 //   * sin and cos are why libmvec is used at all: MLIR's polynomial reduces the argument with one
@@ -56,7 +56,7 @@ const llvm::StringMap<MathFunction>& math_functions() {
       {"math.tan", {"tan", false}},      {"math.asin", {"asin", false}},    {"math.acos", {"acos", false}},
       {"math.atan", {"atan", false}},    {"math.sinh", {"sinh", false}},    {"math.cosh", {"cosh", false}},
       {"math.asinh", {"asinh", false}},  {"math.acosh", {"acosh", false}},  {"math.atanh", {"atanh", false}},
-      {"math.cbrt", {"cbrt", false}},
+      {"math.cbrt", {"cbrt", false}},    {"math.powf", {"pow", false}},     {"math.atan2", {"atan2", false}},
   };
   return m;
 }
@@ -69,9 +69,9 @@ struct VectorLibm {
   int lanes(Type element) const { return bits / int(element.getIntOrFloatBitWidth()); }
   /// The vector variant of libm's `fn` (e.g. "sinf") for vectors of `element`, or "" when this
   /// libmvec lacks it (glibc < 2.35 has only sin, cos, exp, log and pow).
-  std::string variant(const char* fn, Type element) const {
+  std::string variant(const char* fn, Type element, size_t arity = 1) const {
     if (!handle) return {};
-    std::string name = std::string("_ZGV") + isa + "N" + std::to_string(lanes(element)) + "v_" + fn;
+    std::string name = std::string("_ZGV") + isa + "N" + std::to_string(lanes(element)) + std::string(arity, 'v') + "_" + fn;
     return dlsym(handle, name.c_str()) ? name : std::string();
   }
 };
@@ -94,62 +94,71 @@ const VectorLibm& vector_libm() {
   return v;
 }
 
-func::FuncOp declare(ModuleOp m, const std::string& name, Type arg) {
+func::FuncOp declare(ModuleOp m, const std::string& name, Type arg, size_t arity) {
   if (auto f = m.lookupSymbol<func::FuncOp>(name)) return f;
   OpBuilder b(m.getBodyRegion());
-  auto f = b.create<func::FuncOp>(m.getLoc(), name, b.getFunctionType({arg}, {arg}));
+  SmallVector<Type> args(arity, arg);
+  auto f = b.create<func::FuncOp>(m.getLoc(), name, b.getFunctionType(args, {arg}));
   f.setPrivate();
   return f;
 }
 
-// The libm function `fn` on every lane of x (a 1-D vector): `lanes`-wide calls of its vector
-// variant `vec_fn` (the last chunk padded), or the scalar function lane by lane when vec_fn is "".
-Value libm_vector(OpBuilder& b, Location l, ModuleOp m, Value x, const std::string& fn, const std::string& vec_fn) {
-  auto vt = cast<VectorType>(x.getType());
+// The libm function `fn` on every lane of xs (1-D vectors of one type, one per argument):
+// lanes-wide calls of its vector variant `vec_fn` (the last chunk padded), or the scalar function
+// lane by lane when vec_fn is "".
+Value libm_vector(OpBuilder& b, Location l, ModuleOp m, ValueRange xs, const std::string& fn, const std::string& vec_fn) {
+  auto vt = cast<VectorType>(xs[0].getType());
   const int64_t n = vt.getNumElements();
-  const Type f32 = vt.getElementType();  // (or f64)
+  const Type elem = vt.getElementType();  // f32 or f64
   if (vec_fn.empty()) {
-    // Through a stack buffer and a loop of scalar calls: unrolled extract/call/insert kept the
+    // Through stack buffers and a loop of scalar calls: unrolled extract/call/insert kept the
     // vector live across every call (spilled and reloaded per lane, half the speed of a scalar
-    // loop) and made one call site per lane.
-    func::FuncOp scalar = declare(m, fn, f32);
-    // The buffer is allocated once, at the top of the function or of a thread's parallel region
-    // (outlined into a function of its own): an alloca in the loop body grew the stack every
-    // iteration -- scf.for is an allocation scope in MLIR's terms, but its lowering to branches
-    // does not free what it allocates.
-    auto buf_t = MemRefType::get({n}, f32);
+    // loop) and made one call site per lane. The buffers are allocated once, at the top of the
+    // function or of a thread's parallel region (outlined into a function of its own): an alloca
+    // in the loop body grew the stack every iteration -- scf.for is an allocation scope in MLIR's
+    // terms, but its lowering to branches does not free what it allocates.
+    func::FuncOp scalar = declare(m, fn, elem, xs.size());
+    auto buf_t = MemRefType::get({n}, elem);
     Operation* scope = b.getInsertionBlock()->getParentOp();
     while (!isa<FunctionOpInterface>(scope) && scope->getName().getStringRef() != "omp.parallel")
       scope = scope->getParentOp();
-    Block& entry = scope->getRegion(0).front();
-    Value buf = OpBuilder::atBlockBegin(&entry).create<memref::AllocaOp>(l, buf_t);
+    OpBuilder top = OpBuilder::atBlockBegin(&scope->getRegion(0).front());
     Value c0 = b.create<arith::ConstantIndexOp>(l, 0);
-    b.create<vector::StoreOp>(l, x, buf, ValueRange{c0});
+    SmallVector<Value> bufs;
+    for (Value x : xs) {
+      bufs.push_back(top.create<memref::AllocaOp>(l, buf_t));
+      b.create<vector::StoreOp>(l, x, bufs.back(), ValueRange{c0});
+    }
     b.create<scf::ForOp>(l, c0, b.create<arith::ConstantIndexOp>(l, n), b.create<arith::ConstantIndexOp>(l, 1),
                          ValueRange{}, [&](OpBuilder& lb, Location ll, Value i, ValueRange) {
-                           Value e = lb.create<memref::LoadOp>(ll, buf, ValueRange{i});
-                           Value r = lb.create<func::CallOp>(ll, scalar, ValueRange{e}).getResult(0);
-                           lb.create<memref::StoreOp>(ll, r, buf, ValueRange{i});
+                           SmallVector<Value> args;
+                           for (Value buf : bufs) args.push_back(lb.create<memref::LoadOp>(ll, buf, ValueRange{i}));
+                           Value r = lb.create<func::CallOp>(ll, scalar, args).getResult(0);
+                           lb.create<memref::StoreOp>(ll, r, bufs[0], ValueRange{i});
                            lb.create<scf::YieldOp>(ll);
                          });
-    return b.create<vector::LoadOp>(l, vt, buf, ValueRange{c0});
+    return b.create<vector::LoadOp>(l, vt, bufs[0], ValueRange{c0});
   }
   Value out = b.create<arith::ConstantOp>(l, vt, b.getZeroAttr(vt));
-  const int64_t w = vector_libm().lanes(f32);
-  auto wt = VectorType::get({w}, f32);
-  func::FuncOp vec = declare(m, vec_fn, wt);
+  const int64_t w = vector_libm().lanes(elem);
+  auto wt = VectorType::get({w}, elem);
+  func::FuncOp vec = declare(m, vec_fn, wt, xs.size());
   for (int64_t i = 0; i < n; i += w) {
     const int64_t len = std::min(w, n - i);
-    Value chunk = b.create<vector::ExtractStridedSliceOp>(l, x, ArrayRef<int64_t>{i}, ArrayRef<int64_t>{len},
-                                                          ArrayRef<int64_t>{1});
-    if (len < w) {
-      // Padded with the chunk's own first lane, an argument the data already has: zeros sent
-      // log or acosh into libmvec's special-value path, one scalar call per lane (10x slower).
-      Value first = b.create<vector::ExtractOp>(l, chunk, ArrayRef<int64_t>{0});
-      Value pad = b.create<vector::BroadcastOp>(l, wt, first);
-      chunk = b.create<vector::InsertStridedSliceOp>(l, chunk, pad, ArrayRef<int64_t>{0}, ArrayRef<int64_t>{1});
+    SmallVector<Value> chunks;
+    for (Value x : xs) {
+      Value chunk = b.create<vector::ExtractStridedSliceOp>(l, x, ArrayRef<int64_t>{i}, ArrayRef<int64_t>{len},
+                                                            ArrayRef<int64_t>{1});
+      if (len < w) {
+        // Padded with the chunk's own first lane, an argument the data already has: zeros sent
+        // log or acosh into libmvec's special-value path, one scalar call per lane (10x slower).
+        Value first = b.create<vector::ExtractOp>(l, chunk, ArrayRef<int64_t>{0});
+        Value pad = b.create<vector::BroadcastOp>(l, wt, first);
+        chunk = b.create<vector::InsertStridedSliceOp>(l, chunk, pad, ArrayRef<int64_t>{0}, ArrayRef<int64_t>{1});
+      }
+      chunks.push_back(chunk);
     }
-    Value r = b.create<func::CallOp>(l, vec, ValueRange{chunk}).getResult(0);
+    Value r = b.create<func::CallOp>(l, vec, chunks).getResult(0);
     if (len < w)
       r = b.create<vector::ExtractStridedSliceOp>(l, r, ArrayRef<int64_t>{0}, ArrayRef<int64_t>{len},
                                                   ArrayRef<int64_t>{1});
@@ -158,7 +167,7 @@ Value libm_vector(OpBuilder& b, Location l, ModuleOp m, Value x, const std::stri
   return out;
 }
 
-// One unary f32 or f64 math op `op` whose libm function is `fn`.
+// One f32 or f64 math op `op` (unary, or binary: pow, atan2) whose libm function is `fn`.
 void rewrite(ModuleOp m, Operation* op, const std::string& fn) {
   OpBuilder b(op);
   const Location l = op->getLoc();
@@ -169,21 +178,23 @@ void rewrite(ModuleOp m, Operation* op, const std::string& fn) {
   };
   auto vt = dyn_cast<VectorType>(x.getType());
   if (!vt) {  // scalar: libm
-    func::FuncOp scalar = declare(m, fn, x.getType());
-    return replace(b.create<func::CallOp>(l, scalar, ValueRange{x}).getResult(0));
+    func::FuncOp scalar = declare(m, fn, x.getType(), op->getNumOperands());
+    return replace(b.create<func::CallOp>(l, scalar, op->getOperands()).getResult(0));
   }
   auto flat_t = VectorType::get({vt.getNumElements()}, vt.getElementType());
-  Value flat = vt.getRank() == 1 ? x : b.create<vector::ShapeCastOp>(l, flat_t, x).getResult();
+  SmallVector<Value> flat;
+  for (Value v : op->getOperands())
+    flat.push_back(vt.getRank() == 1 ? v : b.create<vector::ShapeCastOp>(l, flat_t, v).getResult());
   auto shaped = [&](OpBuilder& bb, Location ll, Value r) {
     return vt.getRank() == 1 ? r : bb.create<vector::ShapeCastOp>(ll, vt, r).getResult();
   };
-  const std::string vec_fn = vector_libm().variant(fn.c_str(), vt.getElementType());
+  const std::string vec_fn = vector_libm().variant(fn.c_str(), vt.getElementType(), op->getNumOperands());
   const bool polynomial_fallback = isa<math::SinOp, math::CosOp>(op) && vt.getElementType().isF32();
   if (!vec_fn.empty() || !polynomial_fallback) return replace(shaped(b, l, libm_vector(b, l, m, flat, fn, vec_fn)));
   // sin/cos without libmvec: max |x| (NaN if any lane is NaN) against the limit -- one horizontal
   // max (an OR over a vector of i1 compiled to one extract per lane) -- then libm lane by lane or
   // the polynomial (the cloned op, which fx-math-approx replaces).
-  Value largest = b.create<vector::ReductionOp>(l, vector::CombiningKind::MAXIMUMF, b.create<math::AbsFOp>(l, flat));
+  Value largest = b.create<vector::ReductionOp>(l, vector::CombiningKind::MAXIMUMF, b.create<math::AbsFOp>(l, flat[0]));
   Value limit = b.create<arith::ConstantOp>(l, b.getF32FloatAttr(kPolynomialLimit));
   Value any = b.create<arith::CmpFOp>(l, arith::CmpFPredicate::UGT, largest, limit);
   // (The branches are filled after the op exists: libm_vector looks for the enclosing function.)
@@ -239,7 +250,7 @@ struct AccurateMathPass : public PassWrapper<AccurateMathPass, OperationPass<Mod
     ModuleOp m = getOperation();
     SmallVector<Operation*> ops;
     m.walk([&](Operation* op) {
-      if (op->getNumOperands() != 1 || op->getNumResults() != 1) return;
+      if (op->getNumOperands() < 1 || op->getNumOperands() > 2 || op->getNumResults() != 1) return;
       const Type t = getElementTypeOrSelf(op->getResult(0).getType());
       if ((t.isF32() || t.isF64()) && math_functions().count(op->getName().getStringRef())) ops.push_back(op);
     });

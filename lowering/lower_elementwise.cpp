@@ -4,7 +4,7 @@
 //
 // Transcendentals stay math.* ops: in f32, exp, log, tanh, erf and logistic become vectorizable
 // polynomial approximations, and sin, cos, log1p, expm1, exp2, tan, the inverse and hyperbolic
-// functions and cbrt call glibc's vector libm; in f64 all of them call libmvec's f64 variants
+// functions, cbrt, pow and atan2 call glibc's vector libm; in f64 all of them call libmvec's f64 variants
 // (lowering/accurate_math.cpp). lgamma calls libm, the function the reference kernel calls.
 #include "lowering/lower.h"
 
@@ -213,8 +213,15 @@ Value rem_(LowerCtx& c, OpBuilder& b, Location l, Value x, Value y, DType d) {
   if (is_signed_int(d)) r = b.create<arith::SelectOp>(l, s.is_minus_one, constant(b, l, d, 0), r);
   return b.create<arith::SelectOp>(l, s.is_zero, x, r);
 }
-Value pow_(LowerCtx& c, OpBuilder& b, Location l, Value x, Value y, DType) { return libm(c, b, l, "pow", {x, y}); }
-Value atan2_(LowerCtx& c, OpBuilder& b, Location l, Value x, Value y, DType) { return libm(c, b, l, "atan2", {x, y}); }
+// f32/f64: math ops that fx-accurate-math routes to libmvec (or libm), as for the unary functions.
+Value pow_(LowerCtx& c, OpBuilder& b, Location l, Value x, Value y, DType) {
+  if (x.getType().isF32() || x.getType().isF64()) return b.create<math::PowFOp>(l, x, y);
+  return libm(c, b, l, "pow", {x, y});
+}
+Value atan2_(LowerCtx& c, OpBuilder& b, Location l, Value x, Value y, DType) {
+  if (x.getType().isF32() || x.getType().isF64()) return b.create<math::Atan2Op>(l, x, y);
+  return libm(c, b, l, "atan2", {x, y});
+}
 
 // x OP y for the comparison OP (lt, le, gt, ge, eq, ne) with the dtype's signedness; i1 result.
 enum class Cmp { eq, ne, lt, le, gt, ge };
