@@ -41,33 +41,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <Eigen/Core>
 
-namespace {
-template <class T, int LhsOrder, int RhsOrder>
-void matmul_as(const int64_t* a) {
-  using Out = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  using Lhs = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, LhsOrder>;
-  using Rhs = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, RhsOrder>;
-  const int64_t batch = a[1], m = a[2], n = a[3], k = a[4];
-  const T* lhs = reinterpret_cast<const T*>(a[7]);
-  const T* rhs = reinterpret_cast<const T*>(a[8]);
-  T* out = reinterpret_cast<T*>(a[9]);
-  for (int64_t b = 0; b < batch; ++b) {
-    Eigen::Map<const Lhs> x(lhs + b * m * k, m, k);
-    Eigen::Map<const Rhs> y(rhs + b * k * n, k, n);
-    Eigen::Map<Out> z(out + b * m * n, m, n);
-    z.noalias() = x * y;
-  }
-}
-
-template <class T>
-void matmul(const int64_t* a) {
-  const bool tl = a[5] != 0, tr = a[6] != 0;
-  if (!tl && !tr) matmul_as<T, Eigen::RowMajor, Eigen::RowMajor>(a);
-  else if (tl && !tr) matmul_as<T, Eigen::ColMajor, Eigen::RowMajor>(a);
-  else if (!tl && tr) matmul_as<T, Eigen::RowMajor, Eigen::ColMajor>(a);
-  else matmul_as<T, Eigen::ColMajor, Eigen::ColMajor>(a);
-}
-}  // namespace
+#include "runtime/eigen_matmul.inc"
 #pragma GCC diagnostic pop
 #endif
 
