@@ -36,10 +36,10 @@ Value libm(LowerCtx& c, OpBuilder& b, Location l, const std::string& name, Value
 
 // A math op for f32 and f64 (fx-accurate-math and fx-math-approx decide how it is computed), libm
 // for anything else.
-template <class MathOp>
-Value approx_or_libm(LowerCtx& c, OpBuilder& b, Location l, Value x, const char* name) {
-  if (x.getType().isF32() || x.getType().isF64()) return b.create<MathOp>(l, x);
-  return libm(c, b, l, name, {x});
+template <class MathOp, class... Xs>
+Value approx_or_libm(LowerCtx& c, OpBuilder& b, Location l, const char* name, Value x, Xs... more) {
+  if (x.getType().isF32() || x.getType().isF64()) return b.create<MathOp>(l, x, more...);
+  return libm(c, b, l, name, {x, more...});
 }
 
 // ---- unary ----------------------------------------------------------------------------------------
@@ -57,8 +57,14 @@ std::vector<Value> unary(LowerCtx& c, const Eqn& e, std::span<const Operand> in,
 // libm); other types (never reached: f16/bf16 compute in f32): libm.
 #define FLUXION_MATH_UNARY(Name, Op, fn)                                              \
   Value Name(LowerCtx& c, OpBuilder& b, Location l, Value x, DType, const Params&) { \
-    return approx_or_libm<Op>(c, b, l, x, fn);                                        \
+    return approx_or_libm<Op>(c, b, l, fn, x);                                        \
   }
+FLUXION_MATH_UNARY(exp_, math::ExpOp, "exp")
+FLUXION_MATH_UNARY(log_, math::LogOp, "log")
+FLUXION_MATH_UNARY(tanh_, math::TanhOp, "tanh")
+FLUXION_MATH_UNARY(erf_, math::ErfOp, "erf")
+FLUXION_MATH_UNARY(sin_, math::SinOp, "sin")
+FLUXION_MATH_UNARY(cos_, math::CosOp, "cos")
 FLUXION_MATH_UNARY(exp2_, math::Exp2Op, "exp2")
 FLUXION_MATH_UNARY(log1p_, math::Log1pOp, "log1p")
 FLUXION_MATH_UNARY(expm1_, math::ExpM1Op, "expm1")
@@ -75,24 +81,6 @@ FLUXION_MATH_UNARY(cbrt_, math::CbrtOp, "cbrt")
 #undef FLUXION_MATH_UNARY
 Value lgamma_(LowerCtx& c, OpBuilder& b, Location l, Value x, DType, const Params&) { return libm(c, b, l, "lgamma", {x}); }
 
-Value exp_(LowerCtx& c, OpBuilder& b, Location l, Value x, DType, const Params&) {
-  return approx_or_libm<math::ExpOp>(c, b, l, x, "exp");
-}
-Value log_(LowerCtx& c, OpBuilder& b, Location l, Value x, DType, const Params&) {
-  return approx_or_libm<math::LogOp>(c, b, l, x, "log");
-}
-Value tanh_(LowerCtx& c, OpBuilder& b, Location l, Value x, DType, const Params&) {
-  return approx_or_libm<math::TanhOp>(c, b, l, x, "tanh");
-}
-Value erf_(LowerCtx& c, OpBuilder& b, Location l, Value x, DType, const Params&) {
-  return approx_or_libm<math::ErfOp>(c, b, l, x, "erf");
-}
-Value sin_(LowerCtx& c, OpBuilder& b, Location l, Value x, DType, const Params&) {
-  return approx_or_libm<math::SinOp>(c, b, l, x, "sin");
-}
-Value cos_(LowerCtx& c, OpBuilder& b, Location l, Value x, DType, const Params&) {
-  return approx_or_libm<math::CosOp>(c, b, l, x, "cos");
-}
 // 1 / (1 + exp(-x)), as the reference.
 Value logistic_(LowerCtx& c, OpBuilder& b, Location l, Value x, DType d, const Params& p) {
   Value one = constant(b, l, d, 1.0);
@@ -213,14 +201,11 @@ Value rem_(LowerCtx& c, OpBuilder& b, Location l, Value x, Value y, DType d) {
   if (is_signed_int(d)) r = b.create<arith::SelectOp>(l, s.is_minus_one, constant(b, l, d, 0), r);
   return b.create<arith::SelectOp>(l, s.is_zero, x, r);
 }
-// f32/f64: math ops that fx-accurate-math routes to libmvec (or libm), as for the unary functions.
 Value pow_(LowerCtx& c, OpBuilder& b, Location l, Value x, Value y, DType) {
-  if (x.getType().isF32() || x.getType().isF64()) return b.create<math::PowFOp>(l, x, y);
-  return libm(c, b, l, "pow", {x, y});
+  return approx_or_libm<math::PowFOp>(c, b, l, "pow", x, y);
 }
 Value atan2_(LowerCtx& c, OpBuilder& b, Location l, Value x, Value y, DType) {
-  if (x.getType().isF32() || x.getType().isF64()) return b.create<math::Atan2Op>(l, x, y);
-  return libm(c, b, l, "atan2", {x, y});
+  return approx_or_libm<math::Atan2Op>(c, b, l, "atan2", x, y);
 }
 
 // x OP y for the comparison OP (lt, le, gt, ge, eq, ne) with the dtype's signedness; i1 result.

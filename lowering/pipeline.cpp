@@ -409,12 +409,13 @@ std::unique_ptr<CompiledKernel> compile_cpu(const Program& p, const CompileOptio
   const bool use_disk = !options.cache_dir.empty() && !options.cache_key.empty();
   // Named by the whole header (host included): processes on different hosts, or with and without
   // libmvec, sharing a directory keep their own files instead of overwriting each other's.
-  const std::string disk_path = options.cache_dir + "/" + hex_hash(disk_header(options.cache_key)) + ".fxkernel";
+  const std::string header = use_disk ? disk_header(options.cache_key) : std::string();  // holds the program text: built once
+  const std::string disk_path = options.cache_dir + "/" + hex_hash(header) + ".fxkernel";
   OwningOpRef<ModuleOp> module;
   if (use_disk) {
     const size_t quiet = diagnostics.size();  // a stale or damaged file is a miss, not an error
     auto t = Clock::now();
-    module = load_cached_module(ctx, disk_path, disk_header(options.cache_key));
+    module = load_cached_module(ctx, disk_path, header);
     if (module && !externals_resolve(*module)) module = nullptr;  // e.g. written under a newer glibc
     diagnostics.resize(quiet);
     kernel->passes_ms = ms_since(t);
@@ -467,7 +468,7 @@ std::unique_ptr<CompiledKernel> compile_cpu(const Program& p, const CompileOptio
   run(lower_passes, "bufferization and lowering to LLVM");
   if (dump) write_file(stem + ".lowered.mlir", print(*module));
   kernel->passes_ms = ms_since(t1);
-  if (use_disk) store_cached_module(disk_path, disk_header(options.cache_key), print(*module));
+  if (use_disk) store_cached_module(disk_path, header, print(*module));
   }
 
   auto t2 = Clock::now();
