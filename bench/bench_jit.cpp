@@ -1,7 +1,7 @@
 // Benchmarks of fx::jit with their baselines measured in the same run (best of N wall-clock runs;
 // this file is compiled with -O3 -march=native -ffast-math, so the hand loops are the fast-math
 // baselines the targets name). Run: build/bench/fluxion_bench_jit [repeats [section...]], sections
-// matmul softmax mlp fused rowsum softplus call compile (all when none is named).
+// matmul softmax mlp fused rowsum softplus cumsum call compile (all when none is named).
 #include <fluxion.h>
 
 #include <algorithm>
@@ -73,9 +73,13 @@ using bench::Mlp;
 using bench::gmm_loglik;
 using bench::mlp_loss;
 
+// 512^3 and 1024^3, and 512 x 521 x 512: a prime K, which the cache tiles must leave untiled.
 void bench_matmul(int threads) {
-  for (int64_t n : {512, 1024}) {
-    fx::Array a = filled({n, n}, -1, 1), b = filled({n, n}, -1, 1);
+  struct Mkn {
+    int64_t m, k, n;
+  };
+  for (Mkn s : {Mkn{512, 512, 512}, Mkn{1024, 1024, 1024}, Mkn{512, 521, 512}}) {
+    fx::Array a = filled({s.m, s.k}, -1, 1), b = filled({s.k, s.n}, -1, 1);
     fx::Program p = fx::make_ir([](const fx::Array& x, const fx::Array& y) { return fx::matmul(x, y); })(a, b);
     std::vector<fx::Array> args{a, b};
     auto time_path = [&](const char* path, int thr) {
@@ -87,11 +91,11 @@ void bench_matmul(int threads) {
       return best_ms([&] { out = exe->run(args); });
     };
     const double eigen_call = time_path("eigen", 1), gen1 = time_path("generated", 1), gen_t = time_path("generated", threads);
-    RowMat c(n, n);
-    MapMat x(ptr(a), n, n), y(ptr(b), n, n);
+    RowMat c(s.m, s.n);
+    MapMat x(ptr(a), s.m, s.k), y(ptr(b), s.k, s.n);
     const double hand = best_ms([&] { c.noalias() = x * y; });
-    const double gflop = 2.0 * double(n) * double(n) * double(n) / 1e9;
-    std::printf("matmul %lldx%lldx%lld f32 (1 thread unless noted)\n", (long long)n, (long long)n, (long long)n);
+    const double gflop = 2.0 * double(s.m) * double(s.k) * double(s.n) / 1e9;
+    std::printf("matmul %lldx%lldx%lld f32 (1 thread unless noted)\n", (long long)s.m, (long long)s.k, (long long)s.n);
     std::printf("  Eigen, hand-written               %8.2f ms  (%.0f GFLOP/s)\n", hand, gflop / hand * 1e3);
     std::printf("  jit, dot_general -> Eigen call    %8.2f ms  %.2fx of Eigen (target >= 0.9)\n", eigen_call, hand / eigen_call);
     std::printf("  jit, generated code               %8.2f ms  %.2fx of Eigen\n", gen1, hand / gen1);
@@ -383,6 +387,32 @@ int main(int argc, char** argv) {
     std::printf("  jit, f64                         %8.2f ms\n", jit64_ms);
     std::printf("  hand loop f64, %d thr             %8.2f ms  jit is %.2fx of it\n", threads, hand64_ms, hand64_ms / jit64_ms);
     std::printf("  max relative difference (f32): %.2e\n\n", err);
+  }
+
+  // ---- cumsum along axis 0 of f32[4096, 1024]: lines side by side as vectors ---------------------
+  if (want(argc, argv, "cumsum")) {
+    const int64_t R = 4096, C = 1024;
+    fx::Array m = filled({R, C}, -1, 1);
+    auto f = fx::jit([](const fx::Array& m) { return fx::cumsum(m, 0); });
+    fx::Array y = f(m);
+    double jit_ms = best_ms([&] { y = f(m); });
+    std::vector<float> out(static_cast<size_t>(R * C));
+    const float* pm = ptr(m);
+    auto hand = [&](int64_t lo, int64_t hi) {  // column blocks; each column summed in f64 like the reference
+      std::vector<double> acc(static_cast<size_t>(hi - lo));
+      for (int64_t r = 0; r < R; ++r)
+        for (int64_t j = lo; j < hi; ++j) {
+          acc[size_t(j - lo)] += pm[r * C + j];
+          out[size_t(r * C + j)] = float(acc[size_t(j - lo)]);
+        }
+    };
+    double hand_ms = best_ms([&] { parallel(threads, C, hand); });
+    float err = 0;
+    for (int64_t i = 0; i < R * C; i += 997) err = std::max(err, std::fabs(ptr(y)[i] - out[size_t(i)]));
+    std::printf("cumsum along axis 0, f32[4096,1024]\n");
+    std::printf("  jit                              %8.2f ms\n", jit_ms);
+    std::printf("  hand loop -O3 -ffast-math, %d thr %8.2f ms  jit is %.2fx of it\n", threads, hand_ms, hand_ms / jit_ms);
+    std::printf("  max abs difference: %.2e\n\n", err);
   }
 
   // ---- cached call of a tiny function -------------------------------------------------------------
