@@ -5,6 +5,8 @@
 // operands. Batched programs pass fx::verify and survive the text round trip.
 #include <doctest/doctest.h>
 #include <fluxion.h>
+
+#include "vmap_placements.h"
 #include "prims/registry.h"
 
 #include <cmath>
@@ -20,7 +22,8 @@ namespace {
 using Args = std::vector<fx::Array>;
 using Outs = std::vector<fx::Array>;
 using Fn = std::function<Outs(const Args&)>;
-constexpr int kNone = -1;
+using vmap_test::kNone;
+using vmap_test::placements;
 
 // Deterministic float data of `shape`, in [-1, 1].
 fx::Array data(const fx::Shape& shape, int seed) {
@@ -114,29 +117,6 @@ fx::Program check_vmap(const Fn& f, const std::vector<Args>& per_example, const 
   return p;
 }
 
-// Every assignment of batch positions (kNone or 0..rank) to arguments of the given per-example
-// ranks, except all-unmapped.
-std::vector<std::vector<int>> placements(const std::vector<int>& ranks) {
-  std::vector<std::vector<int>> out{{}};
-  for (int r : ranks) {
-    std::vector<std::vector<int>> next;
-    for (const auto& prefix : out)
-      for (int a = kNone; a <= r; ++a) {
-        auto p = prefix;
-        p.push_back(a);
-        next.push_back(p);
-      }
-    out = next;
-  }
-  std::vector<std::vector<int>> mapped;
-  for (const auto& p : out)
-    for (int a : p)
-      if (a != kNone) {
-        mapped.push_back(p);
-        break;
-      }
-  return mapped;
-}
 
 size_t count_eqns(const fx::Program& p, fx::Prim prim) {
   size_t k = 0;

@@ -9,6 +9,8 @@
 #include <doctest/doctest.h>
 #include <fluxion.h>
 
+#include "vmap_placements.h"
+
 #include <cmath>
 #include <functional>
 #include <sstream>
@@ -21,7 +23,8 @@ namespace {
 
 using Args = std::vector<fx::Array>;
 using Fn = std::function<fx::Array(const Args&)>;
-constexpr int kNone = -1;
+using vmap_test::kNone;
+using vmap_test::placements;
 
 // Deterministic, distinct-ish float data of `shape`.
 fx::Array data(const fx::Shape& shape, int seed, fx::DType dtype = fx::float32) {
@@ -102,30 +105,6 @@ void check_vmap(const Fn& f, const Args& args, const std::vector<int>& axes, int
   CHECK(again.str() == text.str());
 }
 
-// Every assignment of batch positions (kNone or 0..ndim) to the operands, except all-unmapped.
-// `ranks` are the per-example ranks; `only_front` operands can be batched only at 0 or not at all.
-std::vector<std::vector<int>> placements(const std::vector<int>& ranks, const std::vector<bool>& only_front = {}) {
-  std::vector<std::vector<int>> out{{}};
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    std::vector<std::vector<int>> next;
-    const int top = (i < only_front.size() && only_front[i]) ? 0 : ranks[i];
-    for (const auto& prefix : out)
-      for (int a = kNone; a <= top; ++a) {
-        auto p = prefix;
-        p.push_back(a);
-        next.push_back(p);
-      }
-    out = next;
-  }
-  std::vector<std::vector<int>> mapped;
-  for (const auto& p : out)
-    for (int a : p)
-      if (a != kNone) {
-        mapped.push_back(p);
-        break;
-      }
-  return mapped;
-}
 
 fx::Params gather_params(int64_t axis, int64_t batch_dims) {
   return batch_dims ? fx::Params{{"axis", axis}, {"batch_dims", batch_dims}} : fx::Params{{"axis", axis}};
