@@ -512,14 +512,8 @@ std::vector<BatchedArray> rev_batch(BatchedArgs a, const Params& params, int64_t
 }
 // Every operand gets the batch dim where the first mapped one has it (unmapped ones broadcast).
 std::vector<BatchedArray> concatenate_batch(BatchedArgs a, const Params& params, int64_t n, SourceLoc loc) {
-  int64_t bd = kNotMapped;
-  for (const BatchedArray& x : a)
-    if (x.dim != kNotMapped) {
-      bd = x.dim;
-      break;
-    }
-  std::vector<Array> ins;
-  for (const BatchedArray& x : a) ins.push_back(batch_at(x, bd, n, loc));
+  int64_t bd;
+  std::vector<Array> ins = batch_like_first(a, n, loc, bd);
   const int64_t dim = params.get_int("dimension");
   return one(bind1(Prim::concatenate, ins, Params{{"dimension", dim >= bd ? dim + 1 : dim}}, loc), bd);
 }

@@ -161,14 +161,8 @@ namespace {
 // Batching: every operand gets the batch dim where the first mapped one has it (unmapped operands
 // broadcast there), and the sorted dimension is renumbered around it.
 std::vector<BatchedArray> sort_batch(std::span<const BatchedArray> a, const Params& params, int64_t n, SourceLoc loc) {
-  int64_t bd = kNotMapped;
-  for (const BatchedArray& x : a)
-    if (x.dim != kNotMapped) {
-      bd = x.dim;
-      break;
-    }
-  std::vector<Array> ins;
-  for (const BatchedArray& x : a) ins.push_back(batch_at(x, bd, n, loc));
+  int64_t bd;
+  std::vector<Array> ins = batch_like_first(a, n, loc, bd);
   Params p = params;
   const int64_t dim = params.get_int("dimension");
   p.set("dimension", dim >= bd ? dim + 1 : dim);

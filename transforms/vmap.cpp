@@ -23,6 +23,19 @@ Array batch_at(const BatchedArray& x, int64_t to, int64_t axis_size, SourceLoc l
   return bind1(Prim::broadcast_in_dim, {v}, Params{{"shape", shape}, {"broadcast_dimensions", bdims}}, loc);
 }
 
+std::vector<Array> batch_like_first(std::span<const BatchedArray> xs, int64_t axis_size, SourceLoc loc, int64_t& dim) {
+  dim = kNotMapped;
+  for (const BatchedArray& x : xs)
+    if (x.dim != kNotMapped) {
+      dim = x.dim;
+      break;
+    }
+  std::vector<Array> out;
+  out.reserve(xs.size());
+  for (const BatchedArray& x : xs) out.push_back(batch_at(x, dim, axis_size, loc));
+  return out;
+}
+
 std::vector<BatchedArray> elementwise_batch_rule(Prim p, std::span<const BatchedArray> args, const Params& params,
                                                  int64_t axis_size, SourceLoc loc) {
   // Fast path: every non-scalar operand is mapped at the same position with the same rank.

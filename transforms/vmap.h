@@ -40,6 +40,9 @@ Array move_batch_dim(const Array& x, int64_t from, int64_t to, SourceLoc loc);
 /// x with a batch dimension at position `to`: moved there if mapped, broadcast to `axis_size`
 /// there if not.
 Array batch_at(const BatchedArray& x, int64_t to, int64_t axis_size, SourceLoc loc);
+/// Every operand with a batch dimension where the first mapped one has it (unmapped ones
+/// broadcast there); `dim` receives that position.
+std::vector<Array> batch_like_first(std::span<const BatchedArray> xs, int64_t axis_size, SourceLoc loc, int64_t& dim);
 /// A rule for primitives whose operands must agree elementwise (unary and n-ary elementwise,
 /// select, clamp): if every mapped operand has the same rank and batch position the primitive is
 /// applied as is; otherwise mapped operands are moved to position 0 and unmapped non-scalar
