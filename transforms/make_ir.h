@@ -22,7 +22,7 @@ auto trace_to_program(const F& f, const Args&... args) {
   std::vector<Array> tracers;
   tracers.reserve(in.size());
   for (const Array& a : in) tracers.push_back(scope.new_input(a.aval()));
-  const Array* it = tracers.data();
+  [[maybe_unused]] const Array* it = tracers.data();  // unused when f takes no arguments
   auto traced_args = std::tuple<Args...>{tree::rebuild(args, it)...};
   auto out = std::apply(f, traced_args);
   std::vector<Array> outs = tree::leaves(out);
@@ -37,7 +37,7 @@ auto trace_with_avals(const F& f, const std::vector<AbstractArray>& avals, const
   std::vector<Array> tracers;
   tracers.reserve(avals.size());
   for (const AbstractArray& a : avals) tracers.push_back(scope.new_input(a));
-  const Array* it = tracers.data();
+  [[maybe_unused]] const Array* it = tracers.data();  // unused when f takes no arguments
   auto traced_args = std::tuple<Args...>{tree::rebuild(args, it)...};
   auto out = std::apply(f, traced_args);
   std::vector<Array> outs = tree::leaves(out);
