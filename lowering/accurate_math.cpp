@@ -34,6 +34,7 @@
 #include <string>
 
 #include "lowering/passes.h"
+#include "lowering/target.h"
 
 namespace fluxion::lowering {
 
@@ -86,9 +87,10 @@ const VectorLibm& vector_libm() {
 #endif
     r.handle = dlopen("libmvec.so.1", RTLD_NOW | RTLD_GLOBAL);  // global: the JIT finds its symbols
     if (!r.handle) return r;
-    llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-    if (features.lookup("avx512f")) r.isa = 'e', r.bits = 512;
-    else if (features.lookup("avx2")) r.isa = 'd', r.bits = 256;
+    // The variant of the target's width (FLUXION_CPU=x86-64-v3 must not call AVX-512 code).
+    const CpuTarget& t = cpu_target();
+    if (t.vector_bits >= 512) r.isa = 'e', r.bits = 512;
+    else if (t.isa_level >= 3) r.isa = 'd', r.bits = 256;
     else r.isa = 'b', r.bits = 128;
     return r;
   }();

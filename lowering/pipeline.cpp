@@ -54,6 +54,7 @@
 #include "lowering/compile.h"
 #include "lowering/lower.h"
 #include "lowering/passes.h"
+#include "lowering/target.h"
 #include "lowering/tiling.h"
 #include "runtime/buffer.h"
 
@@ -335,7 +336,7 @@ std::string print(ModuleOp m) {
 // variant are part of the header: a cache directory shared with another machine (or with a run
 // under FLUXION_LIBMVEC=0) must not hand it AVX-512 calls it cannot make.
 std::string disk_header(const std::string& key) {
-  static const std::string host = "cpu " + llvm::sys::getHostCPUName().str() + ", " + load_vector_libm() + "\n";
+  static const std::string host = "cpu " + cpu_target().id() + ", " + load_vector_libm() + "\n";
   return "fluxion-kernel v2 mlir-19\n" + host + std::to_string(key.size()) + "\n" + key + "\n";
 }
 
@@ -473,16 +474,14 @@ std::unique_ptr<CompiledKernel> compile_cpu(const Program& p, const CompileOptio
 
   auto t2 = Clock::now();
   // The host is detected once (it cost ~0.3 ms a compile); each engine owns its target machine.
-  static const auto host = []() -> std::pair<std::optional<llvm::orc::JITTargetMachineBuilder>, std::string> {
-    auto b = llvm::orc::JITTargetMachineBuilder::detectHost();
-    if (!b) return {std::nullopt, llvm::toString(b.takeError())};
-    return {std::move(*b), ""};
-  }();
-  if (!host.first) {
-    diagnostics += "\n  " + host.second;
-    return fail("detecting the host CPU");
+  const CpuTarget& target = cpu_target();
+  std::optional<llvm::orc::JITTargetMachineBuilder> tmb{llvm::orc::JITTargetMachineBuilder(llvm::Triple(llvm::sys::getProcessTriple()))};
+  tmb->setCPU(target.cpu);
+  if (!target.features.empty()) {
+    std::vector<std::string> features;
+    for (llvm::StringRef f : llvm::split(target.features, ',')) features.push_back(f.str());
+    tmb->addFeatures(features);
   }
-  std::optional<llvm::orc::JITTargetMachineBuilder> tmb = host.first;
   auto tm = tmb->createTargetMachine();
   if (!tm) {
     diagnostics += "\n  " + llvm::toString(tm.takeError());

@@ -10,6 +10,7 @@
 #include "ir/error.h"
 #include "ir/trace.h"
 #include "lowering/compile.h"
+#include "lowering/target.h"
 #include "runtime/buffer.h"
 
 namespace fluxion::runtime {
@@ -68,7 +69,8 @@ std::vector<Array> Executable::run(std::span<const Array> inputs) const {
 }
 
 std::string fingerprint(const Program& p, const Device& device) {
-  return device.name + "/t" + std::to_string(device.num_threads) + "/mm-" + device.matmul + "\n" + p.str();
+  return device.name + "/t" + std::to_string(device.num_threads) + "/mm-" + device.matmul + "/" +
+         lowering::cpu_target().id() + "\n" + p.str();
 }
 
 namespace {
