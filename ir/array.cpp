@@ -7,7 +7,7 @@
 #include <string>
 
 #include "ir/program.h"
-#include "runtime/buffer.h"
+#include "memory/buffer.h"
 
 namespace fluxion {
 

@@ -2,8 +2,8 @@
 
 #include <cstring>
 
-#include "prims/registry.h"
-#include "runtime/buffer.h"
+#include "ir/eval_rules.h"
+#include "memory/buffer.h"
 
 namespace fluxion {
 
@@ -114,7 +114,7 @@ LocationScope::~LocationScope() {
 // ---- bind ---------------------------------------------------------------------------------------
 std::vector<AbstractArray> abstract_eval(Prim p, std::span<const AbstractArray> in, const Params& params,
                                          SourceLoc loc) {
-  ShapeRule rule = rules(p).shape;
+  ShapeRule rule = eval_rules(p).shape;
   if (!rule) op_error(ErrorKind::Type, prim_name(p), in, loc, "internal error: the primitive has no shape rule");
   try {
     return rule(in, params);
@@ -125,7 +125,7 @@ std::vector<AbstractArray> abstract_eval(Prim p, std::span<const AbstractArray> 
 
 std::vector<Array> bind(Prim p, std::span<const Array> inputs, const Params& params, SourceLoc loc) {
   if (t_has_loc) loc = t_loc;
-  const PrimitiveRules& r = rules(p);
+  const EvalRules& r = eval_rules(p);
   std::vector<AbstractArray> in_avals;
   in_avals.reserve(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) in_avals.push_back(operand(inputs[i], p, i, loc).aval);

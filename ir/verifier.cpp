@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "ir/array.h"
+#include "ir/eval_rules.h"
 #include "ir/program.h"
-#include "prims/registry.h"
 
 namespace fluxion {
 
@@ -94,7 +94,7 @@ class Verifier {
       in.push_back(p_.aval(e.inputs[k]));
     }
     sub_programs(name, e.params);
-    ShapeRule rule = rules(e.prim).shape;
+    ShapeRule rule = eval_rules(e.prim).shape;
     if (!rule) fail(ErrorKind::Type, name + ": the primitive has no shape rule to check it against");
     std::vector<AbstractArray> expected;
     try {

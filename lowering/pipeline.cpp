@@ -56,7 +56,7 @@
 #include "lowering/passes.h"
 #include "lowering/target.h"
 #include "lowering/tiling.h"
-#include "runtime/buffer.h"
+#include "memory/buffer.h"
 
 namespace fluxion::lowering {
 

@@ -99,7 +99,7 @@ template <class Op, Prim p>
 void set(RuleTable& t) {
   t[size_t(p)].shape = &shape_rule<Op>;
   t[size_t(p)].kernel = &kernel<Op>;
-  t[size_t(p)].batch = &batch_rule<p>;
+  t[size_t(p)].batch = &batch_elementwise<p>;
 }
 
 // ---- derivatives --------------------------------------------------------------------------------

@@ -84,7 +84,7 @@ void set_compare(RuleTable& t) {
   t[size_t(p)].shape = &compare_rule;
   t[size_t(p)].kernel = &compare_kernel<Op>;
   t[size_t(p)].zero_derivative = true;  // bool results
-  t[size_t(p)].batch = &batch_rule<p>;
+  t[size_t(p)].batch = &batch_elementwise<p>;
 }
 
 // select picks tangents the way it picks values; it is linear in both cases.
@@ -124,10 +124,10 @@ void register_compare_prims(RuleTable& t) {
   set_compare<Le, Prim::le>(t);
   set_compare<Gt, Prim::gt>(t);
   set_compare<Ge, Prim::ge>(t);
-  t[size_t(Prim::select)] = {&select_rule, &select_kernel, &select_jvp, &select_transpose};
-  t[size_t(Prim::clamp)] = {&clamp_rule, &clamp_kernel, &clamp_jvp};
-  t[size_t(Prim::select)].batch = &batch_rule<Prim::select>;
-  t[size_t(Prim::clamp)].batch = &batch_rule<Prim::clamp>;
+  t[size_t(Prim::select)] = {.shape = &select_rule, .kernel = &select_kernel, .jvp = &select_jvp, .transpose = &select_transpose};
+  t[size_t(Prim::clamp)] = {.shape = &clamp_rule, .kernel = &clamp_kernel, .jvp = &clamp_jvp};
+  t[size_t(Prim::select)].batch = &batch_elementwise<Prim::select>;
+  t[size_t(Prim::clamp)].batch = &batch_elementwise<Prim::clamp>;
 }
 
 }  // namespace fluxion

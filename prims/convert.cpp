@@ -60,8 +60,8 @@ std::vector<Array> convert_transpose(std::span<const Array> ct, std::span<const 
 }  // namespace
 
 void register_convert_prims(RuleTable& t) {
-  t[size_t(Prim::convert_element_type)] = {&convert_rule, &convert_kernel, &convert_jvp, &convert_transpose};
-  t[size_t(Prim::convert_element_type)].batch = &batch_rule<Prim::convert_element_type>;
+  t[size_t(Prim::convert_element_type)] = {.shape = &convert_rule, .kernel = &convert_kernel, .jvp = &convert_jvp, .transpose = &convert_transpose};
+  t[size_t(Prim::convert_element_type)].batch = &batch_elementwise<Prim::convert_element_type>;
 }
 
 }  // namespace fluxion

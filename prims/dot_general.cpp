@@ -400,7 +400,7 @@ std::vector<BatchedArray> dot_general_batch(std::span<const BatchedArray> a, con
 }  // namespace
 
 void register_dot_general_prims(RuleTable& t) {
-  t[size_t(Prim::dot_general)] = {&dot_general_rule, &dot_general_kernel, &dot_general_jvp, &dot_general_transpose};
+  t[size_t(Prim::dot_general)] = {.shape = &dot_general_rule, .kernel = &dot_general_kernel, .jvp = &dot_general_jvp, .transpose = &dot_general_transpose};
   t[size_t(Prim::dot_general)].batch = &dot_general_batch;
 }
 

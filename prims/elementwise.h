@@ -158,7 +158,7 @@ inline Array unbroadcast(const Array& ct, const AbstractArray& aval) {
 
 /// The batching rule of an elementwise primitive P (see elementwise_batch_rule).
 template <Prim P>
-std::vector<BatchedArray> batch_rule(std::span<const BatchedArray> args, const Params& params, int64_t axis_size,
+std::vector<BatchedArray> batch_elementwise(std::span<const BatchedArray> args, const Params& params, int64_t axis_size,
                                      SourceLoc loc) {
   return elementwise_batch_rule(P, args, params, axis_size, loc);
 }

@@ -504,11 +504,11 @@ std::vector<BatchedArray> dynamic_update_slice_batch(std::span<const BatchedArra
 }  // namespace
 
 void register_indexing_prims(RuleTable& t) {
-  t[size_t(Prim::dynamic_slice)] = {&dynamic_slice_rule, &dynamic_slice_kernel};
-  t[size_t(Prim::dynamic_update_slice)] = {&dynamic_update_slice_rule, &dynamic_update_slice_kernel};
-  t[size_t(Prim::gather)] = {&gather_rule, &gather_kernel};
-  t[size_t(Prim::scatter)] = {&scatter_rule, &scatter_kernel};
-  t[size_t(Prim::scatter_add)] = {&scatter_rule, &scatter_add_kernel};
+  t[size_t(Prim::dynamic_slice)] = {.shape = &dynamic_slice_rule, .kernel = &dynamic_slice_kernel};
+  t[size_t(Prim::dynamic_update_slice)] = {.shape = &dynamic_update_slice_rule, .kernel = &dynamic_update_slice_kernel};
+  t[size_t(Prim::gather)] = {.shape = &gather_rule, .kernel = &gather_kernel};
+  t[size_t(Prim::scatter)] = {.shape = &scatter_rule, .kernel = &scatter_kernel};
+  t[size_t(Prim::scatter_add)] = {.shape = &scatter_rule, .kernel = &scatter_add_kernel};
 
   t[size_t(Prim::dynamic_slice)].jvp = &dynamic_slice_jvp;
   t[size_t(Prim::dynamic_slice)].transpose = &dynamic_slice_transpose;

@@ -107,7 +107,7 @@ std::vector<BatchedArray> threefry2x32_batch(std::span<const BatchedArray> a, co
 }  // namespace
 
 void register_random_prims(RuleTable& t) {
-  t[size_t(Prim::threefry2x32)] = {&threefry2x32_rule, &threefry2x32_kernel};
+  t[size_t(Prim::threefry2x32)] = {.shape = &threefry2x32_rule, .kernel = &threefry2x32_kernel};
   t[size_t(Prim::threefry2x32)].zero_derivative = true;  // uint32 in, uint32 out
   t[size_t(Prim::threefry2x32)].batch = &threefry2x32_batch;
 }

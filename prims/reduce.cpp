@@ -418,15 +418,15 @@ std::vector<BatchedArray> cumsum_batch(BatchedArgs a, const Params& params, int6
 }  // namespace
 
 void register_reduce_prims(RuleTable& t) {
-  t[size_t(Prim::reduce_sum)] = {&reduce_rule<Accepts::Numeric>, &reduce_sum_kernel};
-  t[size_t(Prim::reduce_prod)] = {&reduce_rule<Accepts::Numeric>, &reduce_prod_kernel};
-  t[size_t(Prim::reduce_max)] = {&reduce_rule<Accepts::Any>, &reduce_extremum_kernel<true>};
-  t[size_t(Prim::reduce_min)] = {&reduce_rule<Accepts::Any>, &reduce_extremum_kernel<false>};
-  t[size_t(Prim::reduce_and)] = {&reduce_rule<Accepts::BoolOrInt>, &reduce_bits_kernel<true>};
-  t[size_t(Prim::reduce_or)] = {&reduce_rule<Accepts::BoolOrInt>, &reduce_bits_kernel<false>};
-  t[size_t(Prim::argmax)] = {&argminmax_rule, &argminmax_kernel<true>};
-  t[size_t(Prim::argmin)] = {&argminmax_rule, &argminmax_kernel<false>};
-  t[size_t(Prim::cumsum)] = {&cumsum_rule, &cumsum_kernel};
+  t[size_t(Prim::reduce_sum)] = {.shape = &reduce_rule<Accepts::Numeric>, .kernel = &reduce_sum_kernel};
+  t[size_t(Prim::reduce_prod)] = {.shape = &reduce_rule<Accepts::Numeric>, .kernel = &reduce_prod_kernel};
+  t[size_t(Prim::reduce_max)] = {.shape = &reduce_rule<Accepts::Any>, .kernel = &reduce_extremum_kernel<true>};
+  t[size_t(Prim::reduce_min)] = {.shape = &reduce_rule<Accepts::Any>, .kernel = &reduce_extremum_kernel<false>};
+  t[size_t(Prim::reduce_and)] = {.shape = &reduce_rule<Accepts::BoolOrInt>, .kernel = &reduce_bits_kernel<true>};
+  t[size_t(Prim::reduce_or)] = {.shape = &reduce_rule<Accepts::BoolOrInt>, .kernel = &reduce_bits_kernel<false>};
+  t[size_t(Prim::argmax)] = {.shape = &argminmax_rule, .kernel = &argminmax_kernel<true>};
+  t[size_t(Prim::argmin)] = {.shape = &argminmax_rule, .kernel = &argminmax_kernel<false>};
+  t[size_t(Prim::cumsum)] = {.shape = &cumsum_rule, .kernel = &cumsum_kernel};
 
   t[size_t(Prim::reduce_sum)].jvp = &reduce_sum_jvp;
   t[size_t(Prim::reduce_sum)].transpose = &reduce_sum_transpose;

@@ -1,30 +1,58 @@
 #include "prims/registry.h"
 
+#include <array>
+
 namespace fluxion {
 
 namespace {
-RuleTable build_table() {
-  RuleTable t(kNumPrims);
-  register_unary_prims(t);
-  register_binary_prims(t);
-  register_compare_prims(t);
-  register_convert_prims(t);
-  register_shape_prims(t);
-  register_indexing_prims(t);
-  register_reduce_prims(t);
-  register_sort_prims(t);
-  register_dot_general_prims(t);
-  register_random_prims(t);
-  register_custom_prims(t);
-  register_control_prims(t);
-  register_control_batching(t);
-  return t;
+struct Records {
+  std::array<PrimitiveRules, kNumPrims> rules{};
+  std::array<int, kNumPrims> count{};
+};
+// Filled as the library loads, read-only afterwards.
+Records& records() {
+  static Records r;
+  return r;
 }
 }  // namespace
 
-const PrimitiveRules& rules(Prim p) {
-  static const RuleTable table = build_table();
-  return table[size_t(p)];
+Registration::Registration(const PrimitiveRules& r) {
+  Records& all = records();
+  all.rules[size_t(r.prim)] = r;
+  ++all.count[size_t(r.prim)];
+  register_eval_rules(r.prim, EvalRules{r.shape, r.kernel, r.impl, r.kernel_params});
+  register_jvp_rules(r.prim, JvpRules{r.jvp, r.zero_derivative, r.jvp_computes_primal});
+  register_transpose_rule(r.prim, r.transpose);
+  register_batch_rule(r.prim, r.batch);
 }
+
+const PrimitiveRules& rules(Prim p) { return records().rules[size_t(p)]; }
+int registrations(Prim p) { return records().count[size_t(p)]; }
+
+namespace {
+// transitional
+struct RegisterFamilies {
+  RegisterFamilies() {
+    RuleTable t(kNumPrims);
+    register_unary_prims(t);
+    register_binary_prims(t);
+    register_compare_prims(t);
+    register_convert_prims(t);
+    register_shape_prims(t);
+    register_indexing_prims(t);
+    register_reduce_prims(t);
+    register_sort_prims(t);
+    register_dot_general_prims(t);
+    register_random_prims(t);
+    register_custom_prims(t);
+    register_control_prims(t);
+    register_control_batching(t);
+    for (int i = 0; i < kNumPrims; ++i) {
+      t[size_t(i)].prim = Prim(i);
+      Registration r(t[size_t(i)]);
+    }
+  }
+} const register_families;
+}  // namespace
 
 }  // namespace fluxion

@@ -1,67 +1,87 @@
-// The rules of every primitive, in one table indexed by Prim. Each prims/<family>.cpp fills the
-// records of its primitives side by side (shape rule, reference kernel, and -- as the transforms
-// land -- jvp, transpose and batching rules); the transforms read them from here.
+// The record of a primitive: every rule and fact about it, written together in one block of its
+// family's file (prims/<family>.cpp) with designated initialisers and registered as the library
+// loads:
+//
+//   const Registration kSin = PrimitiveRules{
+//       .prim = Prim::sin,
+//       .shape = &unary_shape<Sin>,
+//       .kernel = &unary_kernel<Sin>,
+//       .jvp = &unary_jvp<Sin>,
+//       .batch = &batch_elementwise<Prim::sin>,
+//   };
+//
+// Registering puts each rule into the table of the floor that uses it -- the shape rule, kernel and
+// impl into ir's evaluation table (ir/eval_rules.h), the JVP rule into transforms/jvp.h's, the
+// transpose rule into transforms/transpose.h's, the batching rule into transforms/vmap.h's -- and
+// keeps the whole record here, where the registry tests read it. Lowering rules live in lowering/,
+// in a table of their own (prims/ never sees MLIR); `eager_only` records which primitives have none.
 #pragma once
-#include <span>
-#include <vector>
+#include <cstdint>
 
-#include "ir/array.h"
-#include "ir/error.h"
-#include "ir/params.h"
-#include "ir/primitive.h"
-#include "ir/shape.h"
+#include "ir/eval_rules.h"
 #include "transforms/jvp.h"
 #include "transforms/transpose.h"
 #include "transforms/vmap.h"
 
 namespace fluxion {
 
-/// Abstract evaluation: the output types for these input types, or rule_error(...) (ir/error.h).
-using ShapeRule = std::vector<AbstractArray> (*)(std::span<const AbstractArray> in, const Params& params);
-
-/// A typed view of one kernel operand: contiguous row-major data.
-struct View {
-  void* data;
-  const AbstractArray* aval;
-  template <class T>
-  T* as() const { return static_cast<T*>(data); }
-  int64_t size() const { return aval->size(); }
-  const Shape& shape() const { return aval->shape; }
-  DType dtype() const { return aval->dtype; }
+/// Which operands a primitive is linear in, for fixed values of the others: the inputs its
+/// transpose rule accepts as linear.
+struct Linearity {
+  /// Bit i: operand i; kEveryOperand: all of them, however many.
+  uint32_t operands = 0;
+  /// Linear in each listed operand, but not in two at once (the products mul and dot_general).
+  bool one_at_a_time = false;
+  /// The params decide which operands (sort: those after the keys; the primitives that hold
+  /// sub-programs: those their programs are linear in).
+  bool by_params = false;
+  constexpr bool any() const { return operands != 0 || by_params; }
 };
+inline constexpr uint32_t kEveryOperand = ~0u;
+inline constexpr Linearity kLinear{kEveryOperand};           // jointly in every operand
+inline constexpr Linearity kLinearByParams{0, false, true};  // as the params say
 
-/// The reference CPU kernel: reads `in`, writes every element of `out` (buffers already sized).
-using Kernel = void (*)(std::span<const View> in, std::span<const View> out, const Params& params);
-
-/// Eager evaluation of a primitive that holds sub-programs (custom derivatives, control flow): it
-/// interprets them on concrete arrays. Such primitives have an impl instead of a kernel.
-using ImplRule = std::vector<Array> (*)(std::span<const Array> in, const Params& params, SourceLoc loc);
-
+/// One primitive's rules and facts. Fields are grouped by the floor that consumes them; designated
+/// initialisers must follow this order (the compiler checks it), and every field may be omitted.
 struct PrimitiveRules {
-  ShapeRule shape = nullptr;
-  Kernel kernel = nullptr;
-  /// Forward-mode derivative (transforms/jvp.h). Primitives whose outputs are never floats, or
-  /// whose derivative is zero, need none: see `zero_derivative`.
+  Prim prim;
+  // ---- evaluation (ir/eval_rules.h) ---------------------------------------------------------
+  ShapeRule shape = nullptr;   // every primitive
+  Kernel kernel = nullptr;     // the reference kernel...
+  ImplRule impl = nullptr;     // ...or, for primitives that hold sub-programs, their interpretation
+  std::span<const KernelParam> kernel_params = {};  // for a kernel compiled code calls
+  // ---- forward mode (transforms/jvp.h) ------------------------------------------------------
   JvpRule jvp = nullptr;
-  /// Set for primitives that are linear in some inputs (transforms/transpose.h).
-  TransposeRule transpose = nullptr;
-  /// The primitive is piecewise constant (comparisons, floor, sign, argmax, ...): its derivative is
-  /// an explicit zero, and it needs no JVP rule.
+  /// Piecewise constant (comparisons, floor, argmax, ...): the derivative is an explicit zero, and
+  /// there is no JVP rule.
   bool zero_derivative = false;
-  ImplRule impl = nullptr;
-  /// Batching rule (transforms/vmap.h).
-  BatchRule batch = nullptr;
-  /// The JVP rule also computes the primal outputs: jvp_eval does not bind the eqn first, passes
-  /// `outs` empty, and the rule returns the outputs followed by their tangents. For primitives whose
-  /// derivative needs values the primal computation produces on the way (scan stores per-step
-  /// residuals), so that the primal work is not done twice.
-  /// (Last member: some registrations initialise the leading members positionally.)
+  /// The JVP rule computes the primal outputs too (scan: its residuals come out of the same loop).
   bool jvp_computes_primal = false;
+  // ---- reverse mode (transforms/transpose.h) ------------------------------------------------
+  TransposeRule transpose = nullptr;  // set exactly when `linear` names some operand
+  Linearity linear = {};
+  // ---- batching (transforms/vmap.h) ---------------------------------------------------------
+  BatchRule batch = nullptr;  // every primitive with operands
+  // ---- compilation (lowering/) ---------------------------------------------------------------
+  /// No lowering: jit inlines the primitive away (custom derivatives, checkpoint) or refuses it
+  /// with a CompileError (custom_vjp_linear).
+  bool eager_only = false;
 };
 
-/// The rules of p (the table is filled once, on first use, by the register_* functions below).
-const PrimitiveRules& rules(Prim p);
+/// Registers a block: `const Registration kName = PrimitiveRules{...};` at namespace scope.
+struct Registration {
+  Registration(const PrimitiveRules& rules);  // NOLINT: the block reads as an assignment
+};
 
+/// The record of p, as its block registered it.
+const PrimitiveRules& rules(Prim p);
+/// How many blocks registered p (the registry test wants exactly one for every primitive).
+int registrations(Prim p);
+
+}  // namespace fluxion
+
+// ---- transitional: families not yet written as blocks fill a table by rule kind -------------------
+namespace fluxion {
 using RuleTable = std::vector<PrimitiveRules>;  // indexed by Prim
 void register_unary_prims(RuleTable& t);
 void register_binary_prims(RuleTable& t);
@@ -76,5 +96,4 @@ void register_random_prims(RuleTable& t);
 void register_custom_prims(RuleTable& t);
 void register_control_prims(RuleTable& t);
 void register_control_batching(RuleTable& t);
-
 }  // namespace fluxion

@@ -552,15 +552,15 @@ std::vector<BatchedArray> iota_batch(BatchedArgs, const Params& params, int64_t,
 }  // namespace
 
 void register_shape_prims(RuleTable& t) {
-  t[size_t(Prim::iota)] = {&iota_rule, &iota_kernel};
-  t[size_t(Prim::broadcast_in_dim)] = {&broadcast_in_dim_rule, &broadcast_in_dim_kernel};
-  t[size_t(Prim::reshape)] = {&reshape_rule, &copy_kernel};
-  t[size_t(Prim::transpose)] = {&transpose_rule, &transpose_kernel};
-  t[size_t(Prim::squeeze)] = {&squeeze_rule, &copy_kernel};
-  t[size_t(Prim::rev)] = {&rev_rule, &rev_kernel};
-  t[size_t(Prim::concatenate)] = {&concatenate_rule, &concatenate_kernel};
-  t[size_t(Prim::pad)] = {&pad_rule, &pad_kernel};
-  t[size_t(Prim::slice)] = {&slice_rule, &slice_kernel};
+  t[size_t(Prim::iota)] = {.shape = &iota_rule, .kernel = &iota_kernel};
+  t[size_t(Prim::broadcast_in_dim)] = {.shape = &broadcast_in_dim_rule, .kernel = &broadcast_in_dim_kernel};
+  t[size_t(Prim::reshape)] = {.shape = &reshape_rule, .kernel = &copy_kernel};
+  t[size_t(Prim::transpose)] = {.shape = &transpose_rule, .kernel = &transpose_kernel};
+  t[size_t(Prim::squeeze)] = {.shape = &squeeze_rule, .kernel = &copy_kernel};
+  t[size_t(Prim::rev)] = {.shape = &rev_rule, .kernel = &rev_kernel};
+  t[size_t(Prim::concatenate)] = {.shape = &concatenate_rule, .kernel = &concatenate_kernel};
+  t[size_t(Prim::pad)] = {.shape = &pad_rule, .kernel = &pad_kernel};
+  t[size_t(Prim::slice)] = {.shape = &slice_rule, .kernel = &slice_kernel};
 
   t[size_t(Prim::broadcast_in_dim)].jvp = &linear_jvp<Prim::broadcast_in_dim>;
   t[size_t(Prim::broadcast_in_dim)].transpose = &broadcast_in_dim_transpose;

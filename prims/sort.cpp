@@ -173,7 +173,7 @@ std::vector<BatchedArray> sort_batch(std::span<const BatchedArray> a, const Para
 }  // namespace
 
 void register_sort_prims(RuleTable& t) {
-  t[size_t(Prim::sort)] = {&sort_rule, &sort_kernel, &sort_jvp};
+  t[size_t(Prim::sort)] = {.shape = &sort_rule, .kernel = &sort_kernel, .jvp = &sort_jvp};
   t[size_t(Prim::sort)].transpose = &sort_transpose;
   t[size_t(Prim::sort)].batch = &sort_batch;
 }

@@ -208,7 +208,7 @@ void set(RuleTable& t) {
   r.kernel = &kernel<Op>;
   r.zero_derivative = Op::zero_derivative;
   if (!Op::zero_derivative) r.jvp = &jvp_rule<Op>;
-  r.batch = &batch_rule<p>;
+  r.batch = &batch_elementwise<p>;
 }
 }  // namespace
 

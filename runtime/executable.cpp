@@ -11,7 +11,7 @@
 #include "ir/trace.h"
 #include "lowering/compile.h"
 #include "lowering/target.h"
-#include "runtime/buffer.h"
+#include "memory/buffer.h"
 
 namespace fluxion::runtime {
 

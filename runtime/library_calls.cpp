@@ -4,8 +4,8 @@
 #include <Eigen/Core>
 #include <vector>
 
+#include "ir/eval_rules.h"
 #include "ir/primitive.h"
-#include "prims/registry.h"
 
 namespace fluxion::runtime {
 
@@ -45,7 +45,7 @@ extern "C" void fluxion_rt_call_prim(int64_t* a) {
     views[i] = View{reinterpret_cast<void*>(*p++), nullptr};
   }
   for (size_t i = 0; i < avals.size(); ++i) views[i].aval = &avals[i];
-  rules(prim).kernel(std::span<const View>(views.data(), size_t(n_in)),
+  eval_rules(prim).kernel(std::span<const View>(views.data(), size_t(n_in)),
                      std::span<const View>(views.data() + n_in, size_t(n_out)), params);
 }
 

@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 #include <fluxion.h>
 
-#include "runtime/buffer.h"
+#include "memory/buffer.h"
 
 #include <algorithm>
 #include <cmath>

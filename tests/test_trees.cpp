@@ -1,4 +1,4 @@
-// Trees (api/tree.h): registered structs and nested std containers flatten to their Array leaves in a
+// Trees (ir/tree.h): registered structs and nested std containers flatten to their Array leaves in a
 // fixed order, rebuild from them, map leafwise over one or several trees, keep static leaves, and
 // pass through make_ir / eval_shape / eval as arguments and results.
 #include <doctest/doctest.h>

@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "api/tree.h"
+#include "ir/tree.h"
 #include "ir/program.h"
 #include "ir/trace.h"
 #include "transforms/make_ir.h"

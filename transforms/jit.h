@@ -19,7 +19,7 @@
 #include <typeinfo>
 #include <unordered_map>
 
-#include "api/tree.h"
+#include "ir/tree.h"
 #include "ir/trace.h"
 #include "runtime/executable.h"
 #include "transforms/make_ir.h"

@@ -1,14 +1,24 @@
 #include "transforms/jvp.h"
 
 #include <algorithm>
+#include <array>
 
-#include "api/creation.h"
 #include "ir/trace.h"
-#include "prims/registry.h"
+#include "lax/lax.h"
 
 namespace fluxion {
 
-Array zeros_for(const AbstractArray& aval, SourceLoc loc) { return zeros(aval.shape, aval.dtype, loc); }
+namespace {
+std::array<JvpRules, kNumPrims>& jvp_table() {
+  static std::array<JvpRules, kNumPrims> t{};
+  return t;
+}
+}  // namespace
+
+const JvpRules& jvp_rules(Prim p) { return jvp_table()[size_t(p)]; }
+void register_jvp_rules(Prim p, const JvpRules& rules) { jvp_table()[size_t(p)] = rules; }
+
+Array zeros_for(const AbstractArray& aval, SourceLoc loc) { return lax::zeros(aval, loc); }
 
 Array add_tangents(const Array& a, const Array& b, SourceLoc loc) {
   if (is_zero(a)) return b;
@@ -37,12 +47,12 @@ void jvp_eval(const Program& p, std::span<const Array> primals, std::span<const 
       tins.push_back(read_t(a));
       any = any || !is_zero(tins.back());
     }
-    const PrimitiveRules& r = rules(e.prim);
+    const JvpRules& r = jvp_rules(e.prim);
     std::vector<Array> o, t;
-    if (any && r.jvp && r.jvp_computes_primal) {
-      // The rule returns the outputs, then their tangents (see PrimitiveRules::jvp_computes_primal).
+    if (any && r.rule && r.computes_primal) {
+      // The rule returns the outputs, then their tangents (see JvpRules::computes_primal).
       LocationScope at(e.loc);
-      t = r.jvp(ins, tins, {}, e.params, e.loc);
+      t = r.rule(ins, tins, {}, e.params, e.loc);
       o.assign(t.begin(), t.begin() + long(e.outputs.size()));
       t.erase(t.begin(), t.begin() + long(e.outputs.size()));
       for (size_t j = 0; j < o.size(); ++j) primal[size_t(e.outputs[j])] = o[j];
@@ -52,10 +62,10 @@ void jvp_eval(const Program& p, std::span<const Array> primals, std::span<const 
       if (!any) continue;
       LocationScope at(e.loc);
       if (r.zero_derivative) continue;
-      if (!r.jvp)
+      if (!r.rule)
         throw TypeError("TypeError: differentiation of " + std::string(prim_name(e.prim)) + " at " + e.loc.str() +
                         ": the primitive has no JVP rule");
-      t = r.jvp(ins, tins, o, e.params, e.loc);
+      t = r.rule(ins, tins, o, e.params, e.loc);
     }
     for (size_t j = 0; j < o.size(); ++j)
       if (j < t.size() && !is_zero(t[j]) && has_tangent_space(o[j].dtype())) tangent[size_t(e.outputs[j])] = t[j];

@@ -23,6 +23,22 @@ inline bool is_zero(const Array& t) { return !t.valid(); }
 using JvpRule = std::vector<Array> (*)(std::span<const Array> primals, std::span<const Array> tangents,
                                        std::span<const Array> outs, const Params& params, SourceLoc loc);
 
+/// A primitive's entry in the JVP table. transforms/ owns the table; prims/ fills it, one block per
+/// primitive (prims/registry.h).
+struct JvpRules {
+  JvpRule rule = nullptr;
+  /// The primitive is piecewise constant (comparisons, floor, sign, argmax, ...): its derivative is
+  /// an explicit zero, and it needs no rule.
+  bool zero_derivative = false;
+  /// The rule also computes the primal outputs: jvp_eval does not bind the eqn first, passes `outs`
+  /// empty, and the rule returns the outputs followed by their tangents. For primitives whose
+  /// derivative needs values the primal computation produces on the way (scan stores per-step
+  /// residuals), so that the primal work is not done twice.
+  bool computes_primal = false;
+};
+const JvpRules& jvp_rules(Prim p);
+void register_jvp_rules(Prim p, const JvpRules& rules);
+
 /// Whether values of this dtype carry tangents (floats only; ints and bools have a float0-like zero).
 inline bool has_tangent_space(DType d) { return is_float(d); }
 

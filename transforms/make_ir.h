@@ -5,7 +5,7 @@
 #include <tuple>
 #include <vector>
 
-#include "api/tree.h"
+#include "ir/tree.h"
 #include "ir/program.h"
 #include "ir/trace.h"
 

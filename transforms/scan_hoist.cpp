@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <memory>
 
+#include "ir/eval_rules.h"
 #include "ir/trace.h"
-#include "prims/registry.h"
 #include "transforms/inline.h"
 #include "transforms/simplify.h"
 #include "transforms/vmap.h"
@@ -279,7 +279,7 @@ bool hoist_accumulators(Scan& s, Program& outer, std::vector<Eqn>& post) {
   auto emit = [&](Prim prim, Params params, std::vector<Atom> in, int32_t out = -1) -> Atom {
     std::vector<AbstractArray> avals;
     for (const Atom& a : in) avals.push_back(outer.aval(a));
-    if (out < 0) out = outer.new_var(rules(prim).shape(avals, params).at(0));
+    if (out < 0) out = outer.new_var(eval_rules(prim).shape(avals, params).at(0));
     post.push_back(Eqn{prim, std::move(params), std::move(in), {out}, s.eqn->loc});
     return Atom(out);
   };

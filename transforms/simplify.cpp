@@ -4,7 +4,7 @@
 #include <unordered_set>
 
 #include "ir/array.h"
-#include "prims/registry.h"
+#include "ir/eval_rules.h"
 
 namespace fluxion {
 
@@ -71,7 +71,7 @@ class Simplifier {
       if (!a.is_literal()) return false;
     const AbstractArray& t = p_.type(e.outputs[0]);
     if (t.ndim() != 0) return false;
-    const PrimitiveRules& r = rules(e.prim);
+    const EvalRules& r = eval_rules(e.prim);
     if (!r.kernel) return false;
     std::vector<std::array<unsigned char, 8>> in_bytes(e.inputs.size());
     std::vector<AbstractArray> in_avals;

@@ -1,10 +1,21 @@
 #include "transforms/transpose.h"
 
+#include <array>
+
 #include "ir/trace.h"
-#include "prims/registry.h"
 #include "transforms/jvp.h"
 
 namespace fluxion {
+
+namespace {
+std::array<TransposeRule, kNumPrims>& transpose_table() {
+  static std::array<TransposeRule, kNumPrims> t{};
+  return t;
+}
+}  // namespace
+
+TransposeRule transpose_rule(Prim p) { return transpose_table()[size_t(p)]; }
+void register_transpose_rule(Prim p, TransposeRule rule) { transpose_table()[size_t(p)] = rule; }
 
 std::vector<Array> transpose_eval(const Program& p, const std::vector<bool>& linear, std::span<const Array> known,
                                   std::span<const Array> cts) {
@@ -67,13 +78,13 @@ std::vector<Array> transpose_eval(const Program& p, const std::vector<bool>& lin
         arg.value = read(a);
       args.push_back(std::move(arg));
     }
-    const PrimitiveRules& r = rules(q.prim);
-    if (!r.transpose)
+    const TransposeRule rule = transpose_rule(q.prim);
+    if (!rule)
       throw TypeError("TypeError: reverse-mode differentiation at " + q.loc.str() + ": " +
                       std::string(prim_name(q.prim)) +
                       " appears in the linear (tangent) program but has no transpose rule");
     LocationScope at(q.loc);
-    std::vector<Array> in_cts = r.transpose(cts_out, args, q.params, q.loc);
+    std::vector<Array> in_cts = rule(cts_out, args, q.params, q.loc);
     for (size_t i = 0; i < q.inputs.size(); ++i)
       if (args[i].linear && i < in_cts.size() && !is_zero(in_cts[i])) {
         int32_t v = q.inputs[i].var;

@@ -29,6 +29,11 @@ struct LinearArg {
 using TransposeRule = std::vector<Array> (*)(std::span<const Array> cts, std::span<const LinearArg> args,
                                              const Params& params, SourceLoc loc);
 
+/// The transpose rule of p, or nullptr for a primitive that is linear in nothing (the table is
+/// transforms/'s; prims/ fills it, one block per primitive: prims/registry.h).
+TransposeRule transpose_rule(Prim p);
+void register_transpose_rule(Prim p, TransposeRule rule);
+
 /// See the file comment. The result's outvars are one cotangent per linear invar, in order
 /// (zeros materialised).
 Program transpose_program(const Program& p, const std::vector<bool>& linear);

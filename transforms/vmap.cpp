@@ -1,9 +1,20 @@
 #include "transforms/vmap.h"
 
+#include <array>
+
 #include "ir/trace.h"
-#include "prims/registry.h"
 
 namespace fluxion {
+
+namespace {
+std::array<BatchRule, kNumPrims>& batch_table() {
+  static std::array<BatchRule, kNumPrims> t{};
+  return t;
+}
+}  // namespace
+
+BatchRule batch_rule(Prim p) { return batch_table()[size_t(p)]; }
+void register_batch_rule(Prim p, BatchRule rule) { batch_table()[size_t(p)] = rule; }
 
 Array move_batch_dim(const Array& x, int64_t from, int64_t to, SourceLoc loc) {
   if (from == to) return x;
@@ -109,12 +120,12 @@ std::vector<BatchedArray> vmap_eval(const Program& p, std::span<const BatchedArr
       for (size_t j = 0; j < o.size(); ++j) env[size_t(e.outputs[j])] = {std::move(o[j]), kNotMapped};
       continue;
     }
-    const PrimitiveRules& r = rules(e.prim);
-    if (!r.batch)
+    const BatchRule rule = batch_rule(e.prim);
+    if (!rule)
       throw TypeError("TypeError: vmap of " + std::string(prim_name(e.prim)) + " at " + e.loc.str() +
                       ": the primitive has no batching rule");
     LocationScope at(e.loc);
-    std::vector<BatchedArray> o = r.batch(ins, e.params, axis_size, e.loc);
+    std::vector<BatchedArray> o = rule(ins, e.params, axis_size, e.loc);
     for (size_t j = 0; j < o.size(); ++j) env[size_t(e.outputs[j])] = std::move(o[j]);
   }
   std::vector<BatchedArray> outs;

@@ -30,6 +30,11 @@ struct BatchedArray {
 using BatchRule = std::vector<BatchedArray> (*)(std::span<const BatchedArray> args, const Params& params,
                                                 int64_t axis_size, SourceLoc loc);
 
+/// The batching rule of p, or nullptr (the table is transforms/'s; prims/ fills it, one block per
+/// primitive: prims/registry.h).
+BatchRule batch_rule(Prim p);
+void register_batch_rule(Prim p, BatchRule rule);
+
 /// Interprets p on batched arguments in the current context (eager, or recorded into the
 /// innermost trace). `args[i].dim` says where argument i's batch dimension is.
 std::vector<BatchedArray> vmap_eval(const Program& p, std::span<const BatchedArray> args, int64_t axis_size);

@@ -1,4 +1,4 @@
-#include "runtime/buffer.h"
+#include "memory/buffer.h"
 
 #include <algorithm>
 #include <cstdint>
