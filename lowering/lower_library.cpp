@@ -97,12 +97,11 @@ std::vector<Value> call_reference_kernel(LowerCtx& c, const Eqn& e, std::span<co
       for (const AbstractArray& a : out) empties.push_back(empty(c, a));
       return empties;
     }
-  int count = 0;
-  const char* const* names = runtime::library_call_param_names(int(e.prim), &count);
-  std::vector<LibraryArg> layout{{int64_t(e.prim)}, {int64_t(in.size())}, {int64_t(out.size())}, {int64_t(count)}};
-  for (int i = 0; i < count; ++i) {
-    const ParamValue* v = find_param(e.params, names[i]);
-    if (!v) throw CompileError("CompileError: jit: " + std::string(prim_name(e.prim)) + " lacks the param " + names[i]);
+  const std::span<const KernelParam> names = runtime::library_call_params(e.prim);
+  std::vector<LibraryArg> layout{{int64_t(e.prim)}, {int64_t(in.size())}, {int64_t(out.size())}, {int64_t(names.size())}};
+  for (const KernelParam& k : names) {
+    const ParamValue* v = find_param(e.params, k.name);
+    if (!v) throw CompileError("CompileError: jit: " + std::string(prim_name(e.prim)) + " lacks the param " + k.name);
     layout.push_back({std::holds_alternative<bool>(*v) ? int64_t(std::get<bool>(*v)) : std::get<int64_t>(*v)});
   }
   std::vector<Value> tensors;

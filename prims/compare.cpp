@@ -1,29 +1,17 @@
-// Comparisons (bool results), select and clamp.
-#include "api/creation.h"
-#include "api/elementwise.h"
-#include "api/operands.h"
+// Comparisons (bool results), select and clamp, one block per primitive (the pattern of
+// prims/unary.cpp).
+#include "lax/lax.h"
 #include "prims/elementwise.h"
 
 namespace fluxion {
 namespace {
 using namespace elementwise;
+using namespace lax;
+using Arrays = std::span<const Array>;
 
-#define FLUXION_COMPARE(Name, Expr) \
-  struct Name {                     \
-    template <class C>              \
-    static bool f(C x, C y) {       \
-      return Expr;                  \
-    }                               \
-  };
-FLUXION_COMPARE(Eq, x == y)
-FLUXION_COMPARE(Ne, x != y)
-FLUXION_COMPARE(Lt, x < y)
-FLUXION_COMPARE(Le, x <= y)
-FLUXION_COMPARE(Gt, x > y)
-FLUXION_COMPARE(Ge, x >= y)
-#undef FLUXION_COMPARE
+// ---- eq ne lt le gt ge: bool results, so a zero derivative ------------------------------------------
 
-std::vector<AbstractArray> compare_rule(std::span<const AbstractArray> in, const Params&) {
+std::vector<AbstractArray> compare_shape(std::span<const AbstractArray> in, const Params&) {
   if (in.size() != 2) rule_error(ErrorKind::Type, "expects 2 operands, got " + std::to_string(in.size()));
   Shape s = nary_shape(in);
   same_dtype(in);
@@ -39,8 +27,36 @@ void compare_kernel(std::span<const View> in, std::span<const View> out, const P
   });
 }
 
-// select(pred, on_true, on_false): pred is bool; the cases share a dtype; rank-0 operands broadcast.
-std::vector<AbstractArray> select_rule(std::span<const AbstractArray> in, const Params&) {
+template <class Op, Prim P>
+PrimitiveRules comparison() {
+  return PrimitiveRules{
+      .prim = P,
+      .shape = &compare_shape,
+      .kernel = &compare_kernel<Op>,
+      .zero_derivative = true,
+      .batch = &batch_elementwise<P>,
+  };
+}
+
+#define FLUXION_COMPARE(name, Expr)   \
+  struct name##_op {                  \
+    template <class C>                \
+    static bool f(C x, C y) {         \
+      return Expr;                    \
+    }                                 \
+  };                                  \
+  const Registration name##_registration = comparison<name##_op, Prim::name>();
+FLUXION_COMPARE(eq, x == y)
+FLUXION_COMPARE(ne, x != y)
+FLUXION_COMPARE(lt, x < y)
+FLUXION_COMPARE(le, x <= y)
+FLUXION_COMPARE(gt, x > y)
+FLUXION_COMPARE(ge, x >= y)
+#undef FLUXION_COMPARE
+
+// ---- select(pred, on_true, on_false): pred is bool; the cases share a dtype; rank-0 operands -------
+// broadcast. It picks tangents the way it picks values, and is linear in both cases.
+std::vector<AbstractArray> select_shape(std::span<const AbstractArray> in, const Params&) {
   if (in.size() != 3) rule_error(ErrorKind::Type, "expects 3 operands (pred, on_true, on_false)");
   if (in[0].dtype != DType::bool_)
     rule_error(ErrorKind::Type, "the predicate must be bool, got " + std::string(dtype_name(in[0].dtype)));
@@ -56,8 +72,32 @@ void select_kernel(std::span<const View> in, std::span<const View> out, const Pa
   });
 }
 
-// clamp(lo, x, hi) = min(max(x, lo), hi), with lax's operand order.
-std::vector<AbstractArray> clamp_rule(std::span<const AbstractArray> in, const Params&) {
+std::vector<Array> select_jvp(Arrays x, Arrays t, Arrays y, const Params&, SourceLoc) {
+  Array a = is_zero(t[1]) ? zeros_like(y[0]) : lift(t[1], y[0]);
+  Array b = is_zero(t[2]) ? zeros_like(y[0]) : lift(t[2], y[0]);
+  return {select(x[0], a, b)};
+}
+std::vector<Array> select_transpose(Arrays ct, std::span<const LinearArg> a, const Params&, SourceLoc) {
+  if (a[0].linear) throw TypeError("TypeError: transpose of select: the predicate cannot be linear");
+  const Array& p = a[0].value;
+  Array z = zeros_like(ct[0]);
+  Array on_true = a[1].linear ? unbroadcast(select(p, ct[0], z), a[1].aval) : Array();
+  Array on_false = a[2].linear ? unbroadcast(select(p, z, ct[0]), a[2].aval) : Array();
+  return {Array(), on_true, on_false};
+}
+
+const Registration select_registration = PrimitiveRules{
+    .prim = Prim::select,
+    .shape = &select_shape,
+    .kernel = &select_kernel,
+    .jvp = &select_jvp,
+    .transpose = &select_transpose,
+    .linear = {.operands = 0b110},
+    .batch = &batch_elementwise<Prim::select>,
+};
+
+// ---- clamp(lo, x, hi) = min(max(x, lo), hi), with lax's operand order ----------------------------------
+std::vector<AbstractArray> clamp_shape(std::span<const AbstractArray> in, const Params&) {
   if (in.size() != 3) rule_error(ErrorKind::Type, "expects 3 operands (min, x, max)");
   Shape s = nary_shape(in);
   DType d = same_dtype(in);
@@ -79,55 +119,25 @@ void clamp_kernel(std::span<const View> in, std::span<const View> out, const Par
   });
 }
 
-template <class Op, Prim p>
-void set_compare(RuleTable& t) {
-  t[size_t(p)].shape = &compare_rule;
-  t[size_t(p)].kernel = &compare_kernel<Op>;
-  t[size_t(p)].zero_derivative = true;  // bool results
-  t[size_t(p)].batch = &batch_elementwise<p>;
-}
-
-// select picks tangents the way it picks values; it is linear in both cases.
-std::vector<Array> select_jvp(std::span<const Array> x, std::span<const Array> t, std::span<const Array> y,
-                              const Params&, SourceLoc loc) {
-  Array a = is_zero(t[1]) ? zeros_like(y[0], loc) : lift(t[1], y[0]);
-  Array b = is_zero(t[2]) ? zeros_like(y[0], loc) : lift(t[2], y[0]);
-  return {bind1(Prim::select, {x[0], a, b}, {}, loc)};
-}
-std::vector<Array> select_transpose(std::span<const Array> ct, std::span<const LinearArg> a, const Params&,
-                                    SourceLoc loc) {
-  if (a[0].linear) throw TypeError("TypeError: transpose of select: the predicate cannot be linear");
-  const Array& p = a[0].value;
-  Array z = zeros_like(ct[0], loc);
-  Array on_true = a[1].linear ? unbroadcast(bind1(Prim::select, {p, ct[0], z}, {}, loc), a[1].aval) : Array();
-  Array on_false = a[2].linear ? unbroadcast(bind1(Prim::select, {p, z, ct[0]}, {}, loc), a[2].aval) : Array();
-  return {Array(), on_true, on_false};
-}
-// clamp(lo, x, hi): the tangent of whichever operand is selected.
-std::vector<Array> clamp_jvp(std::span<const Array> x, std::span<const Array> t, std::span<const Array> y,
-                             const Params&, SourceLoc loc) {
+// The tangent of whichever operand is selected.
+std::vector<Array> clamp_jvp(Arrays x, Arrays t, Arrays y, const Params&, SourceLoc loc) {
   const Array &lo = x[0], &v = x[1], &hi = x[2];
   auto pick = [&](const Array& tan, const Array& mask) {
-    return is_zero(tan) ? tan : lift(tan, y[0]) * astype(mask, y[0].dtype(), loc);
+    return is_zero(tan) ? tan : lift(tan, y[0]) * convert(mask, y[0].dtype());
   };
-  Array r = pick(t[1], logical_and(v >= lo, v <= hi, loc));
-  r = add_tangents(r, pick(t[0], v < lo), loc);
-  r = add_tangents(r, pick(t[2], v > hi), loc);
+  Array r = pick(t[1], bitwise_and(ge(v, lo), le(v, hi)));
+  r = add_tangents(r, pick(t[0], lt(v, lo)), loc);
+  r = add_tangents(r, pick(t[2], gt(v, hi)), loc);
   return {r};
 }
+
+const Registration clamp_registration = PrimitiveRules{
+    .prim = Prim::clamp,
+    .shape = &clamp_shape,
+    .kernel = &clamp_kernel,
+    .jvp = &clamp_jvp,
+    .batch = &batch_elementwise<Prim::clamp>,
+};
+
 }  // namespace
-
-void register_compare_prims(RuleTable& t) {
-  set_compare<Eq, Prim::eq>(t);
-  set_compare<Ne, Prim::ne>(t);
-  set_compare<Lt, Prim::lt>(t);
-  set_compare<Le, Prim::le>(t);
-  set_compare<Gt, Prim::gt>(t);
-  set_compare<Ge, Prim::ge>(t);
-  t[size_t(Prim::select)] = {.shape = &select_rule, .kernel = &select_kernel, .jvp = &select_jvp, .transpose = &select_transpose};
-  t[size_t(Prim::clamp)] = {.shape = &clamp_rule, .kernel = &clamp_kernel, .jvp = &clamp_jvp};
-  t[size_t(Prim::select)].batch = &batch_elementwise<Prim::select>;
-  t[size_t(Prim::clamp)].batch = &batch_elementwise<Prim::clamp>;
-}
-
 }  // namespace fluxion

@@ -3,14 +3,14 @@
 #include <cmath>
 #include <limits>
 
-#include "api/operands.h"
+#include "lax/lax.h"
 #include "prims/elementwise.h"
 
 namespace fluxion {
 namespace {
 using namespace elementwise;
 
-std::vector<AbstractArray> convert_rule(std::span<const AbstractArray> in, const Params& params) {
+std::vector<AbstractArray> convert_shape(std::span<const AbstractArray> in, const Params& params) {
   if (in.size() != 1) rule_error(ErrorKind::Type, "expects 1 operand");
   return {AbstractArray{in[0].shape, params.get_dtype("new_dtype"), params.get_bool("weak_type")}};
 }
@@ -45,23 +45,29 @@ void convert_kernel(std::span<const View> in, std::span<const View> out, const P
     });
   });
 }
+
 // Between float types the conversion is linear: tangents convert forward, cotangents back. Into an
 // integer or bool type the derivative is zero (jvp_eval drops tangents of non-float outputs).
 std::vector<Array> convert_jvp(std::span<const Array>, std::span<const Array> t, std::span<const Array> y,
-                               const Params&, SourceLoc loc) {
+                               const Params&, SourceLoc) {
   if (!is_float(y[0].dtype())) return {Array()};
-  return {detail::convert(t[0], y[0].dtype(), y[0].weak_type(), loc)};
+  return {lax::convert(t[0], y[0].dtype(), y[0].weak_type())};
 }
 std::vector<Array> convert_transpose(std::span<const Array> ct, std::span<const LinearArg> a, const Params&,
-                                     SourceLoc loc) {
+                                     SourceLoc) {
   if (!is_float(a[0].aval.dtype)) return {Array()};
-  return {detail::convert(ct[0], a[0].aval.dtype, a[0].aval.weak_type, loc)};
+  return {lax::convert(ct[0], a[0].aval.dtype, a[0].aval.weak_type)};
 }
+
+const Registration convert_element_type_registration = PrimitiveRules{
+    .prim = Prim::convert_element_type,
+    .shape = &convert_shape,
+    .kernel = &convert_kernel,
+    .jvp = &convert_jvp,
+    .transpose = &convert_transpose,
+    .linear = kLinear,
+    .batch = &batch_elementwise<Prim::convert_element_type>,
+};
+
 }  // namespace
-
-void register_convert_prims(RuleTable& t) {
-  t[size_t(Prim::convert_element_type)] = {.shape = &convert_rule, .kernel = &convert_kernel, .jvp = &convert_jvp, .transpose = &convert_transpose};
-  t[size_t(Prim::convert_element_type)].batch = &batch_elementwise<Prim::convert_element_type>;
-}
-
 }  // namespace fluxion

@@ -17,18 +17,16 @@
 //       inputs: only inputs are saved as residuals.
 #include <algorithm>
 
-#include "api/creation.h"
 #include "ir/trace.h"
 #include "prims/registry.h"
-#include "transforms/jvp.h"
-#include "transforms/transpose.h"
+#include "prims/subprograms.h"
 
 namespace fluxion {
 namespace {
 
 using Arrays = std::span<const Array>;
-const Program& sub(const Params& p, const char* key) { return *p.get<ProgramRef>(key); }
-size_t count(const Params& p, const char* key) { return size_t(p.get_int(key)); }
+using subprograms::count;
+using subprograms::sub;
 
 void check_types(std::span<const AbstractArray> in, const Program& prog, const char* what) {
   if (in.size() != prog.invars.size())
@@ -57,140 +55,7 @@ std::vector<Array> concat(std::initializer_list<std::span<const Array>> parts) {
   return out;
 }
 
-// ---- custom_jvp_call ------------------------------------------------------------------------------
-std::vector<AbstractArray> custom_jvp_rule(std::span<const AbstractArray> in, const Params& params) {
-  const Program& call = sub(params, "call");
-  size_t nc = count(params, "num_consts"), nj = count(params, "num_jvp_consts");
-  if (in.size() < nc + nj) rule_error(ErrorKind::Type, "too few operands");
-  std::vector<AbstractArray> call_in(in.begin(), in.begin() + long(nc));
-  call_in.insert(call_in.end(), in.begin() + long(nc + nj), in.end());
-  check_types(call_in, call, "call");
-  return call.out_avals();
-}
-std::vector<Array> custom_jvp_impl(Arrays in, const Params& params, SourceLoc) {
-  size_t nc = count(params, "num_consts"), nj = count(params, "num_jvp_consts");
-  std::vector<Array> args = concat({in.subspan(0, nc), in.subspan(nc + nj)});
-  return eval_program(sub(params, "call"), args);
-}
-std::vector<Array> custom_jvp_jvp(Arrays x, Arrays t, Arrays outs, const Params& params, SourceLoc loc) {
-  size_t nc = count(params, "num_consts"), nj = count(params, "num_jvp_consts");
-  reject_closure_tangents(t, nc + nj, "custom_jvp", loc);
-  std::vector<Array> ts = tangents_or_zeros(x, t, nc + nj, loc);
-  std::vector<Array> in = concat({x.subspan(nc, nj), x.subspan(nc + nj), ts});
-  std::vector<Array> r = eval_program(sub(params, "jvp"), in);
-  return std::vector<Array>(r.begin() + long(outs.size()), r.end());
-}
-
-// ---- custom_vjp_call / custom_vjp_linear ---------------------------------------------------------------
-std::vector<AbstractArray> custom_vjp_rule(std::span<const AbstractArray> in, const Params& params) {
-  const Program& fwd = sub(params, "fwd");
-  size_t nf = count(params, "num_consts"), nb = count(params, "num_bwd_consts"), no = count(params, "num_outs");
-  if (in.size() < nf + nb) rule_error(ErrorKind::Type, "too few operands");
-  std::vector<AbstractArray> fwd_in(in.begin(), in.begin() + long(nf));
-  fwd_in.insert(fwd_in.end(), in.begin() + long(nf + nb), in.end());
-  check_types(fwd_in, fwd, "fwd");
-  std::vector<AbstractArray> outs = fwd.out_avals();
-  outs.resize(no);
-  return outs;
-}
-std::vector<Array> custom_vjp_impl(Arrays in, const Params& params, SourceLoc) {
-  size_t nf = count(params, "num_consts"), nb = count(params, "num_bwd_consts"), no = count(params, "num_outs");
-  std::vector<Array> r = eval_program(sub(params, "fwd"), concat({in.subspan(0, nf), in.subspan(nf + nb)}));
-  r.resize(no);
-  return r;
-}
-std::vector<Array> custom_vjp_jvp(Arrays x, Arrays t, Arrays, const Params& params, SourceLoc loc) {
-  size_t nf = count(params, "num_consts"), nb = count(params, "num_bwd_consts"), no = count(params, "num_outs");
-  reject_closure_tangents(t, nf + nb, "custom_vjp", loc);
-  std::vector<Array> r = eval_program(sub(params, "fwd"), concat({x.subspan(0, nf), x.subspan(nf + nb)}));
-  std::vector<Array> residuals(r.begin() + long(no), r.end());
-  std::vector<Array> ts = tangents_or_zeros(x, t, nf + nb, loc);
-  Params lp{{"fwd", params.get<ProgramRef>("fwd")},
-            {"bwd", params.get<ProgramRef>("bwd")},
-            {"num_outs", int64_t(no)},
-            {"num_bwd_consts", int64_t(nb)},
-            {"num_res", int64_t(residuals.size())}};
-  return bind(Prim::custom_vjp_linear, concat({x.subspan(nf, nb), residuals, ts}), lp, loc);
-}
-std::vector<AbstractArray> custom_vjp_linear_rule(std::span<const AbstractArray> in, const Params& params) {
-  std::vector<AbstractArray> outs = sub(params, "fwd").out_avals();
-  outs.resize(count(params, "num_outs"));
-  const Program& bwd = sub(params, "bwd");
-  size_t nb = count(params, "num_bwd_consts"), nr = count(params, "num_res");
-  if (in.size() < nb + nr || bwd.out_avals().size() != in.size() - nb - nr)
-    rule_error(ErrorKind::Type, "the bwd program returns " + std::to_string(bwd.out_avals().size()) +
-                                    " cotangents for " + std::to_string(in.size() - nb - nr) + " arguments");
-  return outs;
-}
-std::vector<Array> custom_vjp_linear_impl(Arrays, const Params&, SourceLoc loc) {
-  throw TypeError("TypeError: forward-mode differentiation (jvp, jacfwd) of a custom_vjp function at " + loc.str() +
-                  " is not supported: its rule only gives the VJP. Use fx::custom_jvp, or reverse mode.");
-}
-// Linear in its tangents for fixed residuals: the JVP applies the same map to their tangents.
-std::vector<Array> custom_vjp_linear_jvp(Arrays x, Arrays t, Arrays, const Params& params, SourceLoc loc) {
-  size_t nb = count(params, "num_bwd_consts"), nr = count(params, "num_res");
-  reject_closure_tangents(t, nb + nr, "custom_vjp (through its residuals)", loc);
-  std::vector<Array> in(x.begin(), x.begin() + long(nb + nr));
-  std::vector<Array> ts = tangents_or_zeros(x, t, nb + nr, loc);
-  in.insert(in.end(), ts.begin(), ts.end());
-  return bind(Prim::custom_vjp_linear, in, params, loc);
-}
-std::vector<Array> custom_vjp_linear_transpose(Arrays cts, std::span<const LinearArg> a, const Params& params,
-                                               SourceLoc loc) {
-  size_t nb = count(params, "num_bwd_consts"), nr = count(params, "num_res");
-  for (size_t i = 0; i < nb + nr; ++i)
-    if (a[i].linear) throw TypeError("TypeError: transpose of custom_vjp_linear: a residual is linear");
-  std::vector<Array> in;
-  for (size_t i = 0; i < nb + nr; ++i) in.push_back(a[i].value);
-  const Program& fwd = sub(params, "fwd");
-  std::vector<AbstractArray> out_avals = fwd.out_avals();
-  for (size_t i = 0; i < cts.size(); ++i) in.push_back(is_zero(cts[i]) ? zeros_for(out_avals[i], loc) : cts[i]);
-  std::vector<Array> g = eval_program(sub(params, "bwd"), in);
-  std::vector<Array> out(nb + nr);
-  out.insert(out.end(), g.begin(), g.end());
-  return out;
-}
-
-// ---- checkpoint -------------------------------------------------------------------------------------
-std::vector<AbstractArray> checkpoint_rule(std::span<const AbstractArray> in, const Params& params) {
-  const Program& p = sub(params, "program");
-  check_types(in, p, "checkpointed");
-  return p.out_avals();
-}
-std::vector<Array> checkpoint_impl(Arrays in, const Params& params, SourceLoc) {
-  return eval_program(sub(params, "program"), in);
-}
-std::vector<Array> checkpoint_jvp(Arrays x, Arrays t, Arrays outs, const Params& params, SourceLoc loc) {
-  const Program& p = sub(params, "program");
-  std::vector<bool> nonzero;
-  std::vector<Array> in(x.begin(), x.end());
-  for (size_t i = 0; i < x.size(); ++i) {
-    nonzero.push_back(!is_zero(t[i]));
-    if (!is_zero(t[i])) in.push_back(t[i]);
-  }
-  auto j = std::make_shared<const Program>(jvp_program(p, nonzero));
-  std::vector<Array> r = bind(Prim::checkpoint, in, Params{{"program", ProgramRef(j)}, {"num_consts", int64_t(0)}}, loc);
-  return std::vector<Array>(r.begin() + long(outs.size()), r.end());
-}
-// In a linear program a checkpoint holds a JVP program: linear in its tangent inputs, given the
-// primal inputs. Its transpose recomputes the primal part from those inputs (the remat) and
-// transposes the tangent part.
-std::vector<Array> checkpoint_transpose(Arrays cts, std::span<const LinearArg> a, const Params& params, SourceLoc) {
-  const Program& j = sub(params, "program");
-  std::vector<bool> linear;
-  std::vector<Array> known;
-  for (const LinearArg& arg : a) {
-    linear.push_back(arg.linear);
-    if (!arg.linear) known.push_back(arg.value);
-  }
-  std::vector<Array> g = transpose_eval(j, linear, known, cts);
-  std::vector<Array> out;
-  size_t k = 0;
-  for (const LinearArg& arg : a) out.push_back(arg.linear ? g[k++] : Array());
-  return out;
-}
-
-// ---- batching -------------------------------------------------------------------------------------
+// ---- batching, shared by the four blocks ----------------------------------------------------------
 // The batched call is the same primitive holding batched sub-programs, so a later jvp or transpose
 // of it still runs the user's rule (on batched values). Mapped operands are materialised with the
 // batch at 0; each sub-program is re-traced through vmap_eval with those batch dims.
@@ -292,6 +157,30 @@ std::vector<BatchedArray> at_dims(std::vector<Array> outs, const std::vector<int
   return r;
 }
 
+// ---- custom_jvp_call --------------------------------------------------------------------------------
+std::vector<AbstractArray> custom_jvp_shape(std::span<const AbstractArray> in, const Params& params) {
+  const Program& call = sub(params, "call");
+  size_t nc = count(params, "num_consts"), nj = count(params, "num_jvp_consts");
+  if (in.size() < nc + nj) rule_error(ErrorKind::Type, "too few operands");
+  std::vector<AbstractArray> call_in(in.begin(), in.begin() + long(nc));
+  call_in.insert(call_in.end(), in.begin() + long(nc + nj), in.end());
+  check_types(call_in, call, "call");
+  return call.out_avals();
+}
+std::vector<Array> custom_jvp_impl(Arrays in, const Params& params, SourceLoc) {
+  size_t nc = count(params, "num_consts"), nj = count(params, "num_jvp_consts");
+  std::vector<Array> args = concat({in.subspan(0, nc), in.subspan(nc + nj)});
+  return eval_program(sub(params, "call"), args);
+}
+std::vector<Array> custom_jvp_jvp(Arrays x, Arrays t, Arrays outs, const Params& params, SourceLoc loc) {
+  size_t nc = count(params, "num_consts"), nj = count(params, "num_jvp_consts");
+  reject_closure_tangents(t, nc + nj, "custom_jvp", loc);
+  std::vector<Array> ts = tangents_or_zeros(x, t, nc + nj, loc);
+  std::vector<Array> in = concat({x.subspan(nc, nj), x.subspan(nc + nj), ts});
+  std::vector<Array> r = eval_program(sub(params, "jvp"), in);
+  return std::vector<Array>(r.begin() + long(outs.size()), r.end());
+}
+
 // custom_jvp_call: batched call and JVP programs; tangents batch like their primals, and every
 // output (and output tangent) is batched at 0 so the two programs agree.
 std::vector<BatchedArray> custom_jvp_batch(BatchedArgs a, const Params& params, int64_t n, SourceLoc loc) {
@@ -307,6 +196,47 @@ std::vector<BatchedArray> custom_jvp_batch(BatchedArgs a, const Params& params, 
            {"num_consts", int64_t(c.consts.size() + nc)},
            {"num_jvp_consts", int64_t(j.consts.size() + nj)}};
   return at_dims(bind(Prim::custom_jvp_call, operands, p, loc), c.out_dims);
+}
+
+const Registration custom_jvp_call_registration = PrimitiveRules{
+    .prim = Prim::custom_jvp_call,
+    .shape = &custom_jvp_shape,
+    .impl = &custom_jvp_impl,
+    .jvp = &custom_jvp_jvp,
+    .batch = &custom_jvp_batch,
+    .eager_only = true,  // jit inlines its `call` program
+};
+
+// ---- custom_vjp_call --------------------------------------------------------------------------------
+std::vector<AbstractArray> custom_vjp_shape(std::span<const AbstractArray> in, const Params& params) {
+  const Program& fwd = sub(params, "fwd");
+  size_t nf = count(params, "num_consts"), nb = count(params, "num_bwd_consts"), no = count(params, "num_outs");
+  if (in.size() < nf + nb) rule_error(ErrorKind::Type, "too few operands");
+  std::vector<AbstractArray> fwd_in(in.begin(), in.begin() + long(nf));
+  fwd_in.insert(fwd_in.end(), in.begin() + long(nf + nb), in.end());
+  check_types(fwd_in, fwd, "fwd");
+  std::vector<AbstractArray> outs = fwd.out_avals();
+  outs.resize(no);
+  return outs;
+}
+std::vector<Array> custom_vjp_impl(Arrays in, const Params& params, SourceLoc) {
+  size_t nf = count(params, "num_consts"), nb = count(params, "num_bwd_consts"), no = count(params, "num_outs");
+  std::vector<Array> r = eval_program(sub(params, "fwd"), concat({in.subspan(0, nf), in.subspan(nf + nb)}));
+  r.resize(no);
+  return r;
+}
+std::vector<Array> custom_vjp_jvp(Arrays x, Arrays t, Arrays, const Params& params, SourceLoc loc) {
+  size_t nf = count(params, "num_consts"), nb = count(params, "num_bwd_consts"), no = count(params, "num_outs");
+  reject_closure_tangents(t, nf + nb, "custom_vjp", loc);
+  std::vector<Array> r = eval_program(sub(params, "fwd"), concat({x.subspan(0, nf), x.subspan(nf + nb)}));
+  std::vector<Array> residuals(r.begin() + long(no), r.end());
+  std::vector<Array> ts = tangents_or_zeros(x, t, nf + nb, loc);
+  Params lp{{"fwd", params.get<ProgramRef>("fwd")},
+            {"bwd", params.get<ProgramRef>("bwd")},
+            {"num_outs", int64_t(no)},
+            {"num_bwd_consts", int64_t(nb)},
+            {"num_res", int64_t(residuals.size())}};
+  return bind(Prim::custom_vjp_linear, concat({x.subspan(nf, nb), residuals, ts}), lp, loc);
 }
 
 /// The batched bwd program: (bwd consts, residuals, output cotangents) -> argument cotangents,
@@ -338,6 +268,55 @@ std::vector<BatchedArray> custom_vjp_batch(BatchedArgs a, const Params& params, 
   return at_dims(bind(Prim::custom_vjp_call, operands, p, loc), std::vector<int64_t>(no, 0));
 }
 
+const Registration custom_vjp_call_registration = PrimitiveRules{
+    .prim = Prim::custom_vjp_call,
+    .shape = &custom_vjp_shape,
+    .impl = &custom_vjp_impl,
+    .jvp = &custom_vjp_jvp,
+    .batch = &custom_vjp_batch,
+    .eager_only = true,  // jit inlines its `fwd` program
+};
+
+// ---- custom_vjp_linear: linear in its tangents, for fixed residuals ------------------------------------
+std::vector<AbstractArray> custom_vjp_linear_shape(std::span<const AbstractArray> in, const Params& params) {
+  std::vector<AbstractArray> outs = sub(params, "fwd").out_avals();
+  outs.resize(count(params, "num_outs"));
+  const Program& bwd = sub(params, "bwd");
+  size_t nb = count(params, "num_bwd_consts"), nr = count(params, "num_res");
+  if (in.size() < nb + nr || bwd.out_avals().size() != in.size() - nb - nr)
+    rule_error(ErrorKind::Type, "the bwd program returns " + std::to_string(bwd.out_avals().size()) +
+                                    " cotangents for " + std::to_string(in.size() - nb - nr) + " arguments");
+  return outs;
+}
+std::vector<Array> custom_vjp_linear_impl(Arrays, const Params&, SourceLoc loc) {
+  throw TypeError("TypeError: forward-mode differentiation (jvp, jacfwd) of a custom_vjp function at " + loc.str() +
+                  " is not supported: its rule only gives the VJP. Use fx::custom_jvp, or reverse mode.");
+}
+// Linear in its tangents for fixed residuals: the JVP applies the same map to their tangents.
+std::vector<Array> custom_vjp_linear_jvp(Arrays x, Arrays t, Arrays, const Params& params, SourceLoc loc) {
+  size_t nb = count(params, "num_bwd_consts"), nr = count(params, "num_res");
+  reject_closure_tangents(t, nb + nr, "custom_vjp (through its residuals)", loc);
+  std::vector<Array> in(x.begin(), x.begin() + long(nb + nr));
+  std::vector<Array> ts = tangents_or_zeros(x, t, nb + nr, loc);
+  in.insert(in.end(), ts.begin(), ts.end());
+  return bind(Prim::custom_vjp_linear, in, params, loc);
+}
+std::vector<Array> custom_vjp_linear_transpose(Arrays cts, std::span<const LinearArg> a, const Params& params,
+                                               SourceLoc loc) {
+  size_t nb = count(params, "num_bwd_consts"), nr = count(params, "num_res");
+  for (size_t i = 0; i < nb + nr; ++i)
+    if (a[i].linear) throw TypeError("TypeError: transpose of custom_vjp_linear: a residual is linear");
+  std::vector<Array> in;
+  for (size_t i = 0; i < nb + nr; ++i) in.push_back(a[i].value);
+  const Program& fwd = sub(params, "fwd");
+  std::vector<AbstractArray> out_avals = fwd.out_avals();
+  for (size_t i = 0; i < cts.size(); ++i) in.push_back(is_zero(cts[i]) ? zeros_for(out_avals[i], loc) : cts[i]);
+  std::vector<Array> g = eval_program(sub(params, "bwd"), in);
+  std::vector<Array> out(nb + nr);
+  out.insert(out.end(), g.begin(), g.end());
+  return out;
+}
+
 // custom_vjp_linear: its fwd only gives the output types (now batched at 0); its bwd is batched
 // for the residuals and tangents it is given.
 std::vector<BatchedArray> custom_vjp_linear_batch(BatchedArgs a, const Params& params, int64_t n, SourceLoc loc) {
@@ -362,6 +341,56 @@ std::vector<BatchedArray> custom_vjp_linear_batch(BatchedArgs a, const Params& p
   return at_dims(bind(Prim::custom_vjp_linear, operands, p, loc), std::vector<int64_t>(no, 0));
 }
 
+const Registration custom_vjp_linear_registration = PrimitiveRules{
+    .prim = Prim::custom_vjp_linear,
+    .shape = &custom_vjp_linear_shape,
+    .impl = &custom_vjp_linear_impl,
+    .jvp = &custom_vjp_linear_jvp,
+    .transpose = &custom_vjp_linear_transpose,
+    .linear = kLinearByParams,  // the operands after num_bwd_consts + num_res
+    .batch = &custom_vjp_linear_batch,
+    .eager_only = true,  // only ever transposed; jit refuses it with a CompileError
+};
+
+// ---- checkpoint ---------------------------------------------------------------------------------------
+std::vector<AbstractArray> checkpoint_shape(std::span<const AbstractArray> in, const Params& params) {
+  const Program& p = sub(params, "program");
+  check_types(in, p, "checkpointed");
+  return p.out_avals();
+}
+std::vector<Array> checkpoint_impl(Arrays in, const Params& params, SourceLoc) {
+  return eval_program(sub(params, "program"), in);
+}
+std::vector<Array> checkpoint_jvp(Arrays x, Arrays t, Arrays outs, const Params& params, SourceLoc loc) {
+  const Program& p = sub(params, "program");
+  std::vector<bool> nonzero;
+  std::vector<Array> in(x.begin(), x.end());
+  for (size_t i = 0; i < x.size(); ++i) {
+    nonzero.push_back(!is_zero(t[i]));
+    if (!is_zero(t[i])) in.push_back(t[i]);
+  }
+  auto j = std::make_shared<const Program>(jvp_program(p, nonzero));
+  std::vector<Array> r = bind(Prim::checkpoint, in, Params{{"program", ProgramRef(j)}, {"num_consts", int64_t(0)}}, loc);
+  return std::vector<Array>(r.begin() + long(outs.size()), r.end());
+}
+// In a linear program a checkpoint holds a JVP program: linear in its tangent inputs, given the
+// primal inputs. Its transpose recomputes the primal part from those inputs (the remat) and
+// transposes the tangent part.
+std::vector<Array> checkpoint_transpose(Arrays cts, std::span<const LinearArg> a, const Params& params, SourceLoc) {
+  const Program& j = sub(params, "program");
+  std::vector<bool> linear;
+  std::vector<Array> known;
+  for (const LinearArg& arg : a) {
+    linear.push_back(arg.linear);
+    if (!arg.linear) known.push_back(arg.value);
+  }
+  std::vector<Array> g = transpose_eval(j, linear, known, cts);
+  std::vector<Array> out;
+  size_t k = 0;
+  for (const LinearArg& arg : a) out.push_back(arg.linear ? g[k++] : Array());
+  return out;
+}
+
 // checkpoint: the batched program, its outputs' batch dims as vmap_eval leaves them.
 std::vector<BatchedArray> checkpoint_batch(BatchedArgs a, const Params& params, int64_t n, SourceLoc loc) {
   const Program& program = sub(params, "program");
@@ -372,31 +401,16 @@ std::vector<BatchedArray> checkpoint_batch(BatchedArgs a, const Params& params, 
   return at_dims(bind(Prim::checkpoint, operands, p, loc), c.out_dims);
 }
 
+const Registration checkpoint_registration = PrimitiveRules{
+    .prim = Prim::checkpoint,
+    .shape = &checkpoint_shape,
+    .impl = &checkpoint_impl,
+    .jvp = &checkpoint_jvp,
+    .transpose = &checkpoint_transpose,
+    .linear = kLinearByParams,  // the tangent inputs of the JVP program it holds
+    .batch = &checkpoint_batch,
+    .eager_only = true,  // jit inlines its program
+};
+
 }  // namespace
-
-void register_custom_prims(RuleTable& t) {
-  PrimitiveRules& cj = t[size_t(Prim::custom_jvp_call)];
-  cj.shape = &custom_jvp_rule;
-  cj.impl = &custom_jvp_impl;
-  cj.jvp = &custom_jvp_jvp;
-  PrimitiveRules& cv = t[size_t(Prim::custom_vjp_call)];
-  cv.shape = &custom_vjp_rule;
-  cv.impl = &custom_vjp_impl;
-  cv.jvp = &custom_vjp_jvp;
-  PrimitiveRules& cl = t[size_t(Prim::custom_vjp_linear)];
-  cl.shape = &custom_vjp_linear_rule;
-  cl.impl = &custom_vjp_linear_impl;
-  cl.transpose = &custom_vjp_linear_transpose;
-  cl.jvp = &custom_vjp_linear_jvp;
-  PrimitiveRules& cp = t[size_t(Prim::checkpoint)];
-  cp.shape = &checkpoint_rule;
-  cp.impl = &checkpoint_impl;
-  cp.jvp = &checkpoint_jvp;
-  cp.transpose = &checkpoint_transpose;
-  cj.batch = &custom_jvp_batch;
-  cv.batch = &custom_vjp_batch;
-  cl.batch = &custom_vjp_linear_batch;
-  cp.batch = &checkpoint_batch;
-}
-
 }  // namespace fluxion

@@ -10,13 +10,9 @@
 #include <numeric>
 #include <string>
 
-#include "api/creation.h"
-#include "api/operands.h"
 #include "ir/error.h"
-#include "ir/trace.h"
+#include "lax/lax.h"
 #include "prims/registry.h"
-#include "transforms/jvp.h"
-#include "transforms/transpose.h"
 
 namespace fluxion {
 namespace {
@@ -87,7 +83,7 @@ DotDims dot_dims(std::span<const AbstractArray> in, const Params& params) {
   return d;
 }
 
-std::vector<AbstractArray> dot_general_rule(std::span<const AbstractArray> in, const Params& params) {
+std::vector<AbstractArray> dot_general_shape(std::span<const AbstractArray> in, const Params& params) {
   DotDims d = dot_dims(in, params);
   const AbstractArray &lhs = in[0], &rhs = in[1];
   if (lhs.dtype != rhs.dtype)
@@ -280,9 +276,6 @@ void dot_general_kernel(std::span<const View> in, std::span<const View> out, con
   });
 }
 
-}  // namespace
-
-namespace {
 // ---- derivatives --------------------------------------------------------------------------------
 // dot_general is bilinear: d(a.b) = ta.b + a.tb, and each side transposes to another dot_general
 // (of the cotangent with the other operand) followed by a transpose back into the operand's layout.
@@ -332,7 +325,7 @@ Array transpose_side(const Array& ct, const AbstractArray& x, const Array& y, co
   else
     ans_y = iota_list(nb, y_kept.size());
   // The operands must share a dtype: bring the cotangent to y's (preferred_element_type may differ).
-  Array g = detail::convert(ct, y.dtype(), y.weak_type(), loc);
+  Array g = lax::convert(ct, y.dtype(), y.weak_type());
   Array r = dot(g, y,
                 Params{{"lhs_contracting", ans_y}, {"rhs_contracting", y_kept}, {"lhs_batch", ans_batch},
                        {"rhs_batch", y_batch}},
@@ -346,7 +339,7 @@ Array transpose_side(const Array& ct, const AbstractArray& x, const Array& y, co
   bool identity = true;
   for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == int64_t(i);
   if (!identity) r = bind1(Prim::transpose, {r}, Params{{"permutation", perm}}, loc);
-  return detail::convert(r, x.dtype, x.weak_type, loc);
+  return lax::convert(r, x.dtype, x.weak_type);
 }
 
 std::vector<Array> dot_general_transpose(std::span<const Array> ct, std::span<const LinearArg> a, const Params& params,
@@ -365,19 +358,13 @@ std::vector<Array> dot_general_transpose(std::span<const Array> ct, std::span<co
 // Never a transpose: with both operands batched, their batch dims join lhs_batch/rhs_batch at the
 // front (so the output has the batch at 0); with one batched, its batch dim is one more free dim,
 // and the output's batch dim is where that free dim lands among the output's dims.
-IntList past_batch(const IntList& dims, int64_t bd) {
-  IntList out;
-  for (int64_t d : dims) out.push_back(bd != kNotMapped && d >= bd ? d + 1 : d);
-  return out;
-}
-
 std::vector<BatchedArray> dot_general_batch(std::span<const BatchedArray> a, const Params& params, int64_t,
                                             SourceLoc loc) {
   const int64_t lbd = a[0].dim, rbd = a[1].dim;
-  IntList lc = past_batch(params.get_ints("lhs_contracting"), lbd);
-  IntList rc = past_batch(params.get_ints("rhs_contracting"), rbd);
-  IntList lb = past_batch(params.get_ints("lhs_batch"), lbd);
-  IntList rb = past_batch(params.get_ints("rhs_batch"), rbd);
+  IntList lc = dims_past_batch(params.get_ints("lhs_contracting"), lbd);
+  IntList rc = dims_past_batch(params.get_ints("rhs_contracting"), rbd);
+  IntList lb = dims_past_batch(params.get_ints("lhs_batch"), lbd);
+  IntList rb = dims_past_batch(params.get_ints("rhs_batch"), rbd);
   int64_t out_bd = 0;
   if (lbd != kNotMapped && rbd != kNotMapped) {
     lb.insert(lb.begin(), lbd);
@@ -397,11 +384,15 @@ std::vector<BatchedArray> dot_general_batch(std::span<const BatchedArray> a, con
   p.set("rhs_batch", rb);
   return {BatchedArray{dot(a[0].value, a[1].value, p, loc), out_bd}};
 }
+const Registration dot_general_registration = PrimitiveRules{
+    .prim = Prim::dot_general,
+    .shape = &dot_general_shape,
+    .kernel = &dot_general_kernel,
+    .jvp = &dot_general_jvp,
+    .transpose = &dot_general_transpose,
+    .linear = {.operands = 0b11, .one_at_a_time = true},
+    .batch = &dot_general_batch,
+};
+
 }  // namespace
-
-void register_dot_general_prims(RuleTable& t) {
-  t[size_t(Prim::dot_general)] = {.shape = &dot_general_rule, .kernel = &dot_general_kernel, .jvp = &dot_general_jvp, .transpose = &dot_general_transpose};
-  t[size_t(Prim::dot_general)].batch = &dot_general_batch;
-}
-
 }  // namespace fluxion

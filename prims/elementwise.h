@@ -1,5 +1,6 @@
-// Shared pieces of the elementwise families (unary, binary, compare): dtype classes, the common
-// shape rules, and the loops the reference kernels are made of.
+// Shared pieces of the elementwise families (prims/unary.cpp, binary.cpp, compare.cpp, convert.cpp,
+// reduce.cpp): dtype classes, the common shape checks, the loops the reference kernels are made of,
+// and the derivative and batching helpers for operands that broadcast inside the primitive.
 #pragma once
 #include <span>
 #include <string>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "ir/error.h"
+#include "ir/trace.h"
 #include "prims/registry.h"
 
 namespace fluxion::elementwise {
@@ -132,14 +134,7 @@ void map3(const View& x, const View& y, const View& z, const View& w, F f) {
   for (int64_t i = 0; i < n; ++i) o[i] = f(a[i * ia], b[i * ib], c[i * ic]);
 }
 
-}  // namespace fluxion::elementwise
-
 // ---- derivative helpers shared by the elementwise families --------------------------------------
-#include "ir/trace.h"
-#include "transforms/jvp.h"
-#include "transforms/vmap.h"
-
-namespace fluxion::elementwise {
 
 /// A tangent of a rank-0 operand, broadcast to the eqn's output shape (zeros stay symbolic).
 inline Array lift(const Array& t, const Array& out) {

@@ -29,23 +29,16 @@
 #include <cstring>
 #include <string>
 
-#include "api/creation.h"
-#include "api/elementwise.h"
-#include "api/operands.h"
-#include "ir/error.h"
-#include "ir/trace.h"
+#include "lax/lax.h"
 #include "prims/registry.h"
-#include "transforms/jvp.h"
-#include "transforms/transpose.h"
+#include "prims/strides.h"
 
 namespace fluxion {
 namespace {
-
-std::string ints_str(const IntList& v) {
-  std::string s = "(";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-  return s + (v.size() == 1 ? ",)" : ")");
-}
+using namespace strides;
+using Arrays = std::span<const Array>;
+using LinearArgs = std::span<const LinearArg>;
+using BatchedArgs = std::span<const BatchedArray>;
 
 void check_index(const AbstractArray& a, const char* what) {
   if (!is_integer(a.dtype))
@@ -60,6 +53,30 @@ int64_t load_index(const View& v, int64_t i) {
   });
 }
 
+int64_t batch_dims_of(const Params& params) { return params.has("batch_dims") ? params.get_int("batch_dims") : 0; }
+// gather/scatter params for an axis and a number of paired batch dimensions (absent when 0).
+Params axis_params(int64_t axis, int64_t batch_dims) {
+  Params p{{"axis", axis}};
+  if (batch_dims) p = Params{{"axis", axis}, {"batch_dims", batch_dims}};
+  return p;
+}
+
+// A tangent, or zeros of its primal's type for a symbolic zero.
+Array or_zeros(const Array& t, const Array& primal) { return is_zero(t) ? lax::zeros_like(primal) : t; }
+
+std::vector<Array> values(LinearArgs a, size_t first) {
+  std::vector<Array> v;
+  for (size_t i = first; i < a.size(); ++i) v.push_back(a[i].value);
+  return v;
+}
+
+Array zero_start() { return literal_array(Literal::of_int(0, DType::int32)); }
+
+bool any_mapped(std::span<const BatchedArray> a) {
+  return std::any_of(a.begin(), a.end(), [](const BatchedArray& b) { return b.dim != kNotMapped; });
+}
+
+// ---- dynamic_slice[slice_sizes=Z] x i0 i1 ... : linear in x -----------------------------------------
 // The trailing operands from `first` on are 0-d integer start indices, one per dimension of x.
 void check_start_indices(std::span<const AbstractArray> in, size_t first, const AbstractArray& x) {
   if (in.size() - first != size_t(x.ndim()))
@@ -79,31 +96,7 @@ std::vector<int64_t> clamped_starts(std::span<const View> in, size_t first, cons
   return starts;
 }
 
-/// Calls f(window_index, offset_in_array) for every element of a window at `starts` in an array of
-/// `shape` (row-major over the window).
-template <class F>
-void for_each_in_window(const Shape& shape, const Shape& window, const std::vector<int64_t>& starts, F f) {
-  const std::vector<int64_t> strides = strides_of(shape);
-  const int rank = window.rank();
-  std::vector<int64_t> idx(size_t(rank), 0);
-  const int64_t n = window.numel();
-  for (int64_t w = 0; w < n; ++w) {
-    int64_t off = 0;
-    for (size_t d = 0; d < size_t(rank); ++d) off += (starts[d] + idx[d]) * strides[d];
-    f(w, off);
-    for (int d = rank - 1; d >= 0; --d) {
-      if (++idx[size_t(d)] < window[size_t(d)]) break;
-      idx[size_t(d)] = 0;
-    }
-  }
-}
-
-void copy_element(const View& from, int64_t i, const View& to, int64_t j) {
-  const size_t isz = itemsize(to.dtype());
-  std::memcpy(static_cast<char*>(to.data) + size_t(j) * isz, static_cast<const char*>(from.data) + size_t(i) * isz, isz);
-}
-
-std::vector<AbstractArray> dynamic_slice_rule(std::span<const AbstractArray> in, const Params& params) {
+std::vector<AbstractArray> dynamic_slice_shape(std::span<const AbstractArray> in, const Params& params) {
   if (in.empty()) rule_error(ErrorKind::Type, "expects an operand and its start indices");
   const AbstractArray& x = in[0];
   check_start_indices(in, 1, x);
@@ -124,7 +117,79 @@ void dynamic_slice_kernel(std::span<const View> in, std::span<const View> out, c
                      [&](int64_t w, int64_t off) { copy_element(in[0], off, out[0], w); });
 }
 
-std::vector<AbstractArray> dynamic_update_slice_rule(std::span<const AbstractArray> in, const Params&) {
+std::vector<Array> dynamic_slice_jvp(Arrays x, Arrays t, Arrays, const Params& params, SourceLoc loc) {
+  std::vector<Array> ins(x.begin(), x.end());
+  ins[0] = t[0];
+  return {bind1(Prim::dynamic_slice, ins, params, loc)};
+}
+std::vector<Array> dynamic_slice_transpose(Arrays ct, LinearArgs a, const Params&, SourceLoc loc) {
+  std::vector<Array> ins{lax::zeros(a[0].aval, loc), ct[0]};
+  for (const Array& i : values(a, 1)) ins.push_back(i);
+  std::vector<Array> out(a.size());
+  out[0] = bind1(Prim::dynamic_update_slice, ins, {}, loc);
+  return out;
+}
+
+// With batched starts the slice becomes gathers with batch_dims = 1 over per-example windows of
+// indices, clamped exactly as the unbatched primitive clamps.
+
+// The indices a window of `size` at the batched 0-d `start` covers in an axis of n, as
+// [batch, size] int64: clamp(start, 0, n - size) + iota(size) -- dynamic_slice's clamping.
+Array window_indices(const Array& start, int64_t n, int64_t size) {
+  Array first = lax::convert(start, DType::int64);
+  first = lax::min(lax::max(first, lax::scalar_like(first, 0)), lax::scalar_like(first, double(n - size)));
+  first = lax::broadcast_in_dim(first, Shape{first.shape()[0], size}, {0});
+  return lax::add(first, lax::iota(DType::int64, Shape{first.shape()[0], size}, 1));
+}
+
+std::vector<BatchedArray> dynamic_slice_batch(std::span<const BatchedArray> args, const Params& params, int64_t size,
+                                              SourceLoc loc) {
+  const IntList& sizes = params.get_ints("slice_sizes");
+  const BatchedArray& x = args[0];
+  std::span<const BatchedArray> starts = args.subspan(1);
+  if (!any_mapped(starts)) {
+    // Only x is batched: its batch dimension is sliced whole.
+    std::vector<Array> ins{x.value};
+    for (const BatchedArray& s : starts) ins.push_back(s.value);
+    ins.insert(ins.begin() + 1 + x.dim, zero_start());
+    IntList window = sizes;
+    window.insert(window.begin() + x.dim, size);
+    return {{bind1(Prim::dynamic_slice, ins, Params{{"slice_sizes", window}}, loc), x.dim}};
+  }
+  // Batch first; the axes with unbatched starts are sliced once, then each axis with batched
+  // starts is gathered per batch element.
+  Array v = batch_at(x, 0, size, loc);
+  const Shape full = v.shape();
+  std::vector<Array> ins{v, zero_start()};
+  IntList window{size};
+  bool slices = false;
+  for (size_t k = 0; k < starts.size(); ++k) {
+    const int64_t n = v.shape()[k + 1];
+    const bool mapped = starts[k].dim != kNotMapped;
+    ins.push_back(mapped ? zero_start() : starts[k].value);
+    window.push_back(mapped ? n : sizes[k]);
+    slices = slices || window.back() != n;
+  }
+  if (slices) v = bind1(Prim::dynamic_slice, ins, Params{{"slice_sizes", window}}, loc);
+  for (size_t k = 0; k < starts.size(); ++k)
+    if (starts[k].dim != kNotMapped)
+      v = bind1(Prim::gather, {v, window_indices(starts[k].value, full[k + 1], sizes[k])},
+                axis_params(int64_t(k) + 1, 1), loc);
+  return {{v, 0}};
+}
+
+const Registration dynamic_slice_registration = PrimitiveRules{
+    .prim = Prim::dynamic_slice,
+    .shape = &dynamic_slice_shape,
+    .kernel = &dynamic_slice_kernel,
+    .jvp = &dynamic_slice_jvp,
+    .transpose = &dynamic_slice_transpose,
+    .linear = {.operands = 0b1},
+    .batch = &dynamic_slice_batch,
+};
+
+// ---- dynamic_update_slice x update i0 i1 ...: linear in (x, update) jointly -------------------------
+std::vector<AbstractArray> dynamic_update_slice_shape(std::span<const AbstractArray> in, const Params&) {
   if (in.size() < 2) rule_error(ErrorKind::Type, "expects an operand, an update and start indices");
   const AbstractArray &x = in[0], &update = in[1];
   if (update.dtype != x.dtype)
@@ -147,7 +212,72 @@ void dynamic_update_slice_kernel(std::span<const View> in, std::span<const View>
                      [&](int64_t w, int64_t off) { copy_element(in[1], w, out[0], off); });
 }
 
-int64_t batch_dims_of(const Params& params) { return params.has("batch_dims") ? params.get_int("batch_dims") : 0; }
+std::vector<Array> dynamic_update_slice_jvp(Arrays x, Arrays t, Arrays, const Params& params, SourceLoc loc) {
+  std::vector<Array> ins(x.begin(), x.end());
+  ins[0] = or_zeros(t[0], x[0]);
+  ins[1] = or_zeros(t[1], x[1]);
+  return {bind1(Prim::dynamic_update_slice, ins, params, loc)};
+}
+std::vector<Array> dynamic_update_slice_transpose(Arrays ct, LinearArgs a, const Params&, SourceLoc loc) {
+  std::vector<Array> idx = values(a, 2);
+  std::vector<Array> out(a.size());
+  if (a[0].linear) {
+    std::vector<Array> ins{ct[0], lax::zeros(a[1].aval, loc)};
+    ins.insert(ins.end(), idx.begin(), idx.end());
+    out[0] = bind1(Prim::dynamic_update_slice, ins, {}, loc);
+  }
+  if (a[1].linear) {
+    std::vector<Array> ins{ct[0]};
+    ins.insert(ins.end(), idx.begin(), idx.end());
+    out[1] = bind1(Prim::dynamic_slice, ins, Params{{"slice_sizes", a[1].aval.shape.dims()}}, loc);
+  }
+  return out;
+}
+
+// Writes u ([batch, ...]) into x ([batch, ...]) at per-axis starts, batched ones at dim 0. Each
+// axis with batched starts is handled by gathering the rows the window covers, updating them, and
+// scattering them back; what is left is one dynamic_update_slice with unbatched starts.
+Array update_window(const Array& x, const Array& u, std::vector<BatchedArray> starts, SourceLoc loc) {
+  for (size_t k = 0; k < starts.size(); ++k) {
+    if (starts[k].dim == kNotMapped) continue;
+    Array idx = window_indices(starts[k].value, x.shape()[k + 1], u.shape()[k + 1]);
+    starts[k] = {zero_start(), kNotMapped};
+    const Params p = axis_params(int64_t(k) + 1, 1);
+    Array rows = update_window(bind1(Prim::gather, {x, idx}, p, loc), u, std::move(starts), loc);
+    return bind1(Prim::scatter, {x, idx, rows}, p, loc);
+  }
+  if (x.shape() == u.shape()) return u;
+  std::vector<Array> ins{x, u, zero_start()};
+  for (const BatchedArray& s : starts) ins.push_back(s.value);
+  return bind1(Prim::dynamic_update_slice, ins, {}, loc);
+}
+
+std::vector<BatchedArray> dynamic_update_slice_batch(std::span<const BatchedArray> args, const Params&, int64_t size,
+                                                     SourceLoc loc) {
+  const BatchedArray &x = args[0], &u = args[1];
+  std::span<const BatchedArray> starts = args.subspan(2);
+  if (!any_mapped(starts)) {
+    const int64_t d = x.dim != kNotMapped ? x.dim : u.dim;
+    std::vector<Array> ins{batch_at(x, d, size, loc), batch_at(u, d, size, loc)};
+    for (const BatchedArray& s : starts) ins.push_back(s.value);
+    ins.insert(ins.begin() + 2 + d, zero_start());
+    return {{bind1(Prim::dynamic_update_slice, ins, {}, loc), d}};
+  }
+  std::vector<BatchedArray> s(starts.begin(), starts.end());
+  return {{update_window(batch_at(x, 0, size, loc), batch_at(u, 0, size, loc), std::move(s), loc), 0}};
+}
+
+const Registration dynamic_update_slice_registration = PrimitiveRules{
+    .prim = Prim::dynamic_update_slice,
+    .shape = &dynamic_update_slice_shape,
+    .kernel = &dynamic_update_slice_kernel,
+    .jvp = &dynamic_update_slice_jvp,
+    .transpose = &dynamic_update_slice_transpose,
+    .linear = {.operands = 0b11},
+    .batch = &dynamic_update_slice_batch,
+};
+
+// ---- gather, scatter, scatter_add: what take and x.at[...] need along one axis ------------------------
 
 // x.shape[:a] + indices.shape[n:] + x.shape[a+1:] (n = batch_dims; x.shape[:n] == indices.shape[:n]).
 Shape gathered_shape(const AbstractArray& x, const AbstractArray& indices, int64_t axis, int64_t batch_dims) {
@@ -188,7 +318,26 @@ struct AxisLayout {
   }
 };
 
-std::vector<AbstractArray> gather_rule(std::span<const AbstractArray> in, const Params& params) {
+
+// The indices as the forward pass used them: gather clamps into [0, n).
+Array clamped_indices(const Array& idx, int64_t n) {
+  return lax::min(lax::max(idx, lax::scalar_like(idx, 0)), lax::scalar_like(idx, double(std::max<int64_t>(n - 1, 0))));
+}
+// Broadcasts a mask over the indices' shape to the shape of the updates/gathered values.
+// The mask's first batch_dims dimensions are those of `like`; the rest sit at `axis`.
+Array mask_like(const Array& mask, const AbstractArray& like, const Params& params, SourceLoc loc) {
+  const int64_t axis = params.get_int("axis"), nb = batch_dims_of(params);
+  IntList dims;
+  for (int64_t d = 0; d < mask.ndim(); ++d) dims.push_back(d < nb ? d : axis + d - nb);
+  return bind1(Prim::broadcast_in_dim, {mask}, Params{{"shape", like.shape.dims()}, {"broadcast_dimensions", dims}}, loc);
+}
+
+// gather/scatter batch by folding the vmap dimension into the operands: only when both x and the
+// indices are batched does it become one more paired batch dimension (batch_dims + 1, both moved
+// to the front); otherwise it rides along as an ordinary dimension of whichever operand has it.
+
+// ---- gather(x, indices): linear in x; the transpose adds each cotangent where it was read from ----
+std::vector<AbstractArray> gather_shape(std::span<const AbstractArray> in, const Params& params) {
   if (in.size() != 2) rule_error(ErrorKind::Type, "expects 2 operands (x, indices)");
   const AbstractArray &x = in[0], &indices = in[1];
   check_index(indices, "indices");
@@ -212,7 +361,47 @@ void gather_kernel(std::span<const View> in, std::span<const View> out, const Pa
       }
 }
 
-std::vector<AbstractArray> scatter_rule(std::span<const AbstractArray> in, const Params& params) {
+std::vector<Array> gather_jvp(Arrays x, Arrays t, Arrays, const Params& params, SourceLoc loc) {
+  return {bind1(Prim::gather, {t[0], x[1]}, params, loc)};
+}
+std::vector<Array> gather_transpose(Arrays ct, LinearArgs a, const Params& params, SourceLoc loc) {
+  const int64_t axis = params.get_int("axis");
+  Array idx = clamped_indices(a[1].value, a[0].aval.shape[size_t(axis)]);
+  return {bind1(Prim::scatter_add, {lax::zeros(a[0].aval, loc), idx, ct[0]}, params, loc), Array()};
+}
+
+std::vector<BatchedArray> gather_batch(std::span<const BatchedArray> args, const Params& params, int64_t,
+                                       SourceLoc loc) {
+  const int64_t axis = params.get_int("axis"), nb = batch_dims_of(params);
+  const BatchedArray &x = args[0], &idx = args[1];
+  if (x.dim != kNotMapped && idx.dim != kNotMapped) {
+    Array xv = move_batch_dim(x.value, x.dim, 0, loc), iv = move_batch_dim(idx.value, idx.dim, 0, loc);
+    return {{bind1(Prim::gather, {xv, iv}, axis_params(axis + 1, nb + 1), loc), 0}};
+  }
+  if (x.dim != kNotMapped) {
+    // The vmap dimension may not sit among x's paired batch dimensions: it goes right after them.
+    const int64_t d = std::max(x.dim, nb);
+    const int64_t a = axis + (d <= axis ? 1 : 0);
+    Array out = bind1(Prim::gather, {move_batch_dim(x.value, x.dim, d, loc), idx.value}, axis_params(a, nb), loc);
+    return {{out, d < a ? d : d - 1 + (idx.value.ndim() - nb)}};
+  }
+  const int64_t d = std::max(idx.dim, nb);
+  Array out = bind1(Prim::gather, {x.value, move_batch_dim(idx.value, idx.dim, d, loc)}, axis_params(axis, nb), loc);
+  return {{out, axis + d - nb}};
+}
+
+const Registration gather_registration = PrimitiveRules{
+    .prim = Prim::gather,
+    .shape = &gather_shape,
+    .kernel = &gather_kernel,
+    .jvp = &gather_jvp,
+    .transpose = &gather_transpose,
+    .linear = {.operands = 0b1},
+    .batch = &gather_batch,
+};
+
+// ---- scatter, scatter_add (x, indices, updates): linear in (x, updates) jointly -----------------------
+std::vector<AbstractArray> scatter_shape(std::span<const AbstractArray> in, const Params& params) {
   if (in.size() != 3) rule_error(ErrorKind::Type, "expects 3 operands (x, indices, updates)");
   const AbstractArray &x = in[0], &indices = in[1], &updates = in[2];
   check_index(indices, "indices");
@@ -260,95 +449,19 @@ void scatter_add_kernel(std::span<const View> in, std::span<const View> out, con
   });
 }
 
-// ---- derivatives --------------------------------------------------------------------------------
-// All five are linear in their data operands (never in the indices, which are integers): the JVP
-// applies the primitive to the tangents with the same indices; transposes move cotangents back.
-using Arrays = std::span<const Array>;
-using LinearArgs = std::span<const LinearArg>;
-
-Array tangent_or_zeros(const Array& t, const Array& primal, SourceLoc loc) {
-  return is_zero(t) ? zeros_like(primal, loc) : t;
-}
-Array zeros_of(const AbstractArray& a, SourceLoc loc) { return zeros(a.shape, a.dtype, loc); }
-std::vector<Array> values(LinearArgs a, size_t first) {
-  std::vector<Array> v;
-  for (size_t i = first; i < a.size(); ++i) v.push_back(a[i].value);
-  return v;
-}
-
-// dynamic_slice(x, i...): linear in x.
-std::vector<Array> dynamic_slice_jvp(Arrays x, Arrays t, Arrays, const Params& params, SourceLoc loc) {
-  std::vector<Array> ins(x.begin(), x.end());
-  ins[0] = t[0];
-  return {bind1(Prim::dynamic_slice, ins, params, loc)};
-}
-std::vector<Array> dynamic_slice_transpose(Arrays ct, LinearArgs a, const Params&, SourceLoc loc) {
-  std::vector<Array> ins{zeros_of(a[0].aval, loc), ct[0]};
-  for (const Array& i : values(a, 1)) ins.push_back(i);
-  std::vector<Array> out(a.size());
-  out[0] = bind1(Prim::dynamic_update_slice, ins, {}, loc);
-  return out;
-}
-
-// dynamic_update_slice(x, update, i...): linear in (x, update) jointly.
-std::vector<Array> dynamic_update_slice_jvp(Arrays x, Arrays t, Arrays, const Params& params, SourceLoc loc) {
-  std::vector<Array> ins(x.begin(), x.end());
-  ins[0] = tangent_or_zeros(t[0], x[0], loc);
-  ins[1] = tangent_or_zeros(t[1], x[1], loc);
-  return {bind1(Prim::dynamic_update_slice, ins, params, loc)};
-}
-std::vector<Array> dynamic_update_slice_transpose(Arrays ct, LinearArgs a, const Params&, SourceLoc loc) {
-  std::vector<Array> idx = values(a, 2);
-  std::vector<Array> out(a.size());
-  if (a[0].linear) {
-    std::vector<Array> ins{ct[0], zeros_of(a[1].aval, loc)};
-    ins.insert(ins.end(), idx.begin(), idx.end());
-    out[0] = bind1(Prim::dynamic_update_slice, ins, {}, loc);
-  }
-  if (a[1].linear) {
-    std::vector<Array> ins{ct[0]};
-    ins.insert(ins.end(), idx.begin(), idx.end());
-    out[1] = bind1(Prim::dynamic_slice, ins, Params{{"slice_sizes", a[1].aval.shape.dims()}}, loc);
-  }
-  return out;
-}
-
-// The indices as the forward pass used them: gather clamps into [0, n).
-Array clamped_indices(const Array& idx, int64_t n, SourceLoc loc) {
-  return clip(idx, 0, std::max<int64_t>(n - 1, 0), loc);
-}
-// Broadcasts a mask over the indices' shape to the shape of the updates/gathered values.
-// The mask's first batch_dims dimensions are those of `like`; the rest sit at `axis`.
-Array mask_like(const Array& mask, const AbstractArray& like, const Params& params, SourceLoc loc) {
-  const int64_t axis = params.get_int("axis"), nb = batch_dims_of(params);
-  IntList dims;
-  for (int64_t d = 0; d < mask.ndim(); ++d) dims.push_back(d < nb ? d : axis + d - nb);
-  return bind1(Prim::broadcast_in_dim, {mask}, Params{{"shape", like.shape.dims()}, {"broadcast_dimensions", dims}}, loc);
-}
-
-// gather[axis](x, idx): linear in x. Its transpose adds each cotangent where it was read from.
-std::vector<Array> gather_jvp(Arrays x, Arrays t, Arrays, const Params& params, SourceLoc loc) {
-  return {bind1(Prim::gather, {t[0], x[1]}, params, loc)};
-}
-std::vector<Array> gather_transpose(Arrays ct, LinearArgs a, const Params& params, SourceLoc loc) {
-  const int64_t axis = params.get_int("axis");
-  Array idx = clamped_indices(a[1].value, a[0].aval.shape[size_t(axis)], loc);
-  return {bind1(Prim::scatter_add, {zeros_of(a[0].aval, loc), idx, ct[0]}, params, loc), Array()};
-}
-
 // scatter_add / scatter (x, idx, updates): linear in (x, updates) jointly. Out-of-range indices
 // were dropped, so their updates get a zero cotangent.
 template <Prim P>
 std::vector<Array> scatter_jvp(Arrays x, Arrays t, Arrays, const Params& params, SourceLoc loc) {
-  return {bind1(P, {tangent_or_zeros(t[0], x[0], loc), x[1], tangent_or_zeros(t[2], x[2], loc)}, params, loc)};
+  return {bind1(P, {or_zeros(t[0], x[0]), x[1], or_zeros(t[2], x[2])}, params, loc)};
 }
 Array updates_cotangent(const Array& ct, LinearArgs a, const Params& params, SourceLoc loc) {
   const int64_t axis = params.get_int("axis");
   const int64_t n = a[0].aval.shape[size_t(axis)];
   const Array& idx = a[1].value;
   Array read = bind1(Prim::gather, {ct, idx}, params, loc);
-  Array in_range = logical_and(idx >= 0, idx < n, loc);
-  return where(mask_like(in_range, a[2].aval, params, loc), read, 0, loc);
+  Array in_range = lax::bitwise_and(lax::ge(idx, lax::scalar_like(idx, 0)), lax::lt(idx, lax::scalar_like(idx, double(n))));
+  return lax::select(mask_like(in_range, a[2].aval, params, loc), read, lax::scalar_like(read, 0));
 }
 std::vector<Array> scatter_add_transpose(Arrays ct, LinearArgs a, const Params& params, SourceLoc loc) {
   return {a[0].linear ? ct[0] : Array(), Array(), a[2].linear ? updates_cotangent(ct[0], a, params, loc) : Array()};
@@ -357,56 +470,8 @@ std::vector<Array> scatter_add_transpose(Arrays ct, LinearArgs a, const Params& 
 // cotangent of its destination (exact for unique indices; with duplicates every writer gets it).
 std::vector<Array> scatter_transpose(Arrays ct, LinearArgs a, const Params& params, SourceLoc loc) {
   Array t_x;
-  if (a[0].linear) t_x = bind1(Prim::scatter, {ct[0], a[1].value, zeros_of(a[2].aval, loc)}, params, loc);
+  if (a[0].linear) t_x = bind1(Prim::scatter, {ct[0], a[1].value, lax::zeros(a[2].aval, loc)}, params, loc);
   return {t_x, Array(), a[2].linear ? updates_cotangent(ct[0], a, params, loc) : Array()};
-}
-
-// ---- batching ------------------------------------------------------------------------------------
-// gather/scatter batch by folding the vmap dimension into the operands: only when both x and the
-// indices are batched does it become one more paired batch dimension (batch_dims + 1, both moved
-// to the front); otherwise it rides along as an ordinary dimension of whichever operand has it.
-// Dynamic slices with batched starts become gathers/scatters with batch_dims = 1 over per-example
-// windows of indices, clamped exactly as the unbatched primitives clamp.
-
-Params axis_params(int64_t axis, int64_t batch_dims) {
-  Params p{{"axis", axis}};
-  if (batch_dims) p = Params{{"axis", axis}, {"batch_dims", batch_dims}};
-  return p;
-}
-
-bool any_mapped(std::span<const BatchedArray> a) {
-  return std::any_of(a.begin(), a.end(), [](const BatchedArray& b) { return b.dim != kNotMapped; });
-}
-
-Array zero_start(SourceLoc loc) { return scalar<int32_t>(0, loc); }
-
-// The indices a window of `size` at the batched 0-d `start` covers in an axis of n, as
-// [batch, size] int64: clamp(start, 0, n - size) + iota(size) -- dynamic_slice's clamping.
-Array window_indices(const Array& start, int64_t n, int64_t size, SourceLoc loc) {
-  Array first = clip(astype(start, DType::int64, loc), int64_t(0), n - size, loc);
-  first = bind1(Prim::broadcast_in_dim, {first},
-                Params{{"shape", IntList{first.shape()[0], size}}, {"broadcast_dimensions", IntList{0}}}, loc);
-  return add(first, iota(DType::int64, Shape{first.shape()[0], size}, 1, loc), loc);
-}
-
-std::vector<BatchedArray> gather_batch(std::span<const BatchedArray> args, const Params& params, int64_t,
-                                       SourceLoc loc) {
-  const int64_t axis = params.get_int("axis"), nb = batch_dims_of(params);
-  const BatchedArray &x = args[0], &idx = args[1];
-  if (x.dim != kNotMapped && idx.dim != kNotMapped) {
-    Array xv = move_batch_dim(x.value, x.dim, 0, loc), iv = move_batch_dim(idx.value, idx.dim, 0, loc);
-    return {{bind1(Prim::gather, {xv, iv}, axis_params(axis + 1, nb + 1), loc), 0}};
-  }
-  if (x.dim != kNotMapped) {
-    // The vmap dimension may not sit among x's paired batch dimensions: it goes right after them.
-    const int64_t d = std::max(x.dim, nb);
-    const int64_t a = axis + (d <= axis ? 1 : 0);
-    Array out = bind1(Prim::gather, {move_batch_dim(x.value, x.dim, d, loc), idx.value}, axis_params(a, nb), loc);
-    return {{out, d < a ? d : d - 1 + (idx.value.ndim() - nb)}};
-  }
-  const int64_t d = std::max(idx.dim, nb);
-  Array out = bind1(Prim::gather, {x.value, move_batch_dim(idx.value, idx.dim, d, loc)}, axis_params(axis, nb), loc);
-  return {{out, axis + d - nb}};
 }
 
 template <Prim P>
@@ -432,100 +497,24 @@ std::vector<BatchedArray> scatter_batch(std::span<const BatchedArray> args, cons
   return {{out, d}};
 }
 
-std::vector<BatchedArray> dynamic_slice_batch(std::span<const BatchedArray> args, const Params& params, int64_t size,
-                                              SourceLoc loc) {
-  const IntList& sizes = params.get_ints("slice_sizes");
-  const BatchedArray& x = args[0];
-  std::span<const BatchedArray> starts = args.subspan(1);
-  if (!any_mapped(starts)) {
-    // Only x is batched: its batch dimension is sliced whole.
-    std::vector<Array> ins{x.value};
-    for (const BatchedArray& s : starts) ins.push_back(s.value);
-    ins.insert(ins.begin() + 1 + x.dim, zero_start(loc));
-    IntList window = sizes;
-    window.insert(window.begin() + x.dim, size);
-    return {{bind1(Prim::dynamic_slice, ins, Params{{"slice_sizes", window}}, loc), x.dim}};
-  }
-  // Batch first; the axes with unbatched starts are sliced once, then each axis with batched
-  // starts is gathered per batch element.
-  Array v = batch_at(x, 0, size, loc);
-  const Shape full = v.shape();
-  std::vector<Array> ins{v, zero_start(loc)};
-  IntList window{size};
-  bool slices = false;
-  for (size_t k = 0; k < starts.size(); ++k) {
-    const int64_t n = v.shape()[k + 1];
-    const bool mapped = starts[k].dim != kNotMapped;
-    ins.push_back(mapped ? zero_start(loc) : starts[k].value);
-    window.push_back(mapped ? n : sizes[k]);
-    slices = slices || window.back() != n;
-  }
-  if (slices) v = bind1(Prim::dynamic_slice, ins, Params{{"slice_sizes", window}}, loc);
-  for (size_t k = 0; k < starts.size(); ++k)
-    if (starts[k].dim != kNotMapped)
-      v = bind1(Prim::gather, {v, window_indices(starts[k].value, full[k + 1], sizes[k], loc)},
-                axis_params(int64_t(k) + 1, 1), loc);
-  return {{v, 0}};
-}
-
-// Writes u ([batch, ...]) into x ([batch, ...]) at per-axis starts, batched ones at dim 0. Each
-// axis with batched starts is handled by gathering the rows the window covers, updating them, and
-// scattering them back; what is left is one dynamic_update_slice with unbatched starts.
-Array update_window(const Array& x, const Array& u, std::vector<BatchedArray> starts, SourceLoc loc) {
-  for (size_t k = 0; k < starts.size(); ++k) {
-    if (starts[k].dim == kNotMapped) continue;
-    Array idx = window_indices(starts[k].value, x.shape()[k + 1], u.shape()[k + 1], loc);
-    starts[k] = {zero_start(loc), kNotMapped};
-    const Params p = axis_params(int64_t(k) + 1, 1);
-    Array rows = update_window(bind1(Prim::gather, {x, idx}, p, loc), u, std::move(starts), loc);
-    return bind1(Prim::scatter, {x, idx, rows}, p, loc);
-  }
-  if (x.shape() == u.shape()) return u;
-  std::vector<Array> ins{x, u, zero_start(loc)};
-  for (const BatchedArray& s : starts) ins.push_back(s.value);
-  return bind1(Prim::dynamic_update_slice, ins, {}, loc);
-}
-
-std::vector<BatchedArray> dynamic_update_slice_batch(std::span<const BatchedArray> args, const Params&, int64_t size,
-                                                     SourceLoc loc) {
-  const BatchedArray &x = args[0], &u = args[1];
-  std::span<const BatchedArray> starts = args.subspan(2);
-  if (!any_mapped(starts)) {
-    const int64_t d = x.dim != kNotMapped ? x.dim : u.dim;
-    std::vector<Array> ins{batch_at(x, d, size, loc), batch_at(u, d, size, loc)};
-    for (const BatchedArray& s : starts) ins.push_back(s.value);
-    ins.insert(ins.begin() + 2 + d, zero_start(loc));
-    return {{bind1(Prim::dynamic_update_slice, ins, {}, loc), d}};
-  }
-  std::vector<BatchedArray> s(starts.begin(), starts.end());
-  return {{update_window(batch_at(x, 0, size, loc), batch_at(u, 0, size, loc), std::move(s), loc), 0}};
-}
+const Registration scatter_registration = PrimitiveRules{
+    .prim = Prim::scatter,
+    .shape = &scatter_shape,
+    .kernel = &scatter_kernel,
+    .jvp = &scatter_jvp<Prim::scatter>,
+    .transpose = &scatter_transpose,
+    .linear = {.operands = 0b101},
+    .batch = &scatter_batch<Prim::scatter>,
+};
+const Registration scatter_add_registration = PrimitiveRules{
+    .prim = Prim::scatter_add,
+    .shape = &scatter_shape,
+    .kernel = &scatter_add_kernel,
+    .jvp = &scatter_jvp<Prim::scatter_add>,
+    .transpose = &scatter_add_transpose,
+    .linear = {.operands = 0b101},
+    .batch = &scatter_batch<Prim::scatter_add>,
+};
 
 }  // namespace
-
-void register_indexing_prims(RuleTable& t) {
-  t[size_t(Prim::dynamic_slice)] = {.shape = &dynamic_slice_rule, .kernel = &dynamic_slice_kernel};
-  t[size_t(Prim::dynamic_update_slice)] = {.shape = &dynamic_update_slice_rule, .kernel = &dynamic_update_slice_kernel};
-  t[size_t(Prim::gather)] = {.shape = &gather_rule, .kernel = &gather_kernel};
-  t[size_t(Prim::scatter)] = {.shape = &scatter_rule, .kernel = &scatter_kernel};
-  t[size_t(Prim::scatter_add)] = {.shape = &scatter_rule, .kernel = &scatter_add_kernel};
-
-  t[size_t(Prim::dynamic_slice)].jvp = &dynamic_slice_jvp;
-  t[size_t(Prim::dynamic_slice)].transpose = &dynamic_slice_transpose;
-  t[size_t(Prim::dynamic_update_slice)].jvp = &dynamic_update_slice_jvp;
-  t[size_t(Prim::dynamic_update_slice)].transpose = &dynamic_update_slice_transpose;
-  t[size_t(Prim::gather)].jvp = &gather_jvp;
-  t[size_t(Prim::gather)].transpose = &gather_transpose;
-  t[size_t(Prim::scatter_add)].jvp = &scatter_jvp<Prim::scatter_add>;
-  t[size_t(Prim::scatter_add)].transpose = &scatter_add_transpose;
-  t[size_t(Prim::scatter)].jvp = &scatter_jvp<Prim::scatter>;
-  t[size_t(Prim::scatter)].transpose = &scatter_transpose;
-
-  t[size_t(Prim::dynamic_slice)].batch = &dynamic_slice_batch;
-  t[size_t(Prim::dynamic_update_slice)].batch = &dynamic_update_slice_batch;
-  t[size_t(Prim::gather)].batch = &gather_batch;
-  t[size_t(Prim::scatter)].batch = &scatter_batch<Prim::scatter>;
-  t[size_t(Prim::scatter_add)].batch = &scatter_batch<Prim::scatter_add>;
-}
-
 }  // namespace fluxion

@@ -1,12 +1,12 @@
 // Random bits: threefry2x32, the counter-based hash of Random123 (Salmon et al., "Parallel random
 // numbers: as easy as 1, 2, 3", SC'11) that JAX's default PRNG is built on. It is a pure function of
 // (key, counter), so random numbers are ordinary values: they trace, transform and lower like any op.
-#include "prims/registry.h"
-#include "ir/error.h"
-#include "ir/trace.h"
-
 #include <array>
 #include <cstdint>
+
+#include "ir/error.h"
+#include "ir/trace.h"
+#include "prims/registry.h"
 
 namespace fluxion {
 namespace {
@@ -14,7 +14,7 @@ namespace {
 // threefry2x32 k0 k1 x0 x1 -> (y0, y1): the 20-round Threefry-2x32 hash of each counter pair
 // (x0[i], x1[i]) under the key (k0, k1). All operands are uint32; the keys are rank-0 (one key for
 // every counter) or have the counters' shape (one key per counter), as in JAX's threefry2x32_p.
-std::vector<AbstractArray> threefry2x32_rule(std::span<const AbstractArray> in, const Params&) {
+std::vector<AbstractArray> threefry2x32_shape(std::span<const AbstractArray> in, const Params&) {
   if (in.size() != 4) rule_error(ErrorKind::Type, "expects 4 operands (k0, k1, x0, x1), got " + std::to_string(in.size()));
   static const char* const names[] = {"k0", "k1", "x0", "x1"};
   for (size_t i = 0; i < 4; ++i)
@@ -104,12 +104,13 @@ std::vector<BatchedArray> threefry2x32_batch(std::span<const BatchedArray> a, co
   return out;
 }
 
+const Registration threefry2x32_registration = PrimitiveRules{
+    .prim = Prim::threefry2x32,
+    .shape = &threefry2x32_shape,
+    .kernel = &threefry2x32_kernel,
+    .zero_derivative = true,  // uint32 in, uint32 out
+    .batch = &threefry2x32_batch,
+};
+
 }  // namespace
-
-void register_random_prims(RuleTable& t) {
-  t[size_t(Prim::threefry2x32)] = {.shape = &threefry2x32_rule, .kernel = &threefry2x32_kernel};
-  t[size_t(Prim::threefry2x32)].zero_derivative = true;  // uint32 in, uint32 out
-  t[size_t(Prim::threefry2x32)].batch = &threefry2x32_batch;
-}
-
 }  // namespace fluxion

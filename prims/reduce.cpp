@@ -12,14 +12,15 @@
 #include <limits>
 #include <memory>
 
-#include "api/creation.h"
-#include "api/elementwise.h"
-#include "api/operands.h"
+#include "lax/lax.h"
 #include "prims/elementwise.h"
 
 namespace fluxion {
 namespace {
 using namespace elementwise;
+using namespace lax;
+using Arrays = std::span<const Array>;
+using BatchedArgs = std::span<const BatchedArray>;
 
 /// The type a sum or product of T accumulates in.
 template <class T>
@@ -43,7 +44,7 @@ T from_acc(Acc a) {
   else return static_cast<T>(a);
 }
 
-// ---- shape rules ----------------------------------------------------------------------------------
+// ---- the family's shared rules --------------------------------------------------------------------
 
 const IntList& checked_axes(const AbstractArray& x, const Params& params) {
   if (!params.has("axes")) rule_error(ErrorKind::Value, "missing param axes");
@@ -65,39 +66,12 @@ Shape reduced_shape(const Shape& s, const IntList& axes) {
 }
 
 template <Accepts A>
-std::vector<AbstractArray> reduce_rule(std::span<const AbstractArray> in, const Params& params) {
+std::vector<AbstractArray> reduce_shape(std::span<const AbstractArray> in, const Params& params) {
   if (in.size() != 1) rule_error(ErrorKind::Type, "expects 1 operand");
   check_dtype(A, in[0].dtype);
   const IntList& axes = checked_axes(in[0], params);
   return {AbstractArray{reduced_shape(in[0].shape, axes), in[0].dtype, in[0].weak_type}};
 }
-
-std::vector<AbstractArray> argminmax_rule(std::span<const AbstractArray> in, const Params& params) {
-  if (in.size() != 1) rule_error(ErrorKind::Type, "expects 1 operand");
-  const IntList& axes = checked_axes(in[0], params);
-  if (axes.size() != 1) rule_error(ErrorKind::Shape, "expects exactly one axis, got " + std::to_string(axes.size()));
-  if (in[0].shape[size_t(axes[0])] == 0)
-    rule_error(ErrorKind::Shape, "the reduced axis " + std::to_string(axes[0]) + " is empty");
-  if (!params.has("index_dtype")) rule_error(ErrorKind::Value, "missing param index_dtype");
-  DType index = params.get_dtype("index_dtype");
-  if (!is_integer(index))
-    rule_error(ErrorKind::Type, "index_dtype must be an integer dtype, got " + std::string(dtype_name(index)));
-  return {AbstractArray{reduced_shape(in[0].shape, axes), index, false}};
-}
-
-std::vector<AbstractArray> cumsum_rule(std::span<const AbstractArray> in, const Params& params) {
-  if (in.size() != 1) rule_error(ErrorKind::Type, "expects 1 operand");
-  check_dtype(Accepts::Numeric, in[0].dtype);
-  if (!params.has("axis") || !params.has("reverse")) rule_error(ErrorKind::Value, "expects params axis and reverse");
-  int64_t axis = params.get_int("axis");
-  params.get_bool("reverse");
-  if (axis < 0 || axis >= in[0].ndim())
-    rule_error(ErrorKind::Shape,
-               "axis " + std::to_string(axis) + " is out of range for an operand of rank " + std::to_string(in[0].ndim()));
-  return {in[0]};
-}
-
-// ---- the reduction loop ---------------------------------------------------------------------------
 
 /// The operand's dims with adjacent dims of the same kind (reduced / kept) merged, so the loop
 /// below sees alternating groups; `out_stride` is each kept group's stride in the output.
@@ -186,6 +160,31 @@ Acc fold_run(const T* x, int64_t n, Acc init, Op op) {
   return a;
 }
 
+// The reduced result broadcast back over the operand's shape (the inverse of dropping `axes`).
+Array expand_back(const Array& r, const AbstractArray& operand, const IntList& axes, SourceLoc loc) {
+  IntList kept;
+  for (int d = 0; d < operand.ndim(); ++d)
+    if (std::find(axes.begin(), axes.end(), d) == axes.end()) kept.push_back(d);
+  return bind1(Prim::broadcast_in_dim, {r}, Params{{"shape", operand.shape.dims()}, {"broadcast_dimensions", kept}}, loc);
+}
+Array reduce_sum_of(const Array& x, const Params& params, SourceLoc loc) {
+  return bind1(Prim::reduce_sum, {x}, params, loc);
+}
+
+// Batching: the batch dim is never reduced. The axes are renumbered around it, and it stays in
+// place (less the reduced dims before it).
+// reduce_* and argmax/argmin: the same params with the axes renumbered.
+template <Prim P>
+std::vector<BatchedArray> reduce_batch(BatchedArgs a, const Params& params, int64_t, SourceLoc loc) {
+  const int64_t bd = a[0].dim;
+  const IntList& axes = params.get_ints("axes");
+  Params p = params;
+  p.set("axes", dims_past_batch(axes, bd));
+  const int64_t reduced_before = std::count_if(axes.begin(), axes.end(), [&](int64_t d) { return d < bd; });
+  return {BatchedArray{bind1(P, {a[0].value}, p, loc), bd - reduced_before}};
+}
+
+// ---- reduce_sum[axes]: linear --------------------------------------------------------------------------
 void reduce_sum_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
   dispatch_dtype(in[0].dtype(), [&](auto z) {
     using T = decltype(z);
@@ -200,6 +199,25 @@ void reduce_sum_kernel(std::span<const View> in, std::span<const View> out, cons
   });
 }
 
+std::vector<Array> reduce_sum_jvp(Arrays, Arrays t, Arrays, const Params& params, SourceLoc loc) {
+  return {reduce_sum_of(t[0], params, loc)};
+}
+// The transpose broadcasts the cotangent back.
+std::vector<Array> reduce_sum_transpose(Arrays ct, std::span<const LinearArg> a, const Params& params, SourceLoc loc) {
+  return {expand_back(ct[0], a[0].aval, params.get_ints("axes"), loc)};
+}
+
+const Registration reduce_sum_registration = PrimitiveRules{
+    .prim = Prim::reduce_sum,
+    .shape = &reduce_shape<Accepts::Numeric>,
+    .kernel = &reduce_sum_kernel,
+    .jvp = &reduce_sum_jvp,
+    .transpose = &reduce_sum_transpose,
+    .linear = kLinear,
+    .batch = &reduce_batch<Prim::reduce_sum>,
+};
+
+// ---- reduce_prod[axes] -----------------------------------------------------------------------------------
 void reduce_prod_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
   dispatch_dtype(in[0].dtype(), [&](auto z) {
     using T = decltype(z);
@@ -212,6 +230,31 @@ void reduce_prod_kernel(std::span<const View> in, std::span<const View> out, con
   });
 }
 
+// d prod = sum_i t_i * prod_{j != i} x_j, computed without dividing by zero: with no zero in a group
+// the product of the others is prod / x_i; with exactly one zero only that position has a nonzero
+// product of the others; with more, all are zero.
+std::vector<Array> reduce_prod_jvp(Arrays x, Arrays t, Arrays, const Params& params, SourceLoc loc) {
+  const IntList& axes = params.get_ints("axes");
+  const AbstractArray& av = x[0].aval();
+  Array is_zero_x = eq(x[0], scalar_like(x[0], 0));
+  Array safe = select(is_zero_x, scalar_like(x[0], 1), x[0]);
+  Array safe_prod = expand_back(bind1(Prim::reduce_prod, {safe}, params, loc), av, axes, loc);
+  Array zeros_in_group = expand_back(reduce_sum_of(convert(is_zero_x, av.dtype), params, loc), av, axes, loc);
+  Array others = select(eq(zeros_in_group, scalar_like(zeros_in_group, 0)), safe_prod / safe,
+                        select(bitwise_and(eq(zeros_in_group, scalar_like(zeros_in_group, 1)), is_zero_x), safe_prod,
+                               scalar_like(safe_prod, 0)));
+  return {reduce_sum_of(t[0] * others, params, loc)};
+}
+
+const Registration reduce_prod_registration = PrimitiveRules{
+    .prim = Prim::reduce_prod,
+    .shape = &reduce_shape<Accepts::Numeric>,
+    .kernel = &reduce_prod_kernel,
+    .jvp = &reduce_prod_jvp,
+    .batch = &reduce_batch<Prim::reduce_prod>,
+};
+
+// ---- reduce_max[axes], reduce_min[axes] --------------------------------------------------------------------
 /// max/min propagate NaN (as lax.max): once the accumulator is NaN it stays NaN.
 template <bool IsMax>
 void reduce_extremum_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
@@ -231,6 +274,29 @@ void reduce_extremum_kernel(std::span<const View> in, std::span<const View> out,
   });
 }
 
+// The tangent at the chosen locations, averaged over ties (JAX's chooser rule).
+std::vector<Array> reduce_chooser_jvp(Arrays x, Arrays t, Arrays y, const Params& params, SourceLoc loc) {
+  const IntList& axes = params.get_ints("axes");
+  Array chosen = convert(eq(x[0], expand_back(y[0], x[0].aval(), axes, loc)), x[0].dtype());
+  return {reduce_sum_of(t[0] * chosen, params, loc) / reduce_sum_of(chosen, params, loc)};
+}
+
+const Registration reduce_max_registration = PrimitiveRules{
+    .prim = Prim::reduce_max,
+    .shape = &reduce_shape<Accepts::Any>,
+    .kernel = &reduce_extremum_kernel<true>,
+    .jvp = &reduce_chooser_jvp,
+    .batch = &reduce_batch<Prim::reduce_max>,
+};
+const Registration reduce_min_registration = PrimitiveRules{
+    .prim = Prim::reduce_min,
+    .shape = &reduce_shape<Accepts::Any>,
+    .kernel = &reduce_extremum_kernel<false>,
+    .jvp = &reduce_chooser_jvp,
+    .batch = &reduce_batch<Prim::reduce_min>,
+};
+
+// ---- reduce_and[axes], reduce_or[axes] ---------------------------------------------------------------------
 /// reduce_and / reduce_or: logical for bool, bitwise for integers.
 template <bool IsAnd>
 void reduce_bits_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
@@ -246,7 +312,34 @@ void reduce_bits_kernel(std::span<const View> in, std::span<const View> out, con
   });
 }
 
-// ---- argmax / argmin ------------------------------------------------------------------------------
+const Registration reduce_and_registration = PrimitiveRules{
+    .prim = Prim::reduce_and,
+    .shape = &reduce_shape<Accepts::BoolOrInt>,
+    .kernel = &reduce_bits_kernel<true>,
+    .zero_derivative = true,
+    .batch = &reduce_batch<Prim::reduce_and>,
+};
+const Registration reduce_or_registration = PrimitiveRules{
+    .prim = Prim::reduce_or,
+    .shape = &reduce_shape<Accepts::BoolOrInt>,
+    .kernel = &reduce_bits_kernel<false>,
+    .zero_derivative = true,
+    .batch = &reduce_batch<Prim::reduce_or>,
+};
+
+// ---- argmax[axes index_dtype], argmin[axes index_dtype]: piecewise constant --------------------------------
+std::vector<AbstractArray> argminmax_shape(std::span<const AbstractArray> in, const Params& params) {
+  if (in.size() != 1) rule_error(ErrorKind::Type, "expects 1 operand");
+  const IntList& axes = checked_axes(in[0], params);
+  if (axes.size() != 1) rule_error(ErrorKind::Shape, "expects exactly one axis, got " + std::to_string(axes.size()));
+  if (in[0].shape[size_t(axes[0])] == 0)
+    rule_error(ErrorKind::Shape, "the reduced axis " + std::to_string(axes[0]) + " is empty");
+  if (!params.has("index_dtype")) rule_error(ErrorKind::Value, "missing param index_dtype");
+  DType index = params.get_dtype("index_dtype");
+  if (!is_integer(index))
+    rule_error(ErrorKind::Type, "index_dtype must be an integer dtype, got " + std::string(dtype_name(index)));
+  return {AbstractArray{reduced_shape(in[0].shape, axes), index, false}};
+}
 
 /// Splits a shape around one axis into (outer, len, inner) element counts.
 struct AxisSplit {
@@ -305,7 +398,33 @@ void argminmax_kernel(std::span<const View> in, std::span<const View> out, const
   });
 }
 
-// ---- cumsum ---------------------------------------------------------------------------------------
+const Registration argmax_registration = PrimitiveRules{
+    .prim = Prim::argmax,
+    .shape = &argminmax_shape,
+    .kernel = &argminmax_kernel<true>,
+    .zero_derivative = true,
+    .batch = &reduce_batch<Prim::argmax>,
+};
+const Registration argmin_registration = PrimitiveRules{
+    .prim = Prim::argmin,
+    .shape = &argminmax_shape,
+    .kernel = &argminmax_kernel<false>,
+    .zero_derivative = true,
+    .batch = &reduce_batch<Prim::argmin>,
+};
+
+// ---- cumsum[axis reverse]: linear; its transpose is the cumsum running the other way --------------------
+std::vector<AbstractArray> cumsum_shape(std::span<const AbstractArray> in, const Params& params) {
+  if (in.size() != 1) rule_error(ErrorKind::Type, "expects 1 operand");
+  check_dtype(Accepts::Numeric, in[0].dtype);
+  if (!params.has("axis") || !params.has("reverse")) rule_error(ErrorKind::Value, "expects params axis and reverse");
+  int64_t axis = params.get_int("axis");
+  params.get_bool("reverse");
+  if (axis < 0 || axis >= in[0].ndim())
+    rule_error(ErrorKind::Shape,
+               "axis " + std::to_string(axis) + " is out of range for an operand of rank " + std::to_string(in[0].ndim()));
+  return {in[0]};
+}
 
 void cumsum_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
   const AxisSplit s = split_at(in[0].shape(), params.get_int("axis"));
@@ -332,51 +451,6 @@ void cumsum_kernel(std::span<const View> in, std::span<const View> out, const Pa
   });
 }
 
-// ---- derivatives --------------------------------------------------------------------------------
-using Arrays = std::span<const Array>;
-
-// The reduced result broadcast back over the operand's shape (the inverse of dropping `axes`).
-Array expand_back(const Array& r, const AbstractArray& operand, const IntList& axes, SourceLoc loc) {
-  IntList kept;
-  for (int d = 0; d < operand.ndim(); ++d)
-    if (std::find(axes.begin(), axes.end(), d) == axes.end()) kept.push_back(d);
-  return bind1(Prim::broadcast_in_dim, {r}, Params{{"shape", operand.shape.dims()}, {"broadcast_dimensions", kept}}, loc);
-}
-Array reduce_sum_of(const Array& x, const Params& params, SourceLoc loc) {
-  return bind1(Prim::reduce_sum, {x}, params, loc);
-}
-
-// reduce_sum is linear; its transpose broadcasts the cotangent back.
-std::vector<Array> reduce_sum_jvp(Arrays, Arrays t, Arrays, const Params& params, SourceLoc loc) {
-  return {reduce_sum_of(t[0], params, loc)};
-}
-std::vector<Array> reduce_sum_transpose(Arrays ct, std::span<const LinearArg> a, const Params& params, SourceLoc loc) {
-  return {expand_back(ct[0], a[0].aval, params.get_ints("axes"), loc)};
-}
-
-// max/min: the tangent at the chosen locations, averaged over ties (JAX's chooser rule).
-std::vector<Array> reduce_chooser_jvp(Arrays x, Arrays t, Arrays y, const Params& params, SourceLoc loc) {
-  const IntList& axes = params.get_ints("axes");
-  Array chosen = astype(equal(x[0], expand_back(y[0], x[0].aval(), axes, loc), loc), x[0].dtype(), loc);
-  return {reduce_sum_of(t[0] * chosen, params, loc) / reduce_sum_of(chosen, params, loc)};
-}
-
-// prod: d prod = sum_i t_i * prod_{j != i} x_j, computed without dividing by zero: with no zero in
-// a group the product of the others is prod / x_i; with exactly one zero only that position has a
-// nonzero product of the others; with more, all are zero.
-std::vector<Array> reduce_prod_jvp(Arrays x, Arrays t, Arrays, const Params& params, SourceLoc loc) {
-  const IntList& axes = params.get_ints("axes");
-  const AbstractArray& av = x[0].aval();
-  Array is_zero_x = equal(x[0], 0, loc);
-  Array safe = where(is_zero_x, 1, x[0], loc);
-  Array safe_prod = expand_back(bind1(Prim::reduce_prod, {safe}, params, loc), av, axes, loc);
-  Array zeros_in_group = expand_back(reduce_sum_of(astype(is_zero_x, av.dtype, loc), params, loc), av, axes, loc);
-  Array others = where(equal(zeros_in_group, 0, loc), safe_prod / safe,
-                       where(logical_and(equal(zeros_in_group, 1, loc), is_zero_x, loc), safe_prod, 0, loc), loc);
-  return {reduce_sum_of(t[0] * others, params, loc)};
-}
-
-// cumsum is linear; its transpose is the cumsum running the other way.
 std::vector<Array> cumsum_jvp(Arrays, Arrays t, Arrays, const Params& params, SourceLoc loc) {
   return {bind1(Prim::cumsum, {t[0]}, params, loc)};
 }
@@ -386,28 +460,6 @@ std::vector<Array> cumsum_transpose(Arrays ct, std::span<const LinearArg>, const
   return {bind1(Prim::cumsum, {ct[0]}, p, loc)};
 }
 
-// ---- batching -----------------------------------------------------------------------------------
-// The batch dim is never reduced: the axes are renumbered around it, and it stays in place (less
-// the reduced dims before it).
-using BatchedArgs = std::span<const BatchedArray>;
-
-IntList axes_past_batch(const IntList& axes, int64_t bd) {
-  IntList out;
-  for (int64_t a : axes) out.push_back(a >= bd ? a + 1 : a);
-  return out;
-}
-
-// reduce_* and argmax/argmin: the same params with the axes renumbered.
-template <Prim P>
-std::vector<BatchedArray> reduce_batch(BatchedArgs a, const Params& params, int64_t, SourceLoc loc) {
-  const int64_t bd = a[0].dim;
-  const IntList& axes = params.get_ints("axes");
-  Params p = params;
-  p.set("axes", axes_past_batch(axes, bd));
-  const int64_t reduced_before = std::count_if(axes.begin(), axes.end(), [&](int64_t d) { return d < bd; });
-  return {BatchedArray{bind1(P, {a[0].value}, p, loc), bd - reduced_before}};
-}
-
 std::vector<BatchedArray> cumsum_batch(BatchedArgs a, const Params& params, int64_t, SourceLoc loc) {
   const int64_t bd = a[0].dim, axis = params.get_int("axis");
   Params p = params;
@@ -415,37 +467,15 @@ std::vector<BatchedArray> cumsum_batch(BatchedArgs a, const Params& params, int6
   return {BatchedArray{bind1(Prim::cumsum, {a[0].value}, p, loc), bd}};
 }
 
+const Registration cumsum_registration = PrimitiveRules{
+    .prim = Prim::cumsum,
+    .shape = &cumsum_shape,
+    .kernel = &cumsum_kernel,
+    .jvp = &cumsum_jvp,
+    .transpose = &cumsum_transpose,
+    .linear = kLinear,
+    .batch = &cumsum_batch,
+};
+
 }  // namespace
-
-void register_reduce_prims(RuleTable& t) {
-  t[size_t(Prim::reduce_sum)] = {.shape = &reduce_rule<Accepts::Numeric>, .kernel = &reduce_sum_kernel};
-  t[size_t(Prim::reduce_prod)] = {.shape = &reduce_rule<Accepts::Numeric>, .kernel = &reduce_prod_kernel};
-  t[size_t(Prim::reduce_max)] = {.shape = &reduce_rule<Accepts::Any>, .kernel = &reduce_extremum_kernel<true>};
-  t[size_t(Prim::reduce_min)] = {.shape = &reduce_rule<Accepts::Any>, .kernel = &reduce_extremum_kernel<false>};
-  t[size_t(Prim::reduce_and)] = {.shape = &reduce_rule<Accepts::BoolOrInt>, .kernel = &reduce_bits_kernel<true>};
-  t[size_t(Prim::reduce_or)] = {.shape = &reduce_rule<Accepts::BoolOrInt>, .kernel = &reduce_bits_kernel<false>};
-  t[size_t(Prim::argmax)] = {.shape = &argminmax_rule, .kernel = &argminmax_kernel<true>};
-  t[size_t(Prim::argmin)] = {.shape = &argminmax_rule, .kernel = &argminmax_kernel<false>};
-  t[size_t(Prim::cumsum)] = {.shape = &cumsum_rule, .kernel = &cumsum_kernel};
-
-  t[size_t(Prim::reduce_sum)].jvp = &reduce_sum_jvp;
-  t[size_t(Prim::reduce_sum)].transpose = &reduce_sum_transpose;
-  t[size_t(Prim::reduce_max)].jvp = &reduce_chooser_jvp;
-  t[size_t(Prim::reduce_min)].jvp = &reduce_chooser_jvp;
-  t[size_t(Prim::reduce_prod)].jvp = &reduce_prod_jvp;
-  t[size_t(Prim::cumsum)].jvp = &cumsum_jvp;
-  t[size_t(Prim::cumsum)].transpose = &cumsum_transpose;
-  for (Prim p : {Prim::argmax, Prim::argmin, Prim::reduce_and, Prim::reduce_or}) t[size_t(p)].zero_derivative = true;
-
-  t[size_t(Prim::reduce_sum)].batch = &reduce_batch<Prim::reduce_sum>;
-  t[size_t(Prim::reduce_prod)].batch = &reduce_batch<Prim::reduce_prod>;
-  t[size_t(Prim::reduce_max)].batch = &reduce_batch<Prim::reduce_max>;
-  t[size_t(Prim::reduce_min)].batch = &reduce_batch<Prim::reduce_min>;
-  t[size_t(Prim::reduce_and)].batch = &reduce_batch<Prim::reduce_and>;
-  t[size_t(Prim::reduce_or)].batch = &reduce_batch<Prim::reduce_or>;
-  t[size_t(Prim::argmax)].batch = &reduce_batch<Prim::argmax>;
-  t[size_t(Prim::argmin)].batch = &reduce_batch<Prim::argmin>;
-  t[size_t(Prim::cumsum)].batch = &cumsum_batch;
-}
-
 }  // namespace fluxion

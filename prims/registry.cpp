@@ -29,30 +29,4 @@ Registration::Registration(const PrimitiveRules& r) {
 const PrimitiveRules& rules(Prim p) { return records().rules[size_t(p)]; }
 int registrations(Prim p) { return records().count[size_t(p)]; }
 
-namespace {
-// transitional
-struct RegisterFamilies {
-  RegisterFamilies() {
-    RuleTable t(kNumPrims);
-    register_unary_prims(t);
-    register_binary_prims(t);
-    register_compare_prims(t);
-    register_convert_prims(t);
-    register_shape_prims(t);
-    register_indexing_prims(t);
-    register_reduce_prims(t);
-    register_sort_prims(t);
-    register_dot_general_prims(t);
-    register_random_prims(t);
-    register_custom_prims(t);
-    register_control_prims(t);
-    register_control_batching(t);
-    for (int i = 0; i < kNumPrims; ++i) {
-      t[size_t(i)].prim = Prim(i);
-      Registration r(t[size_t(i)]);
-    }
-  }
-} const register_families;
-}  // namespace
-
 }  // namespace fluxion

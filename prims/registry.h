@@ -79,21 +79,3 @@ const PrimitiveRules& rules(Prim p);
 int registrations(Prim p);
 
 }  // namespace fluxion
-
-// ---- transitional: families not yet written as blocks fill a table by rule kind -------------------
-namespace fluxion {
-using RuleTable = std::vector<PrimitiveRules>;  // indexed by Prim
-void register_unary_prims(RuleTable& t);
-void register_binary_prims(RuleTable& t);
-void register_compare_prims(RuleTable& t);
-void register_convert_prims(RuleTable& t);
-void register_shape_prims(RuleTable& t);
-void register_indexing_prims(RuleTable& t);
-void register_reduce_prims(RuleTable& t);
-void register_sort_prims(RuleTable& t);
-void register_dot_general_prims(RuleTable& t);
-void register_random_prims(RuleTable& t);
-void register_custom_prims(RuleTable& t);
-void register_control_prims(RuleTable& t);
-void register_control_batching(RuleTable& t);
-}  // namespace fluxion

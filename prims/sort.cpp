@@ -8,15 +8,13 @@
 #include <functional>
 #include <numeric>
 
-#include "api/creation.h"
-#include "ir/trace.h"
+#include "lax/lax.h"
 #include "prims/elementwise.h"
-#include "transforms/jvp.h"
 
 namespace fluxion {
 namespace {
 
-std::vector<AbstractArray> sort_rule(std::span<const AbstractArray> in, const Params& params) {
+std::vector<AbstractArray> sort_shape(std::span<const AbstractArray> in, const Params& params) {
   if (in.empty()) rule_error(ErrorKind::Type, "expects at least 1 operand");
   if (!params.has("dimension") || !params.has("is_stable") || !params.has("num_keys"))
     rule_error(ErrorKind::Value, "expects params dimension, is_stable and num_keys");
@@ -106,9 +104,6 @@ void sort_kernel(std::span<const View> in, std::span<const View> out, const Para
   });
 }
 
-}  // namespace
-
-namespace {
 // Sorting permutes: the tangents follow their values. Sorting the tangents as extra operands
 // behind the same keys applies the same permutation (the sort is stable, so ties agree too).
 std::vector<Array> sort_jvp(std::span<const Array> x, std::span<const Array> t, std::span<const Array>,
@@ -139,7 +134,7 @@ std::vector<Array> sort_transpose(std::span<const Array> cts, std::span<const Li
       throw TypeError("TypeError: transpose of sort at " + loc.str() + ": sort is not linear in its keys");
   std::vector<Array> keys;
   for (size_t k = 0; k < num_keys; ++k) keys.push_back(args[k].value);
-  keys.push_back(iota(int32, args[0].aval.shape, params.get_int("dimension"), loc));
+  keys.push_back(lax::iota(DType::int32, args[0].aval.shape, params.get_int("dimension")));
   std::vector<Array> operands{bind(Prim::sort, keys, params, loc).back()};  // P, then the cotangents
   std::vector<size_t> which;
   for (size_t i = num_keys; i < args.size(); ++i)
@@ -155,9 +150,6 @@ std::vector<Array> sort_transpose(std::span<const Array> cts, std::span<const Li
   for (size_t k = 0; k < which.size(); ++k) out[which[k]] = sorted[k + 1];
   return out;
 }
-}  // namespace
-
-namespace {
 // Batching: every operand gets the batch dim where the first mapped one has it (unmapped operands
 // broadcast there), and the sorted dimension is renumbered around it.
 std::vector<BatchedArray> sort_batch(std::span<const BatchedArray> a, const Params& params, int64_t n, SourceLoc loc) {
@@ -170,12 +162,20 @@ std::vector<BatchedArray> sort_batch(std::span<const BatchedArray> a, const Para
   for (Array& y : bind(Prim::sort, ins, p, loc)) out.push_back({std::move(y), bd});
   return out;
 }
+// Compiled code calls the kernel (a sorting network gains nothing from generated code), passing
+// these params.
+constexpr KernelParam kSortParams[] = {{"dimension"}, {"is_stable", true}, {"num_keys"}};
+
+const Registration sort_registration = PrimitiveRules{
+    .prim = Prim::sort,
+    .shape = &sort_shape,
+    .kernel = &sort_kernel,
+    .kernel_params = kSortParams,
+    .jvp = &sort_jvp,
+    .transpose = &sort_transpose,
+    .linear = kLinearByParams,  // in the operands after the keys
+    .batch = &sort_batch,
+};
+
 }  // namespace
-
-void register_sort_prims(RuleTable& t) {
-  t[size_t(Prim::sort)] = {.shape = &sort_rule, .kernel = &sort_kernel, .jvp = &sort_jvp};
-  t[size_t(Prim::sort)].transpose = &sort_transpose;
-  t[size_t(Prim::sort)].batch = &sort_batch;
-}
-
 }  // namespace fluxion

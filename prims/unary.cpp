@@ -1,71 +1,169 @@
-// Elementwise unary primitives: dtype rule and reference kernel for each, one row per primitive.
+// Elementwise unary primitives, one block per primitive.
+//
+// This file is the model for a family: every primitive is one block -- its math, its derivative,
+// its facts -- ending in the `Registration` that hands the record to the tables
+// (prims/registry.h). Nothing else in prims/ lists a primitive.
+//
+// A unary block is an op struct: the dtypes it accepts, `f` (the value of one element, which the
+// reference kernel maps over the operand in compute_t<T>), `jvp` (the tangent of the output y from
+// the operand x and its tangent t, written with lax/ ops), and optionally `check` (the params'
+// validation) and `to_bool`. The family's shape rule, kernel loop, JVP adapter and batching rule
+// are shared; `unary<Op, P>()` assembles the usual record, and a block with more to say (neg, which
+// is linear; polygamma, whose compiled code calls the kernel) writes its record out in full.
 #include <cmath>
 #include <limits>
 
-#include "api/creation.h"
-#include "api/elementwise.h"
+#include "lax/lax.h"
 #include "prims/elementwise.h"
-#include "transforms/jvp.h"
 
 namespace fluxion {
 namespace {
 using namespace elementwise;
-
-// One struct per primitive: what it accepts, whether it returns bool, its math (f, on one element)
-// and its derivative (jvp: the tangent of the output, from operand x, tangent t, output y; written
-// with the public op API). kZero marks piecewise-constant primitives, whose derivative is zero.
+using namespace lax;
 using A = const Array&;
-inline constexpr bool kZero = true, kSmooth = false;
-#define FLUXION_UNARY(Name, Acc, Expr, Zero, Jvp)                \
-  struct Name {                                                  \
+
+// ---- the family's shared rules --------------------------------------------------------------------
+
+template <class Op>
+constexpr bool returns_bool() {
+  if constexpr (requires { Op::to_bool; }) return Op::to_bool;
+  else return false;
+}
+template <class Op>
+constexpr bool has_jvp = requires(A a, const Params& p) { Op::jvp(a, a, a, p); };
+
+template <class Op>
+std::vector<AbstractArray> unary_shape(std::span<const AbstractArray> in, const Params& params) {
+  if (in.size() != 1) rule_error(ErrorKind::Type, "expects 1 operand, got " + std::to_string(in.size()));
+  check_dtype(Op::accepts, in[0].dtype);
+  if constexpr (requires { Op::check(in[0].dtype, params); }) Op::check(in[0].dtype, params);
+  AbstractArray out = in[0];
+  if constexpr (returns_bool<Op>()) {
+    out.dtype = DType::bool_;
+    out.weak_type = false;
+  }
+  return {out};
+}
+
+template <class Op>
+void unary_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
+  dispatch_dtype(in[0].dtype(), [&](auto z) {
+    using T = decltype(z);
+    if constexpr (admits<T>(Op::accepts)) {
+      using Out = std::conditional_t<returns_bool<Op>(), bool, T>;
+      map1<T, Out>(in[0], out[0], [&](compute_t<T> x) { return Op::f(x, params); });
+    }
+  });
+}
+
+template <class Op>
+std::vector<Array> unary_jvp(std::span<const Array> primals, std::span<const Array> tangents,
+                             std::span<const Array> outs, const Params& params, SourceLoc) {
+  return {Op::jvp(primals[0], tangents[0], outs[0], params)};
+}
+
+template <class Op>
+constexpr JvpRule jvp_of() {
+  if constexpr (has_jvp<Op>) return &unary_jvp<Op>;
+  else return nullptr;
+}
+
+/// The record of a unary primitive with the family's rules; an op without `jvp` is piecewise
+/// constant (its derivative is zero).
+template <class Op, Prim P>
+PrimitiveRules unary() {
+  return PrimitiveRules{
+      .prim = P,
+      .shape = &unary_shape<Op>,
+      .kernel = &unary_kernel<Op>,
+      .jvp = jvp_of<Op>(),
+      .zero_derivative = !has_jvp<Op>,
+      .batch = &batch_elementwise<P>,
+  };
+}
+
+// One line per primitive: its name, the dtypes it accepts, the value of one element x (of the
+// compute type C), and the output's tangent from x, its tangent t and the output y.
+#define FLUXION_UNARY(name, Acc, Expr, Jvp)                      \
+  struct name##_op {                                             \
     static constexpr Accepts accepts = Accepts::Acc;             \
-    static constexpr bool to_bool = false;                       \
-    static constexpr bool zero_derivative = Zero;                \
     template <class C>                                           \
-    static C f(C x, const Params& params) {                      \
-      (void)params;                                              \
+    static C f(C x, const Params&) {                             \
       return Expr;                                               \
     }                                                            \
-    static Array jvp(A x, A t, A y, const Params& params) {      \
-      (void)x, (void)t, (void)y, (void)params;                   \
+    static Array jvp(A x, A t, A y, const Params&) {             \
+      (void)x, (void)t, (void)y;                                 \
       return Jvp;                                                \
     }                                                            \
-  };
-FLUXION_UNARY(Neg, Numeric, C(-x), kSmooth, -t)
-FLUXION_UNARY(Sign, Numeric, (x > C(0) ? C(1) : x < C(0) ? C(-1) : x), kZero, Array())
-FLUXION_UNARY(Floor, Float, std::floor(x), kZero, Array())
-FLUXION_UNARY(Ceil, Float, std::ceil(x), kZero, Array())
-FLUXION_UNARY(Round, Float, (params.get_int("rounding_method") == 0 ? std::round(x) : std::nearbyint(x)), kZero, Array())
-FLUXION_UNARY(Exp, Float, std::exp(x), kSmooth, t * y)
-FLUXION_UNARY(Exp2, Float, std::exp2(x), kSmooth, t * y * 0.6931471805599453)
-FLUXION_UNARY(Log, Float, std::log(x), kSmooth, t / x)
-FLUXION_UNARY(Log1p, Float, std::log1p(x), kSmooth, t / (x + 1))
-FLUXION_UNARY(Expm1, Float, std::expm1(x), kSmooth, t * (y + 1))
-FLUXION_UNARY(Tanh, Float, std::tanh(x), kSmooth, t * (1 - y * y))
-FLUXION_UNARY(Logistic, Float, C(1) / (C(1) + std::exp(-x)), kSmooth, t * y * (1 - y))
-FLUXION_UNARY(Sin, Float, std::sin(x), kSmooth, t * cos(x))
-FLUXION_UNARY(Cos, Float, std::cos(x), kSmooth, -t * sin(x))
-FLUXION_UNARY(Tan, Float, std::tan(x), kSmooth, t * (1 + y * y))
-FLUXION_UNARY(Asin, Float, std::asin(x), kSmooth, t * rsqrt(1 - x * x))
-FLUXION_UNARY(Acos, Float, std::acos(x), kSmooth, -t * rsqrt(1 - x * x))
-FLUXION_UNARY(Atan, Float, std::atan(x), kSmooth, t / (1 + x * x))
-FLUXION_UNARY(Sinh, Float, std::sinh(x), kSmooth, t * cosh(x))
-FLUXION_UNARY(Cosh, Float, std::cosh(x), kSmooth, t * sinh(x))
-FLUXION_UNARY(Asinh, Float, std::asinh(x), kSmooth, t * rsqrt(x * x + 1))
-FLUXION_UNARY(Acosh, Float, std::acosh(x), kSmooth, t * rsqrt((x - 1) * (x + 1)))
-FLUXION_UNARY(Atanh, Float, std::atanh(x), kSmooth, t / (1 - x * x))
-FLUXION_UNARY(Sqrt, Float, std::sqrt(x), kSmooth, t / (y * 2))
-FLUXION_UNARY(Rsqrt, Float, C(1) / std::sqrt(x), kSmooth, t * y / x * -0.5)
-FLUXION_UNARY(Cbrt, Float, std::cbrt(x), kSmooth, t * integer_pow(y, -2) * (1.0 / 3))
-FLUXION_UNARY(Erf, Float, std::erf(x), kSmooth, t * exp(-x * x) * 1.1283791670955126)
-FLUXION_UNARY(Lgamma, Float, std::lgamma(x), kSmooth, t * digamma(x))
-FLUXION_UNARY(StopGradient, Any, x, kZero, Array())
-#undef FLUXION_UNARY
+  };                                                             \
+  const Registration name##_registration = unary<name##_op, Prim::name>();
+// The same for piecewise-constant primitives, whose derivative is zero.
+#define FLUXION_UNARY_PIECEWISE_CONSTANT(name, Acc, Expr) \
+  struct name##_op {                                      \
+    static constexpr Accepts accepts = Accepts::Acc;      \
+    template <class C>                                    \
+    static C f(C x, const Params&) {                      \
+      return Expr;                                        \
+    }                                                     \
+  };                                                      \
+  const Registration name##_registration = unary<name##_op, Prim::name>();
 
-struct Abs {
+// ---- the blocks -----------------------------------------------------------------------------------
+
+FLUXION_UNARY(exp, Float, std::exp(x), t * y)
+FLUXION_UNARY(exp2, Float, std::exp2(x), t * y * 0.6931471805599453)
+FLUXION_UNARY(log, Float, std::log(x), t / x)
+FLUXION_UNARY(log1p, Float, std::log1p(x), t / (x + 1))
+FLUXION_UNARY(expm1, Float, std::expm1(x), t * (y + 1))
+FLUXION_UNARY(tanh, Float, std::tanh(x), t * (1 - y * y))
+FLUXION_UNARY(logistic, Float, C(1) / (C(1) + std::exp(-x)), t * y * (1 - y))
+FLUXION_UNARY(sin, Float, std::sin(x), t * cos(x))
+FLUXION_UNARY(cos, Float, std::cos(x), -t * sin(x))
+FLUXION_UNARY(tan, Float, std::tan(x), t * (1 + y * y))
+FLUXION_UNARY(asin, Float, std::asin(x), t * rsqrt(1 - x * x))
+FLUXION_UNARY(acos, Float, std::acos(x), -t * rsqrt(1 - x * x))
+FLUXION_UNARY(atan, Float, std::atan(x), t / (1 + x * x))
+FLUXION_UNARY(sinh, Float, std::sinh(x), t * cosh(x))
+FLUXION_UNARY(cosh, Float, std::cosh(x), t * sinh(x))
+FLUXION_UNARY(asinh, Float, std::asinh(x), t * rsqrt(x * x + 1))
+FLUXION_UNARY(acosh, Float, std::acosh(x), t * rsqrt((x - 1) * (x + 1)))
+FLUXION_UNARY(atanh, Float, std::atanh(x), t / (1 - x * x))
+FLUXION_UNARY(sqrt, Float, std::sqrt(x), t / (y * 2))
+FLUXION_UNARY(rsqrt, Float, C(1) / std::sqrt(x), t * y / x * -0.5)
+FLUXION_UNARY(cbrt, Float, std::cbrt(x), t * integer_pow(y, -2) * (1.0 / 3))
+FLUXION_UNARY(erf, Float, std::erf(x), t * exp(-x * x) * 1.1283791670955126)
+FLUXION_UNARY(lgamma, Float, std::lgamma(x), t * polygamma(0, x))
+FLUXION_UNARY_PIECEWISE_CONSTANT(sign, Numeric, (x > C(0) ? C(1) : x < C(0) ? C(-1) : x))
+FLUXION_UNARY_PIECEWISE_CONSTANT(floor, Float, std::floor(x))
+FLUXION_UNARY_PIECEWISE_CONSTANT(ceil, Float, std::ceil(x))
+FLUXION_UNARY_PIECEWISE_CONSTANT(stop_gradient, Any, x)
+#undef FLUXION_UNARY
+#undef FLUXION_UNARY_PIECEWISE_CONSTANT
+
+// round[rounding_method]: 0 rounds half away from zero (lax.round's default), 1 half to even.
+struct round_op {
+  static constexpr Accepts accepts = Accepts::Float;
+  static void check(DType, const Params& params) {
+    const int64_t m = params.get_int("rounding_method");
+    if (m != 0 && m != 1) rule_error(ErrorKind::Value, "rounding_method must be 0 (away from zero) or 1 (to even)");
+  }
+  template <class C>
+  static C f(C x, const Params& params) {
+    return params.get_int("rounding_method") == 0 ? std::round(x) : std::nearbyint(x);
+  }
+};
+const Registration round_registration = unary<round_op, Prim::round>();
+
+struct is_finite_op {
+  static constexpr Accepts accepts = Accepts::Float;
+  static constexpr bool to_bool = true;
+  template <class C>
+  static bool f(C x, const Params&) { return std::isfinite(x); }
+};
+const Registration is_finite_registration = unary<is_finite_op, Prim::is_finite>();
+
+struct abs_op {
   static constexpr Accepts accepts = Accepts::Numeric;
-  static constexpr bool to_bool = false;
-  static constexpr bool zero_derivative = false;
   template <class C>
   static C f(C x, const Params&) {
     if constexpr (std::is_unsigned_v<C>) return x;
@@ -73,33 +171,29 @@ struct Abs {
   }
   static Array jvp(A x, A t, A, const Params&) { return t * sign(x); }
 };
-struct Not {
+const Registration abs_registration = unary<abs_op, Prim::abs>();
+
+// not: logical for bool, bitwise for integers.
+struct not_op {
   static constexpr Accepts accepts = Accepts::BoolOrInt;
-  static constexpr bool to_bool = false;
-  static constexpr bool zero_derivative = true;
   template <class C>
   static C f(C x, const Params&) {
     if constexpr (std::is_same_v<C, bool>) return !x;
     else return C(~x);
   }
-  static Array jvp(A, A, A, const Params&) { return Array(); }
 };
-struct IsFinite {
-  static constexpr Accepts accepts = Accepts::Float;
-  static constexpr bool to_bool = true;
-  static constexpr bool zero_derivative = true;
-  template <class C>
-  static bool f(C x, const Params&) { return std::isfinite(x); }
-  static Array jvp(A, A, A, const Params&) { return Array(); }
-};
-struct IntegerPow {
+const Registration not_registration = unary<not_op, Prim::not_>();
+
+// integer_pow[y=n] x: x^n by repeated squaring (exact for integers); d/dx x^n = n x^(n-1).
+struct integer_pow_op {
   static constexpr Accepts accepts = Accepts::Numeric;
-  static constexpr bool to_bool = false;
-  static constexpr bool zero_derivative = false;
+  static void check(DType d, const Params& params) {
+    if (params.get_int("y") < 0 && !is_float(d)) rule_error(ErrorKind::Type, "negative exponents need a floating dtype");
+  }
   template <class C>
   static C f(C x, const Params& params) {
-    int64_t y = params.get_int("y");
-    bool invert = y < 0;
+    const int64_t y = params.get_int("y");
+    const bool invert = y < 0;
     uint64_t e = uint64_t(invert ? -y : y);
     C acc = C(1), base = x;
     while (e) {
@@ -110,14 +204,35 @@ struct IntegerPow {
     if constexpr (std::is_floating_point_v<C>) return invert ? C(1) / acc : acc;
     else return acc;
   }
-  // d/dx x^n = n x^(n-1)
   static Array jvp(A x, A t, A, const Params& params) {
-    int64_t n = params.get_int("y");
+    const int64_t n = params.get_int("y");
     if (n == 0) return zeros_like(t);
     if (n == 1) return t;
     return t * (n == 2 ? x * double(n) : integer_pow(x, n - 1) * double(n));
   }
 };
+const Registration integer_pow_registration = unary<integer_pow_op, Prim::integer_pow>();
+
+// neg is linear: its transpose negates the cotangent. (The record written out in full.)
+struct neg_op {
+  static constexpr Accepts accepts = Accepts::Numeric;
+  template <class C>
+  static C f(C x, const Params&) { return C(-x); }
+  static Array jvp(A, A t, A, const Params&) { return -t; }
+};
+std::vector<Array> neg_transpose(std::span<const Array> cts, std::span<const LinearArg>, const Params&, SourceLoc) {
+  return {-cts[0]};
+}
+const Registration neg_registration = PrimitiveRules{
+    .prim = Prim::neg,
+    .shape = &unary_shape<neg_op>,
+    .kernel = &unary_kernel<neg_op>,
+    .jvp = &unary_jvp<neg_op>,
+    .transpose = &neg_transpose,
+    .linear = kLinear,
+    .batch = &batch_elementwise<Prim::neg>,
+};
+
 // polygamma[m] x: the m-th derivative of digamma (m = 0 is digamma itself), the derivative of lgamma
 // and of itself. Computed in double: recurrence up to x >= 15 + m, then the asymptotic series.
 double polygamma_value(int64_t m, double x) {
@@ -146,108 +261,25 @@ double polygamma_value(int64_t m, double x) {
     s += kB2k[k - 1] * std::tgamma(double(2 * k + m)) / (std::tgamma(double(2 * k + 1)) * std::pow(x, double(2 * k + m)));
   return r + sign * s;
 }
-
-struct PolyGamma {
+struct polygamma_op {
   static constexpr Accepts accepts = Accepts::Float;
-  static constexpr bool to_bool = false;
-  static constexpr bool zero_derivative = false;
+  static void check(DType, const Params& params) {
+    if (params.get_int("m") < 0) rule_error(ErrorKind::Value, "the order m must be >= 0");
+  }
   template <class C>
   static C f(C x, const Params& params) { return C(polygamma_value(params.get_int("m"), double(x))); }
   static Array jvp(A x, A t, A, const Params& params) { return t * polygamma(params.get_int("m") + 1, x); }
 };
+// Compiled code calls this kernel (the series gains nothing from generated code), passing m.
+constexpr KernelParam kPolygammaParams[] = {{"m"}};
+const Registration polygamma_registration = PrimitiveRules{
+    .prim = Prim::polygamma,
+    .shape = &unary_shape<polygamma_op>,
+    .kernel = &unary_kernel<polygamma_op>,
+    .kernel_params = kPolygammaParams,
+    .jvp = &unary_jvp<polygamma_op>,
+    .batch = &batch_elementwise<Prim::polygamma>,
+};
 
-template <class Op>
-std::vector<AbstractArray> shape_rule(std::span<const AbstractArray> in, const Params& params) {
-  if (in.size() != 1) rule_error(ErrorKind::Type, "expects 1 operand, got " + std::to_string(in.size()));
-  check_dtype(Op::accepts, in[0].dtype);
-  if constexpr (std::is_same_v<Op, IntegerPow>) {
-    if (params.get_int("y") < 0 && !is_float(in[0].dtype))
-      rule_error(ErrorKind::Type, "negative exponents need a floating dtype");
-  }
-  if constexpr (std::is_same_v<Op, PolyGamma>) {
-    if (params.get_int("m") < 0) rule_error(ErrorKind::Value, "the order m must be >= 0");
-  }
-  if constexpr (std::is_same_v<Op, Round>) {
-    int64_t m = params.get_int("rounding_method");
-    if (m != 0 && m != 1) rule_error(ErrorKind::Value, "rounding_method must be 0 (away from zero) or 1 (to even)");
-  }
-  AbstractArray out = in[0];
-  if (Op::to_bool) {
-    out.dtype = DType::bool_;
-    out.weak_type = false;
-  }
-  return {out};
-}
-
-template <class Op>
-void kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
-  dispatch_dtype(in[0].dtype(), [&](auto z) {
-    using T = decltype(z);
-    if constexpr (admits<T>(Op::accepts)) {
-      using Out = std::conditional_t<Op::to_bool, bool, T>;
-      map1<T, Out>(in[0], out[0], [&](compute_t<T> x) { return Op::f(x, params); });
-    }
-  });
-}
-
-template <class Op>
-std::vector<Array> jvp_rule(std::span<const Array> primals, std::span<const Array> tangents, std::span<const Array> outs,
-                            const Params& params, SourceLoc) {
-  return {Op::jvp(primals[0], tangents[0], outs[0], params)};
-}
-
-// neg is linear: its transpose negates the cotangent.
-std::vector<Array> neg_transpose(std::span<const Array> cts, std::span<const LinearArg>, const Params&, SourceLoc) {
-  return {-cts[0]};
-}
-
-template <class Op, Prim p>
-void set(RuleTable& t) {
-  PrimitiveRules& r = t[size_t(p)];
-  r.shape = &shape_rule<Op>;
-  r.kernel = &kernel<Op>;
-  r.zero_derivative = Op::zero_derivative;
-  if (!Op::zero_derivative) r.jvp = &jvp_rule<Op>;
-  r.batch = &batch_elementwise<p>;
-}
 }  // namespace
-
-void register_unary_prims(RuleTable& t) {
-  set<Neg, Prim::neg>(t);
-  t[size_t(Prim::neg)].transpose = &neg_transpose;
-  set<Sign, Prim::sign>(t);
-  set<Floor, Prim::floor>(t);
-  set<Ceil, Prim::ceil>(t);
-  set<Round, Prim::round>(t);
-  set<IsFinite, Prim::is_finite>(t);
-  set<Exp, Prim::exp>(t);
-  set<Exp2, Prim::exp2>(t);
-  set<Log, Prim::log>(t);
-  set<Log1p, Prim::log1p>(t);
-  set<Expm1, Prim::expm1>(t);
-  set<Tanh, Prim::tanh>(t);
-  set<Logistic, Prim::logistic>(t);
-  set<Sin, Prim::sin>(t);
-  set<Cos, Prim::cos>(t);
-  set<Tan, Prim::tan>(t);
-  set<Asin, Prim::asin>(t);
-  set<Acos, Prim::acos>(t);
-  set<Atan, Prim::atan>(t);
-  set<Sinh, Prim::sinh>(t);
-  set<Cosh, Prim::cosh>(t);
-  set<Asinh, Prim::asinh>(t);
-  set<Acosh, Prim::acosh>(t);
-  set<Atanh, Prim::atanh>(t);
-  set<Sqrt, Prim::sqrt>(t);
-  set<Rsqrt, Prim::rsqrt>(t);
-  set<Cbrt, Prim::cbrt>(t);
-  set<Abs, Prim::abs>(t);
-  set<Not, Prim::not_>(t);
-  set<Erf, Prim::erf>(t);
-  set<Lgamma, Prim::lgamma>(t);
-  set<IntegerPow, Prim::integer_pow>(t);
-  set<StopGradient, Prim::stop_gradient>(t);
-  set<PolyGamma, Prim::polygamma>(t);
-}
-
 }  // namespace fluxion

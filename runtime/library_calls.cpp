@@ -9,15 +9,7 @@
 
 namespace fluxion::runtime {
 
-const char* const* library_call_param_names(int prim, int* count) {
-  static const char* const sort_names[] = {"dimension", "is_stable", "num_keys"};
-  static const char* const polygamma_names[] = {"m"};
-  switch (Prim(prim)) {
-    case Prim::sort: *count = 3; return sort_names;
-    case Prim::polygamma: *count = 1; return polygamma_names;
-    default: *count = 0; return nullptr;
-  }
-}
+std::span<const KernelParam> library_call_params(Prim prim) { return eval_rules(prim).kernel_params; }
 
 }  // namespace fluxion::runtime
 
@@ -26,12 +18,12 @@ using namespace fluxion;
 extern "C" void fluxion_rt_call_prim(int64_t* a) {
   const Prim prim = Prim(a[0]);
   const int64_t n_in = a[1], n_out = a[2], n_params = a[3];
-  int count = 0;
-  const char* const* names = runtime::library_call_param_names(int(prim), &count);
+  const std::span<const KernelParam> names = runtime::library_call_params(prim);
   Params params;
-  for (int64_t i = 0; i < n_params && i < count; ++i) {
-    if (std::string_view(names[i]) == "is_stable") params.set(names[i], a[4 + i] != 0);
-    else params.set(names[i], a[4 + i]);
+  for (int64_t i = 0; i < n_params && i < int64_t(names.size()); ++i) {
+    const KernelParam& k = names[size_t(i)];
+    if (k.is_bool) params.set(k.name, a[4 + i] != 0);
+    else params.set(k.name, a[4 + i]);
   }
   int64_t* p = a + 4 + n_params;
   std::vector<AbstractArray> avals(size_t(n_in + n_out));

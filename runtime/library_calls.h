@@ -7,10 +7,13 @@
 // can be cached on disk and reloaded by another process.
 #pragma once
 #include <cstdint>
+#include <span>
+
+#include "ir/eval_rules.h"
 
 extern "C" {
 /// Runs the reference kernel of one primitive on runtime buffers. Layout:
-///   [prim, n_in, n_out, n_params, param values (in the order of library_call_param_names(prim))...,
+///   [prim, n_in, n_out, n_params, param values (in the order of library_call_params(prim))...,
 ///    then per array (inputs, then outputs): dtype, rank, dims..., address]
 void fluxion_rt_call_prim(int64_t* args);
 /// Batched row-major matmul out[b] = lhs[b] @ rhs[b] through Eigen. Layout:
@@ -20,7 +23,7 @@ void fluxion_rt_matmul(int64_t* args);
 }
 
 namespace fluxion::runtime {
-/// The integer params a primitive's library call passes, in order (bools as 0/1). Empty for a
-/// primitive that has no library call.
-const char* const* library_call_param_names(int prim, int* count);
+/// The params a primitive's library call passes, in order (bools as 0/1): the kernel params its
+/// block registers (ir/eval_rules.h). Empty for a primitive that has no library call.
+std::span<const KernelParam> library_call_params(Prim prim);
 }  // namespace fluxion::runtime

@@ -20,6 +20,13 @@ void register_jvp_rules(Prim p, const JvpRules& rules) { jvp_table()[size_t(p)] 
 
 Array zeros_for(const AbstractArray& aval, SourceLoc loc) { return lax::zeros(aval, loc); }
 
+std::vector<Array> linear_jvp(Prim p, std::span<const Array> primals, std::span<const Array> tangents,
+                              const Params& params, SourceLoc loc) {
+  std::vector<Array> ts;
+  for (size_t i = 0; i < primals.size(); ++i) ts.push_back(is_zero(tangents[i]) ? lax::zeros_like(primals[i], loc) : tangents[i]);
+  return {bind1(p, ts, params, loc)};
+}
+
 Array add_tangents(const Array& a, const Array& b, SourceLoc loc) {
   if (is_zero(a)) return b;
   if (is_zero(b)) return a;

@@ -61,4 +61,16 @@ Array add_tangents(const Array& a, const Array& b, SourceLoc loc);
 /// Materialises a symbolic zero tangent for a value of type `aval`.
 Array zeros_for(const AbstractArray& aval, SourceLoc loc);
 
+// ---- helpers for writing JVP rules ------------------------------------------------------------
+/// The JVP of a primitive linear in all its operands: the primitive itself over the tangents (zero
+/// tangents materialised).
+std::vector<Array> linear_jvp(Prim p, std::span<const Array> primals, std::span<const Array> tangents,
+                              const Params& params, SourceLoc loc);
+/// linear_jvp as the JVP rule of P.
+template <Prim P>
+std::vector<Array> linear_jvp(std::span<const Array> primals, std::span<const Array> tangents, std::span<const Array>,
+                              const Params& params, SourceLoc loc) {
+  return linear_jvp(P, primals, tangents, params, loc);
+}
+
 }  // namespace fluxion

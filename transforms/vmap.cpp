@@ -16,6 +16,12 @@ std::array<BatchRule, kNumPrims>& batch_table() {
 BatchRule batch_rule(Prim p) { return batch_table()[size_t(p)]; }
 void register_batch_rule(Prim p, BatchRule rule) { batch_table()[size_t(p)] = rule; }
 
+IntList dims_past_batch(const IntList& dims, int64_t bd) {
+  IntList out;
+  for (int64_t d : dims) out.push_back(bd != kNotMapped && d >= bd ? d + 1 : d);
+  return out;
+}
+
 Array move_batch_dim(const Array& x, int64_t from, int64_t to, SourceLoc loc) {
   if (from == to) return x;
   IntList perm;

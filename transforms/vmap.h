@@ -42,6 +42,9 @@ std::vector<BatchedArray> vmap_eval(const Program& p, std::span<const BatchedArr
 // ---- helpers for writing batching rules ---------------------------------------------------------
 /// x with its batch dimension moved from `from` to `to` (one transpose; none if from == to).
 Array move_batch_dim(const Array& x, int64_t from, int64_t to, SourceLoc loc);
+/// A per-example dimension list renumbered for an array whose batch dimension sits at `bd`: the
+/// dimensions at or after it move up by one (unchanged when bd is kNotMapped).
+IntList dims_past_batch(const IntList& dims, int64_t bd);
 /// x with a batch dimension at position `to`: moved there if mapped, broadcast to `axis_size`
 /// there if not.
 Array batch_at(const BatchedArray& x, int64_t to, int64_t axis_size, SourceLoc loc);
