@@ -35,6 +35,7 @@ MlirSession& mlir_session() {
     mlir::registerBuiltinDialectTranslation(registry);
     mlir::registerLLVMDialectTranslation(registry);
     mlir::registerOpenMPDialectTranslation(registry);
+    register_group_elementwise_pass();
     register_fuse_elementwise_pass();
     register_lower_copies_pass();
     register_accurate_math_pass();

@@ -4,6 +4,9 @@
 
 namespace fluxion::lowering {
 
+/// fx-group-elementwise (group_elementwise.cpp): runs of elementwise generics -> one generic each,
+/// in linear time.
+void register_group_elementwise_pass();
 /// fx-fuse-elementwise (fuse_elementwise.cpp): producer -> consumer fusion of linalg.generic ops.
 void register_fuse_elementwise_pass();
 /// fx-lower-copies (lower_copies.cpp): memref.copy -> vector loops (or scalar ones).
