@@ -1,4 +1,4 @@
-// Op table entries for elementwise math, comparisons, where/clip and astype.
+// Op-table entries for elementwise math, comparisons, where/clip and astype.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -81,16 +81,10 @@ void binary(std::vector<OpInfo>& t, BinaryCase c) {
   HostArray e1 = uniform({2, 3}, 0, 1, 1), e2 = uniform({4}, 0, 1, 2);
   e1.dtype = e2.dtype = c.dtypes.back();
   o.errors = {{{e1, e2}, fx::ErrorKind::Shape, "incompatible shapes"}};
+  o.error_name = c.name + "(";
   t.push_back(std::move(o));
 }
 
-double trunc_div(double x, double y, fx::DType d) {
-  if (!fx::is_float(d)) {
-    if (y == 0) return -1;
-    return std::trunc(x / y);
-  }
-  return x / y;
-}
 double floor_div(double x, double y, fx::DType d) {
   if (fx::is_float(d)) return std::floor(x / y);
   return std::floor(x / y);
@@ -106,10 +100,8 @@ double py_mod(double x, double y, fx::DType d) {
   return r;
 }
 
-}  // namespace
-
-void add_elementwise_ops(std::vector<OpInfo>& t) {
-  // ---- unary float math --------------------------------------------------------------------------
+// unary float math
+void add_unary_float_ops(std::vector<OpInfo>& t) {
   unary_float(t, "exp", fx::exp, [](double x) { return std::exp(x); }, -3, 3);
   unary_float(t, "exp2", fx::exp2, [](double x) { return std::exp2(x); }, -3, 3);
   unary_float(t, "log", fx::log, [](double x) { return std::log(x); }, 0.1, 5);
@@ -136,8 +128,10 @@ void add_elementwise_ops(std::vector<OpInfo>& t) {
   unary_float(t, "floor", fx::floor, [](double x) { return std::floor(x); }, -4, 4);
   unary_float(t, "ceil", fx::ceil, [](double x) { return std::ceil(x); }, -4, 4);
   unary_float(t, "round", fx::round, [](double x) { return std::nearbyint(x); }, -4, 4);
+}
 
-  // ---- unary numeric -----------------------------------------------------------------------------
+// unary numeric
+void add_unary_numeric_ops(std::vector<OpInfo>& t) {
   auto numeric_unary = [&](std::string name, std::function<fx::Array(const fx::Array&)> op, double (*ref)(double),
                            std::vector<fx::DType> dtypes) {
     OpInfo o;
@@ -166,8 +160,10 @@ void add_elementwise_ops(std::vector<OpInfo>& t) {
   numeric_unary("stop_gradient", [](const fx::Array& x) { return fx::stop_gradient(x); }, [](double x) { return x; },
                 kNumericTypes);
   t.back().differentiable = false;  // its derivative is zero by definition, not that of the identity
+}
 
-  // ---- binary arithmetic -------------------------------------------------------------------------
+// binary arithmetic
+void add_binary_ops(std::vector<OpInfo>& t) {
   binary(t, {"add", [](const fx::Array& a, const fx::Array& b) { return a + b; },
              [](double x, double y, fx::DType) { return x + y; }, kNumericTypes, -50, 50});
   binary(t, {"subtract", [](const fx::Array& a, const fx::Array& b) { return a - b; },
@@ -205,8 +201,10 @@ void add_elementwise_ops(std::vector<OpInfo>& t) {
   binary(t, {"bitwise_xor", [](const fx::Array& a, const fx::Array& b) { return a ^ b; },
              [](double x, double y, fx::DType) { return double(int64_t(x) ^ int64_t(y)); },
              {fx::int8, fx::int32, fx::int64}, -50, 50});
+}
 
-  // ---- comparisons (bool results) ----------------------------------------------------------------
+// comparisons (bool results)
+void add_comparison_ops(std::vector<OpInfo>& t) {
   auto cmp = [&](std::string name, std::function<fx::Array(const fx::Array&, const fx::Array&)> op,
                  std::function<bool(double, double)> ref) {
     binary(t, {name, op, [ref](double x, double y, fx::DType) { return double(ref(x, y)); }, kNumericTypes, -3, 3});
@@ -214,13 +212,16 @@ void add_elementwise_ops(std::vector<OpInfo>& t) {
   };
   cmp("equal", [](const fx::Array& a, const fx::Array& b) { return a == fx::floor(a * 0 + b); },
       [](double x, double y) { return x == std::floor(y); });
+  t.back().error_name = "add(";  // the shapes meet first in a * 0 + b
   cmp("not_equal", [](const fx::Array& a, const fx::Array& b) { return a != b; }, [](double x, double y) { return x != y; });
   cmp("less", [](const fx::Array& a, const fx::Array& b) { return a < b; }, [](double x, double y) { return x < y; });
   cmp("less_equal", [](const fx::Array& a, const fx::Array& b) { return a <= b; }, [](double x, double y) { return x <= y; });
   cmp("greater", [](const fx::Array& a, const fx::Array& b) { return a > b; }, [](double x, double y) { return x > y; });
   cmp("greater_equal", [](const fx::Array& a, const fx::Array& b) { return a >= b; }, [](double x, double y) { return x >= y; });
+}
 
-  // ---- where, clip, astype, logical ---------------------------------------------------------------
+// where, clip, astype, logical
+void add_selection_ops(std::vector<OpInfo>& t) {
   {
     OpInfo o;
     o.name = "where";
@@ -233,6 +234,7 @@ void add_elementwise_ops(std::vector<OpInfo>& t) {
                  {{uniform({3, 1}, -1, 1, 7), uniform({}, -5, 5, 8), uniform({}, -5, 5, 9)}, "scalar cases"}};
     o.dtypes = kSignedTypes;
     o.errors = {{{uniform({2}, -1, 1, 1), uniform({3}, 0, 1, 2), uniform({3}, 0, 1, 3)}, fx::ErrorKind::Shape, "bad"}};
+    o.error_name = "where(";
     t.push_back(std::move(o));
   }
   {
@@ -264,7 +266,22 @@ void add_elementwise_ops(std::vector<OpInfo>& t) {
     o.differentiable = fx::is_float(target);  // conversion to integers or bool has no derivative
     t.push_back(std::move(o));
   }
-  // ---- fx::nn --------------------------------------------------------------------------------------
+  {
+    OpInfo o;
+    o.name = "logical";
+    o.op = [](const Args& a) { return fx::logical_xor(fx::logical_and(a[0] > 0.f, a[1] > 0.f), fx::logical_not(a[0] > 1.f)); };
+    o.reference = [](const std::vector<HostArray>& a, fx::DType) {
+      return map_ref(a, [](const std::vector<double>& x) { return double(((x[0] > 0) && (x[1] > 0)) != !(x[0] > 1)); });
+    };
+    o.samples = binary_samples(-2, 2, false);
+    o.dtypes = {fx::float32, fx::int32};
+    o.differentiable = false;  // bool result
+    t.push_back(std::move(o));
+  }
+}
+
+// fx::nn: the activations
+void add_nn_activation_ops(std::vector<OpInfo>& t) {
   unary_float(t, "nn.relu", [](const fx::ArrayLike& x, fx::SourceLoc l) { return fx::nn::relu(x, l); },
               [](double x) { return std::max(x, 0.0); }, -3, 3);
   unary_float(t, "nn.softplus", [](const fx::ArrayLike& x, fx::SourceLoc l) { return fx::nn::softplus(x, l); },
@@ -281,6 +298,10 @@ void add_elementwise_ops(std::vector<OpInfo>& t) {
               [](double x) { return x >= 0 ? x : 0.01 * x; }, -4, 4);
   unary_float(t, "nn.log_sigmoid", [](const fx::ArrayLike& x, fx::SourceLoc l) { return fx::nn::log_sigmoid(x, l); },
               [](double x) { return -std::log1p(std::exp(-x)); }, -20, 20);
+}
+
+// fx::nn: the rest
+void add_nn_ops(std::vector<OpInfo>& t) {
   auto rowwise = [&](std::string name, std::function<fx::Array(const fx::Array&)> op,
                      std::function<std::vector<double>(const std::vector<double>&)> row_ref) {
     OpInfo o;
@@ -345,18 +366,18 @@ void add_elementwise_ops(std::vector<OpInfo>& t) {
     o.differentiable = false;
     t.push_back(std::move(o));
   }
-  {
-    OpInfo o;
-    o.name = "logical";
-    o.op = [](const Args& a) { return fx::logical_xor(fx::logical_and(a[0] > 0.f, a[1] > 0.f), fx::logical_not(a[0] > 1.f)); };
-    o.reference = [](const std::vector<HostArray>& a, fx::DType) {
-      return map_ref(a, [](const std::vector<double>& x) { return double(((x[0] > 0) && (x[1] > 0)) != !(x[0] > 1)); });
-    };
-    o.samples = binary_samples(-2, 2, false);
-    o.dtypes = {fx::float32, fx::int32};
-    o.differentiable = false;  // bool result
-    t.push_back(std::move(o));
-  }
+}
+
+}  // namespace
+
+void add_elementwise_ops(std::vector<OpInfo>& t) {
+  add_unary_float_ops(t);
+  add_unary_numeric_ops(t);
+  add_binary_ops(t);
+  add_comparison_ops(t);
+  add_selection_ops(t);
+  add_nn_activation_ops(t);
+  add_nn_ops(t);
 }
 
 }  // namespace optable

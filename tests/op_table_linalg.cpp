@@ -1,68 +1,17 @@
 // Op-table entries for the products (matmul, dot, inner, outer, vdot, tensordot, einsum), with
-// references written as plain loops over every index, and focused tests of the dot_general
-// primitive itself (eager and traced) against the same loops.
-#include <doctest/doctest.h>
-
+// references written as plain loops over every index. Their samples are small integers, so every
+// product is exact in every dtype tested. Focused tests: tests/test_dot_general.cpp (the primitive)
+// and tests/test_linalg.cpp (the API's errors and programs).
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <sstream>
 
-#include "api/elementwise.h"
-#include "api/linalg.h"
 #include "op_table.h"
-#include "prims/registry.h"
 
 namespace optable {
 namespace {
 
-// ---- host arrays (local, so these tests stand without the shared helpers) ----------------------
-
 int64_t numel(const fx::Shape& s) { return s.numel(); }
-
-// Small integers in [lo, hi]: exact in every dtype under test, so integer and 16-bit-float
-// results can be compared exactly for the integer samples.
-HostArray small_ints(fx::Shape shape, uint64_t seed, int lo = -3, int hi = 3) {
-  HostArray h{shape, std::vector<double>(size_t(numel(shape))), fx::float64};
-  uint64_t s = seed * 6364136223846793005ull + 1442695040888963407ull;
-  for (double& v : h.data) {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    v = double(lo + int64_t((s >> 33) % uint64_t(hi - lo + 1)));
-  }
-  return h;
-}
-
-HostArray reals(fx::Shape shape, uint64_t seed) {
-  HostArray h{shape, std::vector<double>(size_t(numel(shape))), fx::float64};
-  uint64_t s = seed * 2862933555777941757ull + 3037000493ull;
-  for (double& v : h.data) {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    v = double(s >> 11) / double(1ull << 53) * 2.0 - 1.0;
-  }
-  return h;
-}
-
-fx::Array device_array(const HostArray& h, fx::DType dtype) {
-  fx::Array a = fx::detail::array_from_host(h.data.data(), fx::float64, h.shape, h.data.size(), {});
-  return fx::astype(a, dtype);
-}
-
-HostArray host_array(const fx::Array& a) { return {a.shape(), a.to_vector<double>(), a.dtype()}; }
-
-std::vector<int64_t> unravel(int64_t flat, const fx::Shape& s) {
-  std::vector<int64_t> idx(s.size());
-  for (int d = s.rank() - 1; d >= 0; --d) {
-    idx[size_t(d)] = flat % s[size_t(d)];
-    flat /= s[size_t(d)];
-  }
-  return idx;
-}
-
-int64_t ravel(const std::vector<int64_t>& idx, const fx::Shape& s) {
-  int64_t flat = 0;
-  for (size_t d = 0; d < idx.size(); ++d) flat = flat * s[d] + idx[d];
-  return flat;
-}
 
 // ---- references -------------------------------------------------------------------------------
 
@@ -186,28 +135,6 @@ HostArray tensordot_ref(const std::vector<HostArray>& xs, const std::vector<int6
   return einsum_ref(a + "," + b, out, xs);
 }
 
-// The per-dtype tolerance of an elementwise comparison (relative to the magnitudes involved).
-double tolerance(fx::DType d) {
-  switch (d) {
-    case fx::DType::float16: return 4e-3;
-    case fx::DType::bfloat16: return 3e-2;
-    case fx::DType::float32: return 2e-6;
-    case fx::DType::float64: return 1e-13;
-    default: return 0;
-  }
-}
-
-void check_close(const HostArray& got, const HostArray& want, double tol, const std::string& what) {
-  INFO(what);
-  REQUIRE(got.shape == want.shape);
-  double scale = 1;
-  for (double w : want.data) scale = std::max(scale, std::abs(w));
-  for (size_t i = 0; i < got.data.size(); ++i) {
-    INFO("element " << i);
-    CHECK(std::abs(got.data[i] - want.data[i]) <= tol * scale);
-  }
-}
-
 Sample sample(std::vector<HostArray> args, std::string label) { return Sample{std::move(args), std::move(label)}; }
 Sample ints2(fx::Shape a, fx::Shape b, uint64_t seed) {
   return sample({small_ints(a, seed), small_ints(b, seed + 1)}, "a" + a.str() + " b" + b.str());
@@ -231,9 +158,8 @@ OpInfo einsum_entry(std::string name, const char* spec, std::string ref_in, std:
   return e;
 }
 
-}  // namespace
 
-void add_linalg_ops(std::vector<OpInfo>& t) {
+void add_product_ops(std::vector<OpInfo>& t) {
   using K = fx::ErrorKind;
   {
     OpInfo e;
@@ -299,6 +225,10 @@ void add_linalg_ops(std::vector<OpInfo>& t) {
     e.errors = {err({2, 3}, {3, 2}, K::Shape, "shapes differ")};
     t.push_back(std::move(e));
   }
+}
+
+void add_einsum_ops(std::vector<OpInfo>& t) {
+  using K = fx::ErrorKind;
   {
     OpInfo e;
     e.name = "tensordot";
@@ -343,291 +273,26 @@ void add_linalg_ops(std::vector<OpInfo>& t) {
                            {sample({small_ints({2}, 113), small_ints({3}, 114), small_ints({2}, 115)}, "three vectors")}));
 }
 
-}  // namespace optable
-
-// ---- focused tests (the generic driver in test_op_table.cpp runs the entries above as well) -----
-namespace {
-namespace fx = fluxion;
-using optable::HostArray;
-
-bool has_kernel(fx::Prim p) { return fx::rules(p).shape && fx::rules(p).kernel; }
-
-// Primitives other than dot_general that an einsum entry emits (transpose, reduce_sum), found by
-// tracing it abstractly is impossible before their shape rules exist, so the name says it.
-bool entry_runs_now(const optable::OpInfo& e) {
-  const bool needs_transpose = e.name.find("->ki") != std::string::npos || e.name.find("ba") != std::string::npos;
-  const bool needs_sum = e.name.find("ij->j") != std::string::npos;
-  return (!needs_transpose || has_kernel(fx::Prim::transpose)) && (!needs_sum || has_kernel(fx::Prim::reduce_sum));
-}
-
-fx::Array dot_general(const fx::Array& a, const fx::Array& b, fx::IntList lc, fx::IntList rc, fx::IntList lb,
-                      fx::IntList rb, std::optional<fx::DType> preferred = {},
-                      fx::SourceLoc loc = std::source_location::current()) {
-  fx::Params p{{"lhs_contracting", lc}, {"rhs_contracting", rc}, {"lhs_batch", lb}, {"rhs_batch", rb}};
-  if (preferred) p.set("preferred_element_type", *preferred);
-  return fx::bind1(fx::Prim::dot_general, {a, b}, p, loc);
-}
-
-// dot_general by its definition: for every output index (batch, lhs free, rhs free) the sum over
-// every contracting index of lhs * rhs.
-HostArray dot_general_ref(const HostArray& a, const HostArray& b, const fx::IntList& lc, const fx::IntList& rc,
-                          const fx::IntList& lb, const fx::IntList& rb) {
-  auto free_dims = [](int rank, const fx::IntList& x, const fx::IntList& y) {
-    fx::IntList f;
-    for (int64_t d = 0; d < rank; ++d)
-      if (std::find(x.begin(), x.end(), d) == x.end() && std::find(y.begin(), y.end(), d) == y.end()) f.push_back(d);
-    return f;
-  };
-  fx::IntList af = free_dims(a.shape.rank(), lc, lb), bf = free_dims(b.shape.rank(), rc, rb);
-  fx::Shape out_shape, contract_shape;
-  for (int64_t d : lb) out_shape.push_back(a.shape[size_t(d)]);
-  for (int64_t d : af) out_shape.push_back(a.shape[size_t(d)]);
-  for (int64_t d : bf) out_shape.push_back(b.shape[size_t(d)]);
-  for (int64_t d : lc) contract_shape.push_back(a.shape[size_t(d)]);
-  HostArray out{out_shape, std::vector<double>(size_t(out_shape.numel()), 0.0), fx::float64};
-  for (int64_t o = 0; o < out_shape.numel(); ++o) {
-    std::vector<int64_t> oi(out_shape.size());
-    for (int64_t r = o, d = out_shape.rank() - 1; d >= 0; --d) {
-      oi[size_t(d)] = r % out_shape[size_t(d)];
-      r /= out_shape[size_t(d)];
-    }
-    std::vector<int64_t> ai(a.shape.size()), bi(b.shape.size());
-    size_t at = 0;
-    for (size_t i = 0; i < lb.size(); ++i, ++at) ai[size_t(lb[i])] = bi[size_t(rb[i])] = oi[at];
-    for (int64_t d : af) ai[size_t(d)] = oi[at++];
-    for (int64_t d : bf) bi[size_t(d)] = oi[at++];
-    double s = 0;
-    for (int64_t c = 0; c < contract_shape.numel(); ++c) {
-      for (int64_t r = c, d = contract_shape.rank() - 1; d >= 0; --d) {
-        ai[size_t(lc[size_t(d)])] = bi[size_t(rc[size_t(d)])] = r % contract_shape[size_t(d)];
-        r /= contract_shape[size_t(d)];
-      }
-      int64_t fa = 0, fb = 0;
-      for (size_t d = 0; d < ai.size(); ++d) fa = fa * a.shape[d] + ai[d];
-      for (size_t d = 0; d < bi.size(); ++d) fb = fb * b.shape[d] + bi[d];
-      s += a.data[size_t(fa)] * b.data[size_t(fb)];
-    }
-    out.data[size_t(o)] = s;
-  }
-  return out;
-}
-
-// The same element values rounded to `dtype` (what the kernel actually sees).
-HostArray rounded(const HostArray& h, fx::DType dtype) { return optable::host_array(optable::device_array(h, dtype)); }
-
-struct DotCase {
-  fx::Shape a, b;
-  fx::IntList lc, rc, lb, rb;
-  const char* label;
-};
-
-// Layouts that take every path of the kernel: operands read in place as (M,K)/(K,M) x (K,N)/(N,K),
-// operands that must be permuted, batch dims in odd places, several contracting dims, no
-// contracting dims (an outer product), vectors and scalars.
-const std::vector<DotCase> kDotCases = {
-    {{3, 4}, {4, 5}, {1}, {0}, {}, {}, "matmul"},
-    {{4, 3}, {4, 5}, {0}, {0}, {}, {}, "lhs transposed"},
-    {{3, 4}, {5, 4}, {1}, {1}, {}, {}, "rhs transposed"},
-    {{4, 3}, {5, 4}, {0}, {1}, {}, {}, "both transposed"},
-    {{2, 3, 4}, {2, 4, 5}, {2}, {1}, {0}, {0}, "batched matmul"},
-    {{3, 2, 4}, {4, 5, 2}, {2}, {0}, {1}, {2}, "batch dims in the middle and last"},
-    {{2, 3, 4, 5}, {5, 6, 2, 3}, {1, 3}, {3, 0}, {0}, {2}, "two contracting dims, permuted"},
-    {{3, 4}, {2, 5}, {}, {}, {}, {}, "outer product"},
-    {{6}, {6}, {0}, {0}, {}, {}, "inner product"},
-    {{}, {2, 3}, {}, {}, {}, {}, "scalar times matrix"},
-    {{2, 3, 4}, {3, 2, 4}, {1, 2}, {0, 2}, {0}, {1}, "batch only after contracting"},
-    {{3, 0}, {0, 4}, {1}, {0}, {}, {}, "empty contraction gives zeros"},
-    {{0, 4}, {4, 2}, {1}, {0}, {}, {}, "empty output"},
-};
-
 }  // namespace
 
-TEST_CASE("dot_general matches its definition for every layout and dtype") {
-  for (const DotCase& c : kDotCases) {
-    for (fx::DType dt : optable::kNumericTypes) {
-      INFO(std::string(c.label) << " in " << fx::dtype_name(dt));
-      // (Unsigned dtypes saturate the negative values to 0 on conversion, so read the inputs back.)
-      HostArray a = rounded(optable::small_ints(c.a, 7), dt), b = rounded(optable::small_ints(c.b, 8), dt);
-      fx::Array out = dot_general(optable::device_array(a, dt), optable::device_array(b, dt), c.lc, c.rc, c.lb, c.rb);
-      CHECK(out.dtype() == dt);
-      HostArray want = dot_general_ref(a, b, c.lc, c.rc, c.lb, c.rb);
-      optable::check_close(optable::host_array(out), want, 0, c.label);
-    }
+void add_linalg_ops(std::vector<OpInfo>& t) {
+  const size_t first_entry = t.size();
+  add_product_ops(t);
+  add_einsum_ops(t);
+  // Products of small integers are exact in every dtype, and keep the operands' dtype; errors name
+  // the op.
+  for (size_t i = first_entry; i < t.size(); ++i) {
+    OpInfo& e = t[i];
+    auto ref = e.reference;
+    e.reference = [ref](const std::vector<HostArray>& xs, fx::DType out) {
+      HostArray r = ref(xs, out);
+      r.dtype = xs[0].dtype;
+      return r;
+    };
+    e.reference_dtype = true;
+    set_tolerance(e, Check::eager, kFloatTypes, Tolerance{0, 0});
+    e.error_name = e.name + "(";
   }
 }
 
-TEST_CASE("dot_general on real values: the Eigen path and the 16-bit floats") {
-  for (const DotCase& c : kDotCases) {
-    for (fx::DType dt : {fx::float32, fx::float64, fx::float16, fx::bfloat16}) {
-      INFO(std::string(c.label) << " in " << fx::dtype_name(dt));
-      HostArray a = rounded(optable::reals(c.a, 3), dt), b = rounded(optable::reals(c.b, 4), dt);
-      fx::Array out = dot_general(optable::device_array(a, dt), optable::device_array(b, dt), c.lc, c.rc, c.lb, c.rb);
-      optable::check_close(optable::host_array(out), dot_general_ref(a, b, c.lc, c.rc, c.lb, c.rb),
-                           optable::tolerance(dt) * 4, c.label);
-    }
-  }
-  // Big enough for Eigen's blocked kernels, in each operand layout.
-  for (const DotCase& c : std::vector<DotCase>{{{67, 130}, {130, 45}, {1}, {0}, {}, {}, "large"},
-                                               {{130, 67}, {45, 130}, {0}, {1}, {}, {}, "large transposed"},
-                                               {{3, 40, 70}, {70, 3, 33}, {2}, {0}, {0}, {1}, "large permuted"}}) {
-    for (fx::DType dt : {fx::float32, fx::float64}) {
-      HostArray a = optable::reals(c.a, 5), b = optable::reals(c.b, 6);
-      a = rounded(a, dt), b = rounded(b, dt);
-      fx::Array out = dot_general(optable::device_array(a, dt), optable::device_array(b, dt), c.lc, c.rc, c.lb, c.rb);
-      optable::check_close(optable::host_array(out), dot_general_ref(a, b, c.lc, c.rc, c.lb, c.rb),
-                           dt == fx::float32 ? 1e-5 : 1e-13, c.label);
-    }
-  }
-}
-
-TEST_CASE("dot_general integer products wrap like the integer type; preferred_element_type widens") {
-  HostArray a = HostArray{fx::Shape{2, 2}, {100, 100, -128, 127}}, b = HostArray{fx::Shape{2, 1}, {100, 7}};
-  fx::Array ai = optable::device_array(a, fx::int8), bi = optable::device_array(b, fx::int8);
-  fx::Array wrapped = dot_general(ai, bi, {1}, {0}, {}, {});
-  CHECK(wrapped.dtype() == fx::int8);
-  CHECK(wrapped.to_vector<int>() == std::vector<int>{int(int8_t(10700)), int(int8_t(-12800 + 889))});
-  fx::Array wide = dot_general(ai, bi, {1}, {0}, {}, {}, fx::int32);
-  CHECK(wide.dtype() == fx::int32);
-  CHECK(wide.to_vector<int>() == std::vector<int>{10700, -11911});
-  // float16 operands accumulate in float32: 2048 + 1 + ... would stall in float16 arithmetic.
-  HostArray ones = HostArray{fx::Shape{1, 9}, {2048, 1, 1, 1, 1, 1, 1, 1, 1}};
-  HostArray col = HostArray{fx::Shape{9, 1}, std::vector<double>(9, 1.0)};
-  fx::Array h = dot_general(optable::device_array(ones, fx::float16), optable::device_array(col, fx::float16), {1},
-                            {0}, {}, {}, fx::float32);
-  CHECK(h.dtype() == fx::float32);
-  CHECK(h.item<float>() == 2056.f);
-}
-
-TEST_CASE("dot_general under make_ir: one eqn with its params, and eval agrees with eager") {
-  const DotCase& c = kDotCases[6];
-  HostArray a = optable::small_ints(c.a, 11), b = optable::small_ints(c.b, 12);
-  fx::Array x = optable::device_array(a, fx::float32), y = optable::device_array(b, fx::float32);
-  auto f = [&](const fx::Array& p, const fx::Array& q) { return dot_general(p, q, c.lc, c.rc, c.lb, c.rb); };
-  fx::Program prog = fx::make_ir(f)(x, y);
-  REQUIRE(prog.eqns.size() == 1);
-  CHECK(prog.eqns[0].prim == fx::Prim::dot_general);
-  std::ostringstream os;
-  os << prog;
-  INFO(os.str());
-  CHECK(os.str().find("dot_general[") != std::string::npos);
-  CHECK(os.str().find("lhs_contracting=(1, 3)") != std::string::npos);
-  CHECK(os.str().find("f32[2,4,6]") != std::string::npos);
-  std::vector<fx::Array> r = fx::eval(prog, {x, y});
-  optable::check_close(optable::host_array(r[0]), dot_general_ref(a, b, c.lc, c.rc, c.lb, c.rb), 0, "eval");
-}
-
-TEST_CASE("dot_general rejects malformed dimension numbers with typed errors") {
-  fx::Array a = fx::zeros({2, 3, 4}), b = fx::zeros({2, 4, 5});
-  auto msg_of = [](auto&& call) -> std::string {
-    try {
-      call();
-    } catch (const fx::Error& e) {
-      return e.what();
-    }
-    return "(no error)";
-  };
-  struct Bad {
-    fx::IntList lc, rc, lb, rb;
-    const char* expect;
-  };
-  for (const Bad& bad : std::vector<Bad>{{{2}, {1, 2}, {0}, {0}, "different lengths"},
-                                         {{2}, {1}, {0}, {}, "different lengths"},
-                                         {{3}, {1}, {0}, {0}, "out of range"},
-                                         {{-1}, {1}, {0}, {0}, "out of range"},
-                                         {{0}, {0}, {0}, {0}, "more than once"},
-                                         {{1}, {1}, {0}, {0}, "contracting dimensions differ"},
-                                         {{2}, {1}, {1}, {0}, "batch dimensions differ"}}) {
-    std::string m = msg_of([&] { dot_general(a, b, bad.lc, bad.rc, bad.lb, bad.rb); });
-    INFO(m);
-    CHECK(m.rfind("ShapeError: dot_general(f32[2,3,4], f32[2,4,5]) at op_table_linalg.cpp:", 0) == 0);
-    CHECK(m.find(bad.expect) != std::string::npos);
-  }
-  CHECK_THROWS_AS(dot_general(a, fx::astype(b, fx::float64), {2}, {1}, {0}, {0}), fx::TypeError);
-  CHECK_THROWS_AS(dot_general(a, b, {2}, {1}, {0}, {0}, fx::int32), fx::TypeError);
-  // Validation happens when tracing, too.
-  auto traced = [&](const fx::Array& p) { return dot_general(p, b, {1}, {1}, {0}, {0}); };
-  CHECK_THROWS_AS(fx::make_ir(traced)(a), fx::ShapeError);
-}
-
-TEST_CASE("linalg op-table entries agree with their loop references") {
-  std::vector<optable::OpInfo> table;
-  optable::add_linalg_ops(table);
-  for (const optable::OpInfo& e : table) {
-    if (!entry_runs_now(e)) {
-      MESSAGE("skipping " << e.name << " until transpose/reduce_sum kernels are registered");
-      continue;
-    }
-    for (fx::DType dt : e.dtypes)
-      for (const optable::Sample& s : e.samples) {
-        INFO(e.name << " " << s.label << " in " << fx::dtype_name(dt));
-        std::vector<fx::Array> args;
-        for (const HostArray& h : s.args) args.push_back(optable::device_array(h, dt));
-        fx::Array out = e.op(args);
-        CHECK(out.dtype() == dt);
-        optable::check_close(optable::host_array(out), e.reference(s.args, dt), optable::tolerance(dt), s.label);
-      }
-    for (const optable::ErrorSample& s : e.errors) {
-      INFO(e.name << ": " << s.label);
-      std::vector<fx::Array> args;
-      for (const HostArray& h : s.args) args.push_back(optable::device_array(h, fx::float32));
-      std::string what;
-      try {
-        e.op(args);
-      } catch (const fx::Error& err) {
-        CHECK(err.kind() == s.kind);
-        what = err.what();
-      }
-      INFO(what);
-      CHECK(what.find(e.name + "(") != std::string::npos);
-      CHECK(what.find("op_table_linalg.cpp:") != std::string::npos);
-    }
-  }
-}
-
-TEST_CASE("matmul error text names the op, the operands and the line; programs stay minimal") {
-  fx::Array a = fx::zeros({2, 3}), b = fx::zeros({4, 5});
-  try {
-    fx::matmul(a, b);
-    FAIL("expected a ShapeError");
-  } catch (const fx::ShapeError& e) {
-    CHECK(std::string(e.what()).rfind("ShapeError: matmul(f32[2,3], f32[4,5]) at op_table_linalg.cpp:", 0) == 0);
-    CHECK(std::string(e.what()).find("contracting dimensions differ (3 vs 4)") != std::string::npos);
-  }
-  // x @ W with a batched x is one dot_general, W is not broadcast.
-  auto dense = [](const fx::Array& x, const fx::Array& w) { return fx::matmul(x, w); };
-  fx::Program p = fx::make_ir(dense)(fx::zeros({8, 3, 4}), fx::zeros({4, 5}));
-  CHECK(p.eqns.size() == 1);
-  CHECK(p.out_avals()[0].shape == fx::Shape{8, 3, 5});
-  // Mixed dtypes promote first (one convert), and the product has the promoted dtype.
-  fx::Program q = fx::make_ir(dense)(fx::zeros({3, 4}, fx::int32), fx::zeros({4, 5}, fx::float16));
-  CHECK(q.out_avals()[0].dtype == fx::float16);
-  CHECK(q.eqns.size() == 2);
-  // einsum's batched contraction is a single dot_general already in output order.
-  auto attn = [](const fx::Array& x, const fx::Array& y) { return fx::einsum("bhqd,bhkd->bhqk", x, y); };
-  fx::Program r = fx::make_ir(attn)(fx::zeros({2, 3, 4, 5}), fx::zeros({2, 3, 6, 5}));
-  CHECK(r.eqns.size() == 1);
-  CHECK(r.out_avals()[0].shape == fx::Shape{2, 3, 4, 6});
-  // A weak scalar defers to the array's dtype.
-  CHECK(fx::dot(fx::zeros({3}, fx::float16), 2.0).dtype() == fx::float16);
-}
-
-TEST_CASE("einsum rejects malformed subscripts with ValueError naming the subscripts") {
-  fx::Array m = fx::zeros({3, 3});
-  auto msg = [&](auto call) -> std::string {
-    try {
-      call();
-    } catch (const fx::ValueError& e) {
-      return e.what();
-    }
-    return "(no ValueError)";
-  };
-  CHECK(msg([&] { fx::einsum("ii->i", m); }).find("repeats within operand 0") != std::string::npos);
-  CHECK(msg([&] { fx::einsum("ij->k", m); }).find("'k' appears in no operand") != std::string::npos);
-  CHECK(msg([&] { fx::einsum("ij->ii", m); }).find("repeats") != std::string::npos);
-  CHECK(msg([&] { fx::einsum("i1", m); }).find("unexpected character '1'") != std::string::npos);
-  CHECK(msg([&] { fx::einsum("ij,jk", m); }).find("2 operand terms for 1 operands") != std::string::npos);
-  CHECK(msg([&] { fx::einsum("ij->i->j", m); }).find("unexpected character") != std::string::npos);
-  CHECK(msg([&] { fx::einsum("ij", std::vector<fx::Array>{}); }).find("at least one operand") != std::string::npos);
-  CHECK(msg([&] { fx::einsum("ij", m); }) == "(no ValueError)");
-  CHECK(msg([&] { fx::einsum("..i..", m); }).find("ellipsis") != std::string::npos);
-}
+}  // namespace optable

@@ -7,7 +7,6 @@
 #include <fluxion.h>
 
 #include "vmap_placements.h"
-#include "prims/registry.h"
 
 #include <cmath>
 #include <functional>
@@ -313,29 +312,12 @@ TEST_CASE("vmap of vmap over a scan equals a double loop") {
 }
 
 TEST_CASE("vmap of grad of a function with a cond (per-example gradients)") {
-  if (!fx::rules(fx::Prim::cond).jvp) {
-    MESSAGE("cond has no derivative rule yet: skipped");
-    return;
-  }
   auto loss = [](const fx::Array& x) {
     return fx::cond(fx::sum(x) > 0.f, [&] { return fx::sum(x * x); }, [&] { return fx::sum(fx::sin(x)); });
   };
   const fx::Array xs = data({4, 3}, 3);
-  fx::Array got;
-  try {
-    got = fx::vmap(fx::grad(loss))(xs);
-  } catch (const fx::Error& e) {
-    MESSAGE("grad through cond is not available yet: " << std::string(e.what()));
-    return;
-  }
+  const fx::Array got = fx::vmap(fx::grad(loss))(xs);
   std::vector<fx::Array> loop;
   for (int64_t b = 0; b < 4; ++b) loop.push_back(fx::grad(loss)(example(xs, 0, b)));
   check_close(got, fx::stack(loop, 0));
-}
-
-TEST_CASE("vmap registry: control flow primitives have batching rules") {
-  for (fx::Prim p : {fx::Prim::cond, fx::Prim::while_, fx::Prim::scan}) {
-    CAPTURE(fx::prim_name(p));
-    CHECK((fx::rules(p).batch != nullptr));
-  }
 }

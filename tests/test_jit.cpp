@@ -8,11 +8,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <thread>
 
 #include "lowering/compile.h"
-#include "prims/registry.h"
 
 namespace fx = fluxion;
 
@@ -169,21 +167,6 @@ TEST_CASE("jit: row sums, matmul and a broadcasting program against eval") {
   cmp(s, s0);
   cmp(mm, mm0);
   cmp(mx, mx0);
-}
-
-// The primitives that still run only eagerly (docs/jit.md lists them). A new lowering must take its
-// primitive off this list, and a new primitive without a lowering fails here.
-const std::set<std::string> kEagerOnly = {// wrappers: jit inlines their bodies before lowering
-                                          "custom_jvp_call", "custom_vjp_call", "checkpoint",
-                                          // only ever transposed, never evaluated forward
-                                          "custom_vjp_linear"};
-
-TEST_CASE("jit: lowering registry: every primitive is lowered or on the eager-only list") {
-  for (int i = 0; i < fx::kNumPrims; ++i) {
-    std::string name(fx::prim_name(fx::Prim(i)));
-    CAPTURE(name);
-    CHECK(fx::lowering::has_lowering(fx::Prim(i)) != (kEagerOnly.count(name) == 1));
-  }
 }
 
 // A primitive with no lowering is refused with a CompileError, never run some other way:

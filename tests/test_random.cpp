@@ -13,7 +13,6 @@
 #include <sstream>
 #include <vector>
 
-#include "prims/registry.h"
 
 namespace fx = fluxion;
 
@@ -54,21 +53,6 @@ std::vector<uint32_t> host_hash_iota(uint32_t k0, uint32_t k1, uint32_t count) {
 }
 
 std::vector<uint32_t> u32s(const fx::Array& a) { return a.to_vector<uint32_t>(); }
-
-// The shape primitives (slice, reshape, concatenate) that the random API stages; they are implemented
-// in prims/shape.cpp by the shape work.
-bool shape_prims_ready() {
-  for (fx::Prim p : {fx::Prim::slice, fx::Prim::reshape, fx::Prim::concatenate})
-    if (!fx::rules(p).shape || !fx::rules(p).kernel) return false;
-  return true;
-}
-bool sort_ready() { return fx::rules(fx::Prim::sort).shape && fx::rules(fx::Prim::sort).kernel; }
-
-#define REQUIRE_SHAPE_PRIMS()                                                          \
-  if (!shape_prims_ready()) {                                                          \
-    MESSAGE("skipped: slice/reshape/concatenate have no kernels in this build yet");   \
-    return;                                                                            \
-  }
 
 std::vector<fx::Array> threefry(uint32_t k0, uint32_t k1, const std::vector<uint32_t>& x0,
                                 const std::vector<uint32_t>& x1) {
@@ -136,7 +120,6 @@ TEST_CASE("random: the host model of JAX's layout reproduces JAX's printed value
 }
 
 TEST_CASE("random.key, split and fold_in follow JAX") {
-  REQUIRE_SHAPE_PRIMS();
   fx::Array key = fx::random::key(0);
   CHECK(key.dtype() == fx::uint32);
   CHECK(key.shape() == fx::Shape{2});
@@ -169,7 +152,6 @@ TEST_CASE("random.key, split and fold_in follow JAX") {
 }
 
 TEST_CASE("random.bits and uniform follow JAX's layout") {
-  REQUIRE_SHAPE_PRIMS();
   fx::Array key = fx::random::key(0);
   fx::Array u0 = fx::random::uniform(key);
   CHECK(u0.shape() == fx::Shape{});
@@ -216,7 +198,6 @@ TEST_CASE("random.bits and uniform follow JAX's layout") {
 }
 
 TEST_CASE("random: statistics of uniform, normal, bernoulli, randint") {
-  REQUIRE_SHAPE_PRIMS();
   const int64_t n = 20000;
   auto [ka, kb] = fx::random::split(fx::random::key(7));
   auto mean_var = [](const std::vector<double>& v) {
@@ -300,7 +281,6 @@ TEST_CASE("random.erf_inv inverts erf") {
 }
 
 TEST_CASE("random: determinism, and different keys give different numbers") {
-  REQUIRE_SHAPE_PRIMS();
   fx::Array k = fx::random::key(11);
   CHECK(fx::random::normal(k, {64}).to_vector<float>() == fx::random::normal(fx::random::key(11), {64}).to_vector<float>());
   auto [a, b] = fx::random::split(k);
@@ -313,11 +293,6 @@ TEST_CASE("random: determinism, and different keys give different numbers") {
 }
 
 TEST_CASE("random.permutation is a permutation") {
-  REQUIRE_SHAPE_PRIMS();
-  if (!sort_ready()) {
-    MESSAGE("skipped: sort has no kernel in this build yet");
-    return;
-  }
   for (int64_t n : {0, 1, 2, 10, 257}) {
     fx::Array p = fx::random::permutation(fx::random::key(5), n);
     CHECK(p.dtype() == fx::int32);
@@ -341,7 +316,6 @@ TEST_CASE("random.permutation is a permutation") {
 }
 
 TEST_CASE("random: everything traces; make_ir then eval equals eager") {
-  REQUIRE_SHAPE_PRIMS();
   auto f = [](const fx::Array& key) {
     auto [k1, k2] = fx::random::split(key);
     fx::Array k3 = fx::random::fold_in(k2, 3);
