@@ -97,7 +97,7 @@ Cache& cache() {
 
 }  // namespace
 
-std::shared_ptr<const Executable> compile(const Program& p, const Device& device) {
+std::shared_ptr<const Executable> compile(const Program& p, const Device& device, const std::string& dump_stem) {
   std::string key = fingerprint(p, device);
   Cache& c = cache();
   std::shared_ptr<Entry> e;
@@ -120,7 +120,7 @@ std::shared_ptr<const Executable> compile(const Program& p, const Device& device
                        : device.matmul == "generated" ? lowering::MatmulPath::generated
                                                       : lowering::MatmulPath::automatic;
       if (const char* dir = std::getenv("FLUXION_DUMP")) options.dump_dir = dir;
-      options.dump_name = lowering::hex_hash(key);
+      options.dump_name = dump_stem.empty() ? lowering::hex_hash(key) : dump_stem;
       if (const char* dir = std::getenv("FLUXION_CACHE_DIR"); dir && *dir) {
         options.cache_dir = dir;
         options.cache_key = key;

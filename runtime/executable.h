@@ -64,8 +64,10 @@ std::string fingerprint(const Program& p, const Device& device);
 
 /// The executable of `p` (its consts are not part of it: they are passed at each call), compiled
 /// at most once per fingerprint. Throws CompileError. With FLUXION_DUMP=dir set, each compile
-/// writes its program, MLIR and LLVM IR to dir/<fingerprint hash>.*.
-std::shared_ptr<const Executable> compile(const Program& p, const Device& device = cpu_device());
+/// writes its program, MLIR, LLVM IR and assembly to dir/<dump_stem>.* (the fingerprint's hash
+/// when no stem is given; fx::jit passes transforms/jit_passes.h's jit_dump_stem).
+std::shared_ptr<const Executable> compile(const Program& p, const Device& device = cpu_device(),
+                                          const std::string& dump_stem = "");
 
 struct CacheStats {
   int64_t compiles = 0;  // keys compiled (successfully or not)
