@@ -169,7 +169,7 @@ Linker& linker() {
   return *l;
 }
 
-class LinkedKernel : public CompiledKernel {
+class LinkedKernel : public runtime::Kernel {
  public:
   llvm::orc::JITDylib* dylib = nullptr;
   ~LinkedKernel() override {
@@ -293,7 +293,7 @@ std::vector<std::string> unresolved_symbols(const std::string& object) {
 
 bool openmp_available() { return load_libomp(); }
 
-std::unique_ptr<CompiledKernel> link_object(const std::string& object, const std::string& what) {
+std::unique_ptr<runtime::Kernel> link_object(const std::string& object, const std::string& what) {
   const std::vector<std::string> missing = unresolved_symbols(object);
   if (!missing.empty()) {
     std::string list;
@@ -313,7 +313,7 @@ std::unique_ptr<CompiledKernel> link_object(const std::string& object, const std
     fail("linking the kernel", message(std::move(e)));
   auto entry = l.jit->lookup(*dylib, "_mlir_kernel");
   if (!entry) fail("linking the kernel", message(entry.takeError()));
-  kernel->packed = entry->toPtr<CompiledKernel::PackedFn>();
+  kernel->packed = entry->toPtr<runtime::Kernel::PackedFn>();
   kernel->link_ms = ms_since(t);
   return kernel;
 }

@@ -201,8 +201,8 @@ class CpuPipeline {
     return object;
   }
 
-  std::unique_ptr<CompiledKernel> link(const std::string& object) {
-    std::unique_ptr<CompiledKernel> k = link_object(object, "the program\n" + program_.str());
+  std::unique_ptr<runtime::Kernel> link(const std::string& object) {
+    std::unique_ptr<runtime::Kernel> k = link_object(object, "the program\n" + program_.str());
     k->lower_ms = lower_ms_;
     k->passes_ms = passes_ms_;
     k->llvm_ms = llvm_ms_;
@@ -254,7 +254,7 @@ class CpuPipeline {
 
 }  // namespace
 
-std::unique_ptr<CompiledKernel> compile_cpu(const Program& p, const CompileOptions& options) {
+std::unique_ptr<runtime::Kernel> compile_cpu(const Program& p, const CompileOptions& options) {
   std::optional<ObjectCacheEntry> disk;
   if (!options.cache_dir.empty() && !options.cache_key.empty()) disk.emplace(options.cache_dir, options.cache_key);
   // A cached object whose symbols do not all resolve here (a libmvec function an older glibc
@@ -262,7 +262,7 @@ std::unique_ptr<CompiledKernel> compile_cpu(const Program& p, const CompileOptio
   // A hit needs no MLIR at all (not even the context): only the linker.
   if (disk)
     if (std::optional<std::string> object = disk->read(); object && unresolved_symbols(*object).empty()) {
-      std::unique_ptr<CompiledKernel> k = link_object(*object, "the program\n" + p.str());
+      std::unique_ptr<runtime::Kernel> k = link_object(*object, "the program\n" + p.str());
       k->from_disk_cache = true;
       return k;
     }
