@@ -69,32 +69,10 @@ Array isfinite(const ArrayLike& x, SourceLoc loc) {
   }
   return unary_float(Prim::is_finite, x, loc);
 }
-#define FLUXION_FLOAT_UNARY(fn, prim) \
+#define FLUXION_X(fn, prim) \
   Array fn(const ArrayLike& x, SourceLoc loc) { return unary_float(Prim::prim, x, loc); }
-FLUXION_FLOAT_UNARY(exp, exp)
-FLUXION_FLOAT_UNARY(exp2, exp2)
-FLUXION_FLOAT_UNARY(log, log)
-FLUXION_FLOAT_UNARY(log1p, log1p)
-FLUXION_FLOAT_UNARY(expm1, expm1)
-FLUXION_FLOAT_UNARY(tanh, tanh)
-FLUXION_FLOAT_UNARY(sigmoid, logistic)
-FLUXION_FLOAT_UNARY(sin, sin)
-FLUXION_FLOAT_UNARY(cos, cos)
-FLUXION_FLOAT_UNARY(tan, tan)
-FLUXION_FLOAT_UNARY(arcsin, asin)
-FLUXION_FLOAT_UNARY(arccos, acos)
-FLUXION_FLOAT_UNARY(arctan, atan)
-FLUXION_FLOAT_UNARY(sinh, sinh)
-FLUXION_FLOAT_UNARY(cosh, cosh)
-FLUXION_FLOAT_UNARY(arcsinh, asinh)
-FLUXION_FLOAT_UNARY(arccosh, acosh)
-FLUXION_FLOAT_UNARY(arctanh, atanh)
-FLUXION_FLOAT_UNARY(sqrt, sqrt)
-FLUXION_FLOAT_UNARY(rsqrt, rsqrt)
-FLUXION_FLOAT_UNARY(cbrt, cbrt)
-FLUXION_FLOAT_UNARY(erf, erf)
-FLUXION_FLOAT_UNARY(lgamma, lgamma)
-#undef FLUXION_FLOAT_UNARY
+FLUXION_FLOAT_UNARY_FUNCTIONS(FLUXION_X)
+#undef FLUXION_X
 
 Array digamma(const ArrayLike& x, SourceLoc loc) { return polygamma(0, x, loc); }
 Array polygamma(int64_t m, const ArrayLike& x, SourceLoc loc) {

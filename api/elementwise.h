@@ -16,30 +16,17 @@ Array floor(const ArrayLike& x, FLUXION_LOC);
 Array ceil(const ArrayLike& x, FLUXION_LOC);
 Array round(const ArrayLike& x, FLUXION_LOC);  // half to even, as numpy
 Array isfinite(const ArrayLike& x, FLUXION_LOC);
-Array exp(const ArrayLike& x, FLUXION_LOC);
-Array exp2(const ArrayLike& x, FLUXION_LOC);
-Array log(const ArrayLike& x, FLUXION_LOC);
-Array log1p(const ArrayLike& x, FLUXION_LOC);
-Array expm1(const ArrayLike& x, FLUXION_LOC);
-Array tanh(const ArrayLike& x, FLUXION_LOC);
-Array sigmoid(const ArrayLike& x, FLUXION_LOC);
-Array sin(const ArrayLike& x, FLUXION_LOC);
-Array cos(const ArrayLike& x, FLUXION_LOC);
-Array tan(const ArrayLike& x, FLUXION_LOC);
-Array arcsin(const ArrayLike& x, FLUXION_LOC);
-Array arccos(const ArrayLike& x, FLUXION_LOC);
-Array arctan(const ArrayLike& x, FLUXION_LOC);
-Array sinh(const ArrayLike& x, FLUXION_LOC);
-Array cosh(const ArrayLike& x, FLUXION_LOC);
-Array arcsinh(const ArrayLike& x, FLUXION_LOC);
-Array arccosh(const ArrayLike& x, FLUXION_LOC);
-Array arctanh(const ArrayLike& x, FLUXION_LOC);
-Array sqrt(const ArrayLike& x, FLUXION_LOC);
-Array rsqrt(const ArrayLike& x, FLUXION_LOC);
-Array cbrt(const ArrayLike& x, FLUXION_LOC);
+// The float math functions, one line each: X(name, the primitive it binds). Each is
+//   Array name(const ArrayLike& x, SourceLoc loc = <the caller's line>);
+#define FLUXION_FLOAT_UNARY_FUNCTIONS(X)                                                            \
+  X(exp, exp) X(exp2, exp2) X(log, log) X(log1p, log1p) X(expm1, expm1) X(tanh, tanh)               \
+  X(sigmoid, logistic) X(sin, sin) X(cos, cos) X(tan, tan) X(arcsin, asin) X(arccos, acos)          \
+  X(arctan, atan) X(sinh, sinh) X(cosh, cosh) X(arcsinh, asinh) X(arccosh, acosh) X(arctanh, atanh) \
+  X(sqrt, sqrt) X(rsqrt, rsqrt) X(cbrt, cbrt) X(erf, erf) X(lgamma, lgamma)
+#define FLUXION_X(name, prim) Array name(const ArrayLike& x, FLUXION_LOC);
+FLUXION_FLOAT_UNARY_FUNCTIONS(FLUXION_X)
+#undef FLUXION_X
 Array abs(const ArrayLike& x, FLUXION_LOC);
-Array erf(const ArrayLike& x, FLUXION_LOC);
-Array lgamma(const ArrayLike& x, FLUXION_LOC);
 Array digamma(const ArrayLike& x, FLUXION_LOC);
 /// The m-th derivative of digamma (m >= 0, static).
 Array polygamma(int64_t m, const ArrayLike& x, FLUXION_LOC);

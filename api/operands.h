@@ -29,7 +29,8 @@ Array as_array(const ArrayLike& x, DType dtype, bool weak, SourceLoc loc);
 Array convert(const Array& x, DType dtype, bool weak, SourceLoc loc);
 /// The numpy broadcast of the operands' shapes; ShapeError naming `op` if incompatible.
 Shape broadcast_shapes(std::string_view op, std::span<const ArrayLike> xs, SourceLoc loc);
-/// Broadcasts an array to `shape` by numpy rules (rank-0 arrays are left alone when keep_scalars).
+/// Broadcasts an array to `shape` by numpy rules (one broadcast_in_dim of its dims onto the trailing
+/// ones; nothing if it already has that shape). ShapeError if `shape` has a lower rank.
 Array broadcast(const Array& x, const Shape& shape, SourceLoc loc);
 /// Promotes to a common dtype (or `force` if given) and broadcasts to a common shape; rank-0
 /// operands stay rank-0 because elementwise primitives broadcast them themselves.

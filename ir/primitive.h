@@ -1,5 +1,6 @@
-// The closed set of primitives. Every table over primitives is indexed by `Prim`, and a registry
-// test checks that each table is complete, so adding a primitive here is the one place to start.
+// The closed set of primitives. Every table over primitives is indexed by `Prim`, and the registry
+// test (tests/test_registry.cpp) checks that every primitive has registered a complete block
+// (prims/registry.h), so adding a primitive here is the one place to start.
 #pragma once
 #include <cstdint>
 #include <string_view>
@@ -25,7 +26,7 @@ namespace fluxion {
   X(clamp, "clamp")                                                                                \
   /* conversion (prims/convert.cpp) */                                                             \
   X(convert_element_type, "convert_element_type")                                                  \
-  /* shape (prims/shape.cpp) */                                                                    \
+  /* shape (prims/shape.cpp, slicing.cpp) */                                                      \
   X(broadcast_in_dim, "broadcast_in_dim") X(reshape, "reshape") X(transpose, "transpose")          \
   X(squeeze, "squeeze") X(rev, "rev") X(concatenate, "concatenate") X(pad, "pad") X(iota, "iota")  \
   X(slice, "slice")                                                                                \
@@ -45,7 +46,7 @@ namespace fluxion {
   /* user-defined derivatives and rematerialization (prims/custom.cpp) */                          \
   X(custom_jvp_call, "custom_jvp_call") X(custom_vjp_call, "custom_vjp_call")                      \
   X(custom_vjp_linear, "custom_vjp_linear") X(checkpoint, "checkpoint")                          \
-  /* control flow (prims/control.cpp) */                                                           \
+  /* control flow (prims/cond.cpp, while_loop.cpp, scan.cpp) */                                   \
   X(cond, "cond") X(while_, "while") X(scan, "scan")
 
 enum class Prim : uint16_t {

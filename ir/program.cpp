@@ -132,6 +132,23 @@ std::vector<AbstractArray> Program::out_avals() const {
   return r;
 }
 
+std::vector<int> Program::use_counts() const {
+  std::vector<int> uses(types.size(), 0);
+  for (const Eqn& e : eqns)
+    for (const Atom& a : e.inputs)
+      if (!a.is_literal()) ++uses[size_t(a.var)];
+  for (const Atom& a : outvars)
+    if (!a.is_literal()) ++uses[size_t(a.var)];
+  return uses;
+}
+
+std::vector<int> Program::producers() const {
+  std::vector<int> def(types.size(), -1);
+  for (size_t k = 0; k < eqns.size(); ++k)
+    for (int32_t v : eqns[k].outputs) def[size_t(v)] = int(k);
+  return def;
+}
+
 size_t Program::hash() const { return std::hash<std::string>()(str()); }
 
 bool operator==(const Program& a, const Program& b) {

@@ -93,6 +93,10 @@ class Program {
   AbstractArray aval(const Atom& a) const { return a.is_literal() ? a.lit.aval() : types[size_t(a.var)]; }
   std::vector<AbstractArray> in_avals() const;
   std::vector<AbstractArray> out_avals() const;
+  /// How many times each var is read: by eqn inputs and by outvars (not inside sub-programs).
+  std::vector<int> use_counts() const;
+  /// The index of the eqn that defines each var, or -1 (constvars, invars, unused ids).
+  std::vector<int> producers() const;
 
   /// Structural identity: equal iff the programs print the same (var numbering is irrelevant).
   size_t hash() const;

@@ -2,19 +2,27 @@
 // family's file (prims/<family>.cpp) with designated initialisers and registered as the library
 // loads:
 //
-//   const Registration kSin = PrimitiveRules{
-//       .prim = Prim::sin,
-//       .shape = &unary_shape<Sin>,
-//       .kernel = &unary_kernel<Sin>,
-//       .jvp = &unary_jvp<Sin>,
-//       .batch = &batch_elementwise<Prim::sin>,
+//   const Registration neg_registration = PrimitiveRules{
+//       .prim = Prim::neg,
+//       .shape = &unary_shape<neg_op>,
+//       .kernel = &unary_kernel<neg_op>,
+//       .jvp = &unary_jvp<neg_op>,
+//       .transpose = &neg_transpose,
+//       .linear = kLinear,
+//       .batch = &batch_elementwise<Prim::neg>,
 //   };
+//
+// (prims/unary.cpp is the model to copy; docs/architecture.md walks through adding a primitive.)
 //
 // Registering puts each rule into the table of the floor that uses it -- the shape rule, kernel and
 // impl into ir's evaluation table (ir/eval_rules.h), the JVP rule into transforms/jvp.h's, the
 // transpose rule into transforms/transpose.h's, the batching rule into transforms/vmap.h's -- and
-// keeps the whole record here, where the registry tests read it. Lowering rules live in lowering/,
-// in a table of their own (prims/ never sees MLIR); `eager_only` records which primitives have none.
+// keeps the whole record here, where the registry tests (tests/test_registry.cpp) read it.
+// Lowering rules live in lowering/, in a table of their own (prims/ never sees MLIR); `eager_only`
+// records which primitives have none.
+//
+// Blocks register when the library loads (the tables are function-local statics, so the order of
+// the translation units does not matter), before user code can bind anything.
 #pragma once
 #include <cstdint>
 

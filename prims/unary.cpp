@@ -84,29 +84,27 @@ PrimitiveRules unary() {
 
 // One line per primitive: its name, the dtypes it accepts, the value of one element x (of the
 // compute type C), and the output's tangent from x, its tangent t and the output y.
-#define FLUXION_UNARY(name, Acc, Expr, Jvp)                      \
-  struct name##_op {                                             \
-    static constexpr Accepts accepts = Accepts::Acc;             \
-    template <class C>                                           \
-    static C f(C x, const Params&) {                             \
-      return Expr;                                               \
-    }                                                            \
-    static Array jvp(A x, A t, A y, const Params&) {             \
-      (void)x, (void)t, (void)y;                                 \
-      return Jvp;                                                \
-    }                                                            \
-  };                                                             \
+#define FLUXION_UNARY_VALUE(name, Acc, Expr)         \
+  struct name##_value {                              \
+    static constexpr Accepts accepts = Accepts::Acc; \
+    template <class C>                               \
+    static C f(C x, const Params&) {                 \
+      return Expr;                                   \
+    }                                                \
+  };
+#define FLUXION_UNARY(name, Acc, Expr, Jvp)                  \
+  FLUXION_UNARY_VALUE(name, Acc, Expr)                       \
+  struct name##_op : name##_value {                          \
+    static Array jvp(A x, A t, A y, const Params&) {         \
+      (void)x, (void)t, (void)y;                             \
+      return Jvp;                                            \
+    }                                                        \
+  };                                                         \
   const Registration name##_registration = unary<name##_op, Prim::name>();
 // The same for piecewise-constant primitives, whose derivative is zero.
 #define FLUXION_UNARY_PIECEWISE_CONSTANT(name, Acc, Expr) \
-  struct name##_op {                                      \
-    static constexpr Accepts accepts = Accepts::Acc;      \
-    template <class C>                                    \
-    static C f(C x, const Params&) {                      \
-      return Expr;                                        \
-    }                                                     \
-  };                                                      \
-  const Registration name##_registration = unary<name##_op, Prim::name>();
+  FLUXION_UNARY_VALUE(name, Acc, Expr)                    \
+  const Registration name##_registration = unary<name##_value, Prim::name>();
 
 // ---- the blocks -----------------------------------------------------------------------------------
 
@@ -139,6 +137,7 @@ FLUXION_UNARY_PIECEWISE_CONSTANT(ceil, Float, std::ceil(x))
 FLUXION_UNARY_PIECEWISE_CONSTANT(stop_gradient, Any, x)
 #undef FLUXION_UNARY
 #undef FLUXION_UNARY_PIECEWISE_CONSTANT
+#undef FLUXION_UNARY_VALUE
 
 // round[rounding_method]: 0 rounds half away from zero (lax.round's default), 1 half to even.
 struct round_op {

@@ -172,23 +172,21 @@ HostArray host(fx::Shape shape, std::vector<double> data, fx::DType dtype) {
   return HostArray{std::move(shape), std::move(data), dtype};
 }
 
-HostArray distinct_values(fx::Shape shape, fx::DType dtype, int64_t seed) {
+namespace {
+// Element i is (i * step + seed * seed_step + offset) % modulus (its parity for bool).
+HostArray stepped(const fx::Shape& shape, fx::DType dtype, int64_t seed, int64_t step, int64_t seed_step,
+                  int64_t offset, int64_t modulus) {
   HostArray h{shape, {}, dtype};
   for (int64_t i = 0; i < shape.numel(); ++i) {
-    const int64_t v = (i * 37 + seed * 11 + 5) % 101;
+    const int64_t v = (i * step + seed * seed_step + offset) % modulus;
     h.data.push_back(dtype == fx::bool_ ? double(v % 2) : double(v));
   }
   return h;
 }
+}  // namespace
 
-HostArray small_values(fx::Shape shape, fx::DType dtype, int64_t seed) {
-  HostArray h{shape, {}, dtype};
-  for (int64_t i = 0; i < shape.numel(); ++i) {
-    const int64_t v = (i * 7 + seed * 3 + 1) % 11;
-    h.data.push_back(dtype == fx::bool_ ? double(v % 2) : double(v));
-  }
-  return h;
-}
+HostArray distinct_values(fx::Shape shape, fx::DType dtype, int64_t seed) { return stepped(shape, dtype, seed, 37, 11, 5, 101); }
+HostArray small_values(fx::Shape shape, fx::DType dtype, int64_t seed) { return stepped(shape, dtype, seed, 7, 3, 1, 11); }
 
 HostArray index_values(fx::Shape shape, std::vector<double> data, fx::DType dtype) {
   return HostArray{std::move(shape), std::move(data), dtype};

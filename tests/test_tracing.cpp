@@ -127,3 +127,11 @@ TEST_CASE("tracing: tree arguments and outputs") {
   CHECK(p.invars.size() == 4);
   CHECK(p.outvars.size() == 2);
 }
+
+TEST_CASE("program: use counts and producers, for the passes that rewrite single-use values") {
+  fx::Program p = fx::parse_program(
+      "{ lambda ; a:f32[3]. let\n    b:f32[3] = sin a\n    c:f32[3] = mul b b\n    d:f32[3] = add c 1.0:f32[]\n"
+      "  in (d, b) }");
+  CHECK(p.use_counts() == std::vector<int>{1, 3, 1, 1});  // a: sin; b: mul twice and an output; c; d
+  CHECK(p.producers() == std::vector<int>{-1, 0, 1, 2});
+}
