@@ -46,7 +46,8 @@ const char* kFusion =
     "func.func(fx-group-elementwise),"
     "fx-fuse-elementwise,"
     "eliminate-empty-tensors,"
-    "canonicalize,cse";
+    "canonicalize,cse,"
+    "func.func(fx-scalarize-rank0)";
 
 // After it: hoist vector accumulators out of loops (on tensors, or they bounce through memory),
 // bufferize, free the temporaries (inline+symbol-dce remove the dealloc helper that the bare-pointer
