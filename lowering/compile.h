@@ -40,8 +40,10 @@ class CompiledKernel {
   virtual ~CompiledKernel() = default;
   using PackedFn = void (*)(void**);
   PackedFn packed = nullptr;
-  double lower_ms = 0, passes_ms = 0, llvm_ms = 0;  // where the compile time went
-  bool from_disk_cache = false;                     // lowering and MLIR passes came from disk
+  /// Where the compile time went: building MLIR, the MLIR passes, LLVM (optimization and code
+  /// generation), linking the object code into the process.
+  double lower_ms = 0, passes_ms = 0, llvm_ms = 0, link_ms = 0;
+  bool from_disk_cache = false;  // the object code came from disk: no MLIR, no LLVM, only linking
 };
 
 /// Lowers, optimizes and JIT-compiles `p`. Throws CompileError (naming the primitive and the user's

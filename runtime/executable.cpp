@@ -10,6 +10,7 @@
 #include "ir/error.h"
 #include "ir/trace.h"
 #include "lowering/compile.h"
+#include "lowering/object_cache.h"
 #include "lowering/target.h"
 #include "runtime/buffer.h"
 
@@ -32,6 +33,7 @@ Executable::Executable(std::shared_ptr<lowering::CompiledKernel> kernel, std::ve
 double Executable::lower_ms() const { return kernel_->lower_ms; }
 double Executable::passes_ms() const { return kernel_->passes_ms; }
 double Executable::llvm_ms() const { return kernel_->llvm_ms; }
+double Executable::link_ms() const { return kernel_->link_ms; }
 bool Executable::from_disk_cache() const { return kernel_->from_disk_cache; }
 
 std::vector<Array> Executable::run(std::span<const Array> inputs) const {
@@ -92,11 +94,6 @@ Cache& cache() {
   return *c;
 }
 
-std::string hex_hash(const std::string& s) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016zx", std::hash<std::string>{}(s));
-  return buf;
-}
 
 }  // namespace
 
@@ -123,7 +120,7 @@ std::shared_ptr<const Executable> compile(const Program& p, const Device& device
                        : device.matmul == "generated" ? lowering::MatmulPath::generated
                                                       : lowering::MatmulPath::automatic;
       if (const char* dir = std::getenv("FLUXION_DUMP")) options.dump_dir = dir;
-      options.dump_name = hex_hash(key);
+      options.dump_name = lowering::hex_hash(key);
       if (const char* dir = std::getenv("FLUXION_CACHE_DIR"); dir && *dir) {
         options.cache_dir = dir;
         options.cache_key = key;

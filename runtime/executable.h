@@ -43,11 +43,14 @@ class Executable {
   const std::vector<AbstractArray>& in_avals() const { return in_avals_; }
   const std::vector<AbstractArray>& out_avals() const { return out_avals_; }
   const std::string& fingerprint() const { return fingerprint_; }
-  /// Milliseconds spent building MLIR, in the MLIR passes, and in LLVM.
+  /// Milliseconds spent building MLIR, in the MLIR passes, in LLVM (optimization and code
+  /// generation), and linking the object code into the process.
   double lower_ms() const;
   double passes_ms() const;
   double llvm_ms() const;
-  /// Whether the kernel was read back from the on-disk cache (FLUXION_CACHE_DIR).
+  double link_ms() const;
+  /// Whether the kernel's object code was read back from the on-disk cache (FLUXION_CACHE_DIR):
+  /// then only linking happened.
   bool from_disk_cache() const;
 
  private:

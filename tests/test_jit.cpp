@@ -470,6 +470,8 @@ TEST_CASE("jit: the on-disk cache serves a fresh in-memory cache") {
   const int64_t disk_hits = fx::runtime::cache_stats().disk_hits;
   auto second = fx::runtime::compile(p, dev);
   CHECK(second->from_disk_cache());
+  CHECK(second->passes_ms() == 0);  // object code: no MLIR pass and no LLVM ran, only the linker
+  CHECK(second->llvm_ms() == 0);
   CHECK(fx::runtime::cache_stats().disk_hits == disk_hits + 1);
   CHECK(second != first);
   std::vector<fx::Array> got = second->run(args);
@@ -494,6 +496,11 @@ TEST_CASE("jit: the on-disk cache serves a fresh in-memory cache") {
     if (want[k].dtype() == fx::float32) check_same<float>(got[k], want[k]);
     else check_same<int32_t>(got[k], want[k]);
   }
+  // A file cut short (its header intact, its object code not) is a miss too.
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    std::filesystem::resize_file(e.path(), std::filesystem::file_size(e.path()) * 3 / 4);
+  fx::runtime::clear_cache();
+  CHECK_FALSE(fx::runtime::compile(p, dev)->from_disk_cache());
   if (old) setenv("FLUXION_CACHE_DIR", saved.c_str(), 1);
   else unsetenv("FLUXION_CACHE_DIR");
   std::filesystem::remove_all(dir);

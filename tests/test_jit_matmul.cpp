@@ -2,7 +2,7 @@
 // build and its slicing for threads against a double-precision loop; compiled dot_generals against
 // eager in every orientation, batched, at odd sizes and on both sides of the library threshold,
 // with one and two threads; and the build a compiled kernel runs following the compile target.
-// tests/meson.build runs the "jit matmul" cases again with FLUXION_CPU=x86-64-v2 and x86-64-v3.
+// tests/meson.build runs the "matmul jit" cases again with FLUXION_CPU=x86-64-v2 and x86-64-v3.
 #include <doctest/doctest.h>
 #include <fluxion.h>
 
@@ -123,7 +123,7 @@ TEST_CASE("runtime matmul: every level's Eigen build, in slabs for 1-3 threads, 
 
 // 31 x 32 x 32 stays generated code (below 32^3 multiply-adds); the others take the library call,
 // the two largest on two threads as well (in row slabs, then column slabs).
-TEST_CASE("jit matmul: dot_general through the library call agrees with eager") {
+TEST_CASE("matmul jit: dot_general through the library call agrees with eager") {
   const Mkn sizes[] = {{31, 32, 32}, {32, 32, 32}, {33, 31, 35}, {1, 64, 600}, {257, 129, 65}, {24, 300, 700}};
   for (fx::DType d : {fx::float32, fx::float64})
     for (Mkn s : sizes)
@@ -169,7 +169,7 @@ TEST_CASE("jit matmul: dot_general through the library call agrees with eager") 
 
 // The build that runs follows the compile target: FLUXION_CPU=x86-64-v3 on an AVX-512 host runs
 // the AVX2 build. Counted by the blocks each build computes.
-TEST_CASE("jit matmul: the library call runs the Eigen build of the compile target") {
+TEST_CASE("matmul jit: the library call runs the Eigen build of the compile target") {
   const int target = fx::lowering::cpu_target().isa_level;
   const std::string impl = rt::matmul_implementation(target);
   MESSAGE("compile target " << fx::lowering::cpu_target().cpu << " (x86-64 level " << target << "): matmul by " << impl);
