@@ -20,7 +20,7 @@
 
 #include "lowering/target.h"
 #include "models.h"
-#include "runtime/executable.h"
+#include "runtime/compile_cache.h"
 #include "runtime/matmul.h"
 
 // Eigen is the baseline of the matmul and MLP benchmarks (this file is built -march=native).

@@ -40,6 +40,6 @@ bool openmp_available();
 
 /// Links `object` into this process and returns the kernel, which owns the code. Every undefined
 /// symbol must resolve, or CompileError names the ones that do not (`what` says which program).
-std::unique_ptr<CompiledKernel> link_object(const std::string& object, const std::string& what);
+std::unique_ptr<runtime::Kernel> link_object(const std::string& object, const std::string& what);
 
 }  // namespace fluxion::lowering

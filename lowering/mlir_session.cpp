@@ -35,7 +35,9 @@ MlirSession& mlir_session() {
     mlir::registerBuiltinDialectTranslation(registry);
     mlir::registerLLVMDialectTranslation(registry);
     mlir::registerOpenMPDialectTranslation(registry);
+    register_group_elementwise_pass();
     register_fuse_elementwise_pass();
+    register_scalarize_rank0_pass();
     register_lower_copies_pass();
     register_accurate_math_pass();
     register_math_approx_pass();

@@ -4,8 +4,13 @@
 
 namespace fluxion::lowering {
 
+/// fx-group-elementwise (group_elementwise.cpp): runs of elementwise generics -> one generic each,
+/// in linear time.
+void register_group_elementwise_pass();
 /// fx-fuse-elementwise (fuse_elementwise.cpp): producer -> consumer fusion of linalg.generic ops.
 void register_fuse_elementwise_pass();
+/// fx-scalarize-rank0 (scalarize_rank0.cpp): generics without loops -> scalar code.
+void register_scalarize_rank0_pass();
 /// fx-lower-copies (lower_copies.cpp): memref.copy -> vector loops (or scalar ones).
 void register_lower_copies_pass();
 /// fx-accurate-math (accurate_math.cpp): f32 transcendentals through glibc's vector libm (or

@@ -39,13 +39,15 @@ namespace {
 
 // ---- the pass lists -----------------------------------------------------------------------------------
 // Before tiling: named ops become generics so that elementwise producers fuse into each other and
-// into reductions; outputs written by materialize_in_destination take over the tensor.empty of the
+// into reductions (runs of elementwise ops grouped first, in linear time); outputs written by materialize_in_destination take over the tensor.empty of the
 // op that computes them (no copy).
 const char* kFusion =
     "linalg-generalize-named-ops,"
+    "func.func(fx-group-elementwise),"
     "fx-fuse-elementwise,"
     "eliminate-empty-tensors,"
-    "canonicalize,cse";
+    "canonicalize,cse,"
+    "func.func(fx-scalarize-rank0)";
 
 // After it: hoist vector accumulators out of loops (on tensors, or they bounce through memory),
 // bufferize, free the temporaries (inline+symbol-dce remove the dealloc helper that the bare-pointer
@@ -200,12 +202,11 @@ class CpuPipeline {
     return object;
   }
 
-  std::unique_ptr<CompiledKernel> link(const std::string& object, bool from_disk) {
-    std::unique_ptr<CompiledKernel> k = link_object(object, "the program\n" + program_.str());
+  std::unique_ptr<runtime::Kernel> link(const std::string& object) {
+    std::unique_ptr<runtime::Kernel> k = link_object(object, "the program\n" + program_.str());
     k->lower_ms = lower_ms_;
     k->passes_ms = passes_ms_;
     k->llvm_ms = llvm_ms_;
-    k->from_disk_cache = from_disk;
     return k;
   }
 
@@ -254,14 +255,18 @@ class CpuPipeline {
 
 }  // namespace
 
-std::unique_ptr<CompiledKernel> compile_cpu(const Program& p, const CompileOptions& options) {
+std::unique_ptr<runtime::Kernel> compile_cpu(const Program& p, const CompileOptions& options) {
   std::optional<ObjectCacheEntry> disk;
   if (!options.cache_dir.empty() && !options.cache_key.empty()) disk.emplace(options.cache_dir, options.cache_key);
   // A cached object whose symbols do not all resolve here (a libmvec function an older glibc
   // lacks) is a miss: compiled again, the kernel avoids it.
+  // A hit needs no MLIR at all (not even the context): only the linker.
   if (disk)
-    if (std::optional<std::string> object = disk->read(); object && unresolved_symbols(*object).empty())
-      return CpuPipeline(p, options).link(*object, true);
+    if (std::optional<std::string> object = disk->read(); object && unresolved_symbols(*object).empty()) {
+      std::unique_ptr<runtime::Kernel> k = link_object(*object, "the program\n" + p.str());
+      k->from_disk_cache = true;
+      return k;
+    }
 
   CpuPipeline pipeline(p, options);
   pipeline.lower();
@@ -270,7 +275,7 @@ std::unique_ptr<CompiledKernel> compile_cpu(const Program& p, const CompileOptio
   pipeline.bufferize();
   const ObjectCode object = pipeline.codegen();
   if (disk) disk->write(object.bytes);
-  return pipeline.link(object.bytes, false);
+  return pipeline.link(object.bytes);
 }
 
 }  // namespace fluxion::lowering

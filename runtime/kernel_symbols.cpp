@@ -17,9 +17,10 @@ void* kernel_aligned_alloc(size_t alignment, size_t n) { return scratch_alloc(n,
 void kernel_free(void* p) { scratch_free(p); }
 
 // ---- conversion builtins ---------------------------------------------------------------------------
-#if defined(__x86_64__) && defined(__FLT16_MAX__)
+// x86-64 and AArch64 pass _Float16 and __bf16 alike, in the low half of a vector register.
+#if (defined(__x86_64__) || defined(__aarch64__)) && defined(__FLT16_MAX__)
 #define FLUXION_KERNEL_BUILTINS 1
-using Half = _Float16;  // a 16-bit value in an XMM register: the psABI's _Float16 and __bf16 alike
+using Half = _Float16;
 
 Half from_bits(uint16_t b) {
   Half h;
