@@ -12,13 +12,16 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <source_location>
 #include <thread>
 #include <vector>
 
 #include <unistd.h>
 
+#include "lowering/target.h"
 #include "models.h"
 #include "runtime/compile_cache.h"
+#include "runtime/matmul.h"
 
 // Eigen is the baseline of the matmul and MLP benchmarks (this file is built -march=native).
 #include <eigen3/Eigen/Core>
@@ -68,21 +71,75 @@ bool want(int argc, char** argv, const char* section) {
 using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using MapMat = Eigen::Map<RowMat>;
 
+// Eigen by hand, one thread, for a runtime::Matmul's operands (either orientation, batched).
+template <class T>
+void hand_matmul(const fx::runtime::Matmul& mm) {
+  using Row = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using Col = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
+  for (int64_t i = 0; i < mm.batch; ++i) {
+    const T* x = static_cast<const T*>(mm.lhs) + i * mm.m * mm.k;
+    const T* y = static_cast<const T*>(mm.rhs) + i * mm.k * mm.n;
+    Eigen::Map<Row> z(static_cast<T*>(mm.out) + i * mm.m * mm.n, mm.m, mm.n);
+    if (!mm.trans_lhs && !mm.trans_rhs) z.noalias() = Eigen::Map<const Row>(x, mm.m, mm.k) * Eigen::Map<const Row>(y, mm.k, mm.n);
+    else if (mm.trans_lhs && !mm.trans_rhs) z.noalias() = Eigen::Map<const Col>(x, mm.m, mm.k) * Eigen::Map<const Row>(y, mm.k, mm.n);
+    else if (!mm.trans_lhs) z.noalias() = Eigen::Map<const Row>(x, mm.m, mm.k) * Eigen::Map<const Col>(y, mm.k, mm.n);
+    else z.noalias() = Eigen::Map<const Col>(x, mm.m, mm.k) * Eigen::Map<const Col>(y, mm.k, mm.n);
+  }
+}
+
 using bench::Gmm;
 using bench::Mlp;
 using bench::gmm_loglik;
 using bench::mlp_loss;
 
-// 512^3 and 1024^3, and 512 x 521 x 512: a prime K, which the cache tiles must leave untiled.
+// Matrix products: the jit's dot_general (a library call into runtime::matmul) against that
+// library called directly (the same Eigen build, the one for the compile target's x86-64 level)
+// and against Eigen written by hand in this file (-march=native, one thread); the generated
+// contraction for the square shapes. Shapes: 512^3 and 1024^3; 512 x 521 x 512, a prime K the
+// generated code's cache tiles leave untiled; the MLP's products (forward x w1 and h w2, backward
+// x^T dh, dl w2^T and h^T dl); a batch of small products. Times are best of g_repeats, ratios are
+// speeds (baseline time / jit time).
+struct MatmulShape {
+  const char* what;
+  int64_t batch, m, k, n;
+  bool trans_lhs, trans_rhs, f64, generated;
+};
+
 void bench_matmul(int threads) {
-  struct Mkn {
-    int64_t m, k, n;
+  const MatmulShape shapes[] = {
+      {"512^3", 1, 512, 512, 512, false, false, false, true},
+      {"1024^3", 1, 1024, 1024, 1024, false, false, false, true},
+      {"512x521x512", 1, 512, 521, 512, false, false, false, true},
+      {"512^3 f64", 1, 512, 512, 512, false, false, true, false},
+      {"mlp x w1 256x784x512", 1, 256, 784, 512, false, false, false, false},
+      {"mlp x^T dh 784x256x512", 1, 784, 256, 512, true, false, false, false},
+      {"mlp h w2 256x512x10", 1, 256, 512, 10, false, false, false, false},
+      {"mlp dl w2^T 256x10x512", 1, 256, 10, 512, false, true, false, false},
+      {"mlp h^T dl 512x256x10", 1, 512, 256, 10, true, false, false, false},
+      {"batch 64 x 32x48x40", 64, 32, 48, 40, false, false, false, false},
   };
-  for (Mkn s : {Mkn{512, 512, 512}, Mkn{1024, 1024, 1024}, Mkn{512, 521, 512}}) {
-    fx::Array a = filled({s.m, s.k}, -1, 1), b = filled({s.k, s.n}, -1, 1);
-    fx::Program p = fx::make_ir([](const fx::Array& x, const fx::Array& y) { return fx::matmul(x, y); })(a, b);
+  const int level = fx::lowering::cpu_target().isa_level;
+  std::printf("matmul, ms (library: runtime::matmul by %s; T = %d threads; speed ratios)\n",
+              fx::runtime::matmul_implementation(level).c_str(), threads);
+  std::printf("  %-24s %8s %8s %8s %8s %8s %7s %7s %7s\n", "shape", "Eigen 1t", "lib 1t", "lib Tt", "jit 1t", "jit Tt",
+              "jit/lib", "Tt/Eig", "GFLOP/s");
+  for (const MatmulShape& s : shapes) {
+    const fx::DType d = s.f64 ? fx::float64 : fx::float32;
+    const fx::Shape ls = s.trans_lhs ? fx::Shape{s.k, s.m} : fx::Shape{s.m, s.k};
+    const fx::Shape rs = s.trans_rhs ? fx::Shape{s.n, s.k} : fx::Shape{s.k, s.n};
+    auto batched = [&](const fx::Shape& x) { return s.batch > 1 ? fx::Shape{s.batch, x[0], x[1]} : x; };
+    fx::Array a = fx::astype(filled(batched(ls), -1, 1), d), b = fx::astype(filled(batched(rs), -1, 1), d);
+    const bool tl = s.trans_lhs, tr = s.trans_rhs;
+    const int64_t nb = s.batch > 1 ? 1 : 0;  // a transposed operand contracts its first matrix dim
+    const fx::Params dims{{"lhs_batch", nb ? fx::IntList{0} : fx::IntList{}},
+                          {"rhs_batch", nb ? fx::IntList{0} : fx::IntList{}},
+                          {"lhs_contracting", fx::IntList{tl ? nb : nb + 1}},
+                          {"rhs_contracting", fx::IntList{tr ? nb + 1 : nb}}};
+    fx::Program p = fx::make_ir([&dims](const fx::Array& x, const fx::Array& y) {
+      return fx::bind1(fx::Prim::dot_general, {x, y}, dims, std::source_location::current());
+    })(a, b);
     std::vector<fx::Array> args{a, b};
-    auto time_path = [&](const char* path, int thr) {
+    auto time_jit = [&](const char* path, int thr) {
       fx::runtime::Device dev = fx::runtime::cpu_device();
       dev.matmul = path;
       dev.num_threads = thr;
@@ -90,17 +147,20 @@ void bench_matmul(int threads) {
       std::vector<fx::Array> out = exe->run(args);
       return best_ms([&] { out = exe->run(args); });
     };
-    const double eigen_call = time_path("eigen", 1), gen1 = time_path("generated", 1), gen_t = time_path("generated", threads);
-    RowMat c(s.m, s.n);
-    MapMat x(ptr(a), s.m, s.k), y(ptr(b), s.k, s.n);
-    const double hand = best_ms([&] { c.noalias() = x * y; });
-    const double gflop = 2.0 * double(s.m) * double(s.k) * double(s.n) / 1e9;
-    std::printf("matmul %lldx%lldx%lld f32 (1 thread unless noted)\n", (long long)s.m, (long long)s.k, (long long)s.n);
-    std::printf("  Eigen, hand-written               %8.2f ms  (%.0f GFLOP/s)\n", hand, gflop / hand * 1e3);
-    std::printf("  jit, dot_general -> Eigen call    %8.2f ms  %.2fx of Eigen (target >= 0.9)\n", eigen_call, hand / eigen_call);
-    std::printf("  jit, generated code               %8.2f ms  %.2fx of Eigen\n", gen1, hand / gen1);
-    std::printf("  jit, generated code, %d threads    %8.2f ms\n\n", threads, gen_t);
+    fx::Array c = fx::zeros(batched(fx::Shape{s.m, s.n}), d);
+    fx::runtime::Matmul mm{s.f64, s.batch, s.m, s.n, s.k, tl, tr, a.data(), b.data(), const_cast<void*>(c.data())};
+    auto time_library = [&](int thr) { return best_ms([&] { fx::runtime::matmul(mm, level, thr); }); };
+    const double jit1 = time_jit("auto", 1), jit_t = time_jit("auto", threads);
+    const double lib1 = time_library(1), lib_t = time_library(threads);
+    const double hand = s.f64 ? best_ms([&] { hand_matmul<double>(mm); }) : best_ms([&] { hand_matmul<float>(mm); });
+    const double gflop = 2.0 * double(s.batch * s.m * s.k * s.n) / 1e9;
+    std::printf("  %-24s %8.3f %8.3f %8.3f %8.3f %8.3f %6.2fx %6.2fx %7.0f\n", s.what, hand, lib1, lib_t, jit1, jit_t,
+                lib_t / jit_t, hand / jit_t, gflop / jit_t * 1e3);
+    if (s.generated)
+      std::printf("  %-24s generated code: 1 thread %.3f ms, %d threads %.3f ms\n", "", time_jit("generated", 1), threads,
+                  time_jit("generated", threads));
   }
+  std::printf("\n");
 }
 
 void bench_softmax(int threads) {

@@ -173,7 +173,7 @@ T unflatten(const TreeDef<T>& def, const std::vector<Array>& leaves) {
 
 namespace detail {
 template <class F, size_t N, size_t... K>
-Array call_leafwise(F& f, const Array& x, const std::array<std::vector<Array>, N>& others, size_t i,
+Array call_leafwise(F& f, const Array& x, const std::array<std::vector<Array>, N>& others, [[maybe_unused]] size_t i,
                     std::index_sequence<K...>) {
   return f(x, others[K][i]...);
 }

@@ -37,6 +37,7 @@ struct LowerCtx {
   mlir::ModuleOp module;
   mlir::Location loc;  // the current eqn's location (primitive name + user's file:line)
   MatmulPath matmul = MatmulPath::automatic;
+  int num_threads = 1;  // CompileOptions::num_threads (library calls may use as many)
   /// For the current eqn: per output, the kernel's output buffer (a memref argument) when that
   /// output is a program output and nothing else reads it, else null. Library calls write there
   /// directly instead of into a temporary that is then copied.

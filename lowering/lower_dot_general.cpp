@@ -3,6 +3,7 @@
 // Accumulation: the output's compute type for float outputs (f32 for f16/bf16), int64 for integer
 // and bool outputs (wrapping; equal to the reference's uint64 modulo 2^bits), then one conversion.
 #include "lowering/lower.h"
+#include "lowering/target.h"
 
 namespace fluxion::lowering {
 
@@ -35,10 +36,13 @@ AffineMap operand_map(MLIRContext* ctx, int rank, const DimRoles& r, unsigned fr
   return AffineMap::get(loops, 0, e, ctx);
 }
 
-// A (batched) matrix product Eigen can do: float32/float64 operands and output, batch dims
-// leading and in order on both sides, one contracting dim, each operand of rank batch+2 (either
-// orientation). Fills the fluxion_rt_matmul layout (runtime/library_calls.h).
-bool eigen_matmul_layout(const Eqn& e, std::span<const Operand> in, const AbstractArray& out, std::vector<LibraryArg>& layout) {
+// A (batched) matrix product the runtime's library call can do: float32/float64 operands and
+// output, batch dims leading and in order on both sides, one contracting dim, each operand of rank
+// batch+2 (either orientation). Fills the fluxion_rt_gemm layout (runtime/library_calls.h): the
+// call runs the Eigen build for the level this kernel is compiled for (FLUXION_CPU included) on
+// the kernel's threads.
+bool gemm_layout(const LowerCtx& c, const Eqn& e, std::span<const Operand> in, const AbstractArray& out,
+                 std::vector<LibraryArg>& layout) {
   const AbstractArray &lhs = in[0].aval, &rhs = in[1].aval;
   const DType d = out.dtype;
   if ((d != DType::float32 && d != DType::float64) || lhs.dtype != d || rhs.dtype != d || in[0].scalar || in[1].scalar) return false;
@@ -54,7 +58,8 @@ bool eigen_matmul_layout(const Eqn& e, std::span<const Operand> in, const Abstra
   for (int64_t k = 0; k < nb; ++k) batch *= lhs.shape[size_t(k)];
   const int64_t m = lhs.shape[size_t(trans_lhs ? nb + 1 : nb)], k = lhs.shape[size_t(lc[0])];
   const int64_t n = rhs.shape[size_t(trans_rhs ? nb : nb + 1)];
-  layout = {{int64_t(d)}, {batch}, {m}, {n}, {k}, {int64_t(trans_lhs)}, {int64_t(trans_rhs)}, {0, 0}, {0, 1}, {0, 2}};
+  layout = {{int64_t(d)}, {batch}, {m}, {n}, {k}, {int64_t(trans_lhs)}, {int64_t(trans_rhs)},
+            {cpu_target().isa_level}, {c.num_threads}, {0, 0}, {0, 1}, {0, 2}};
   return batch * m * n * k > 0;
 }
 
@@ -62,11 +67,11 @@ std::vector<Value> dot_general_rule(LowerCtx& c, const Eqn& e, std::span<const O
   OpBuilder& b = c.b;
   if (c.matmul != MatmulPath::generated) {
     std::vector<LibraryArg> layout;
-    if (eigen_matmul_layout(e, in, out[0], layout) &&
+    if (gemm_layout(c, e, in, out[0], layout) &&
         (c.matmul == MatmulPath::eigen || layout[2].value * layout[3].value * layout[4].value >= 32 * 32 * 32)) {
       Value ins[2] = {as_tensor(c, in[0]), as_tensor(c, in[1])};
       AbstractArray in_avals[2] = {in[0].aval, in[1].aval};
-      return library_call(c, "fluxion_rt_matmul", ins, in_avals, out, layout);
+      return library_call(c, "fluxion_rt_gemm", ins, in_avals, out, layout);
     }
   }
   MLIRContext* ctx = b.getContext();

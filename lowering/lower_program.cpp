@@ -276,6 +276,7 @@ OwningOpRef<ModuleOp> lower_program(MLIRContext& ctx, const Program& original, c
   b.setInsertionPointToStart(entry);
 
   LowerCtx c{b, *module, b.getUnknownLoc(), options.matmul};
+  c.num_threads = options.num_threads;
   std::vector<Value> values(p.types.size());
   for (size_t i = 0; i < in_vars.size(); ++i) {
     const AbstractArray& t = p.type(in_vars[i]);

@@ -1,11 +1,11 @@
 // The C entry points of runtime/library_calls.h.
 #include "runtime/library_calls.h"
 
-#include <Eigen/Core>
 #include <vector>
 
 #include "ir/eval_rules.h"
 #include "ir/primitive.h"
+#include "runtime/matmul.h"
 
 namespace fluxion::runtime {
 
@@ -41,15 +41,13 @@ extern "C" void fluxion_rt_call_prim(int64_t* a) {
                      std::span<const View>(views.data() + n_in, size_t(n_out)), params);
 }
 
-#include "runtime/eigen_matmul.inc"
-
-namespace fluxion::runtime {
-bool matmul_avx512(const int64_t* a, bool is_double);  // matmul_native.cpp
-}
-
-extern "C" void fluxion_rt_matmul(int64_t* a) {
-  const bool is_double = DType(a[0]) == DType::float64;
-  if (runtime::matmul_avx512(a, is_double)) return;
-  if (is_double) matmul<double>(a);
-  else matmul<float>(a);
+extern "C" void fluxion_rt_gemm(int64_t* a) {
+  runtime::Matmul mm;
+  mm.is_double = DType(a[0]) == DType::float64;
+  mm.batch = a[1], mm.m = a[2], mm.n = a[3], mm.k = a[4];
+  mm.trans_lhs = a[5] != 0, mm.trans_rhs = a[6] != 0;
+  mm.lhs = reinterpret_cast<const void*>(a[9]);
+  mm.rhs = reinterpret_cast<const void*>(a[10]);
+  mm.out = reinterpret_cast<void*>(a[11]);
+  runtime::matmul(mm, int(a[7]), int(a[8]));
 }

@@ -16,10 +16,13 @@ extern "C" {
 ///   [prim, n_in, n_out, n_params, param values (in the order of library_call_params(prim))...,
 ///    then per array (inputs, then outputs): dtype, rank, dims..., address]
 void fluxion_rt_call_prim(int64_t* args);
-/// Batched row-major matmul out[b] = lhs[b] @ rhs[b] through Eigen. Layout:
-///   [dtype (float32 or float64), batch, m, n, k, trans_lhs, trans_rhs, lhs, rhs, out], where lhs
-///   is [batch, m, k] ([batch, k, m] if trans_lhs) and rhs [batch, k, n] ([batch, n, k] if trans_rhs).
-void fluxion_rt_matmul(int64_t* args);
+/// Batched row-major matmul out[b] = lhs[b] @ rhs[b] (runtime/matmul.h). Layout:
+///   [dtype (float32 or float64), batch, m, n, k, trans_lhs, trans_rhs, isa_level, threads, lhs,
+///    rhs, out], where lhs is [batch, m, k] ([batch, k, m] if trans_lhs) and rhs [batch, k, n]
+///   ([batch, n, k] if trans_rhs); isa_level is the x86-64 level the kernel was compiled for and
+///   threads its thread count. (The name changed with the layout: a kernel cached on disk by an
+///   older build calls fluxion_rt_matmul, finds no such symbol and is compiled again.)
+void fluxion_rt_gemm(int64_t* args);
 }
 
 namespace fluxion::runtime {

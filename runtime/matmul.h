@@ -1,0 +1,42 @@
+// Matrix products at the speed of the CPU the kernels are compiled for: the jit's dot_general
+// library call (fluxion_rt_gemm, runtime/library_calls.h) lands here.
+//
+// Eigen's product is built once per x86-64 level (runtime/matmul_eigen.cpp: SSE2 baseline, SSE4.2,
+// AVX2+FMA, AVX-512); a call names the level its kernel was compiled for (lowering/target.h's
+// isa_level, so FLUXION_CPU=x86-64-v3 runs the AVX2 build on an AVX-512 machine) and never gets a
+// level above the host's. A large product is cut into row or column slabs (or whole batch entries)
+// that the kernels' own OpenMP threads compute (runtime/openmp.h). docs/jit.md has the measurements
+// behind these choices.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace fluxion::runtime {
+
+/// A batched row-major product out[b] = op(lhs[b]) @ op(rhs[b]) of float32 or float64 matrices,
+/// each batch entry contiguous: lhs is [batch, m, k] ([batch, k, m] if trans_lhs), rhs [batch, k, n]
+/// ([batch, n, k] if trans_rhs), out [batch, m, n].
+struct Matmul {
+  bool is_double = false;
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  bool trans_lhs = false, trans_rhs = false;
+  const void* lhs = nullptr;
+  const void* rhs = nullptr;
+  void* out = nullptr;
+};
+
+/// Computes `mm` with the build for x86-64 level min(isa_level, host_isa_level()) (at least the
+/// baseline), on up to `threads` threads when it has enough work (matmul.cpp says how much).
+void matmul(const Matmul& mm, int isa_level, int threads);
+
+/// This CPU's x86-64 micro-architecture level, 1-4 (the baseline on other architectures).
+int host_isa_level();
+
+/// The build that serves a call made for `isa_level` on this host, e.g. "eigen x86-64-v3".
+std::string matmul_implementation(int isa_level);
+
+/// How many blocks the build for `level` (1-4) has computed in this process: tests use it to see
+/// which path a compiled kernel took.
+uint64_t matmul_blocks_computed(int level);
+
+}  // namespace fluxion::runtime

@@ -1,0 +1,191 @@
+// Matrix products through the runtime's library call (runtime/matmul.h): every per-level Eigen
+// build and its slicing for threads against a double-precision loop; compiled dot_generals against
+// eager in every orientation, batched, at odd sizes and on both sides of the library threshold,
+// with one and two threads; and the build a compiled kernel runs following the compile target.
+// tests/meson.build runs the "matmul jit" cases again with FLUXION_CPU=x86-64-v2 and x86-64-v3.
+#include <doctest/doctest.h>
+#include <fluxion.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <source_location>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "lowering/target.h"
+#include "runtime/matmul.h"
+
+namespace fx = fluxion;
+namespace rt = fluxion::runtime;
+
+namespace {
+
+struct Mkn {
+  int64_t m, k, n;
+};
+
+// Deterministic values in about [-1, 1] that vary along every axis.
+template <class T>
+std::vector<T> wave(int64_t n, int seed) {
+  std::vector<T> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = T(std::sin(0.37 * double(i) + seed) * 0.9 + 0.015 * double(i % 7));
+  return v;
+}
+
+// op(lhs[b]) @ op(rhs[b]) in double over the stored layouts of rt::Matmul, and the same product of
+// absolute values: the scale of the rounding error.
+struct Reference {
+  std::vector<double> value, scale;
+};
+template <class T>
+Reference reference(const std::vector<T>& a, const std::vector<T>& b, int64_t batch, Mkn s, bool tl, bool tr) {
+  Reference r{std::vector<double>(size_t(batch * s.m * s.n)), std::vector<double>(size_t(batch * s.m * s.n))};
+  for (int64_t q = 0; q < batch; ++q)
+    for (int64_t i = 0; i < s.m; ++i)
+      for (int64_t j = 0; j < s.n; ++j) {
+        double v = 0, w = 0;
+        for (int64_t p = 0; p < s.k; ++p) {
+          const double x = double(a[size_t(q * s.m * s.k + (tl ? p * s.m + i : i * s.k + p))]);
+          const double y = double(b[size_t(q * s.k * s.n + (tr ? j * s.k + p : p * s.n + j))]);
+          v += x * y;
+          w += std::fabs(x * y);
+        }
+        r.value[size_t((q * s.m + i) * s.n + j)] = v;
+        r.scale[size_t((q * s.m + i) * s.n + j)] = w;
+      }
+  return r;
+}
+
+// |got - want| <= rounds * eps * scale everywhere: what `rounds` roundings per product term allow.
+template <class T, class U>
+void check_rounding(const std::vector<T>& got, const std::vector<U>& want, const std::vector<double>& scale, double rounds) {
+  REQUIRE(got.size() == want.size());
+  const double eps = std::is_same_v<T, float> ? 0x1p-24 : 0x1p-53;
+  size_t bad = 0;
+  double worst = 0;  // largest error as a fraction of its bound
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double bound = rounds * eps * scale[i] + 1e-300;
+    const double err = std::fabs(double(got[i]) - double(want[i]));
+    if (!(err <= bound)) ++bad;
+    worst = std::max(worst, err / bound);
+  }
+  CAPTURE(worst);
+  CHECK(bad == 0);
+}
+
+// The x86-64 level FLUXION_CPU asks for: N for x86-64-vN, the host's when unset ("native",
+// "host"), 0 for an LLVM CPU name (whose level only LLVM's CPU tables know).
+int requested_level() {
+  const char* cpu = std::getenv("FLUXION_CPU");
+  const std::string name = cpu ? cpu : "";
+  if (name.empty() || name == "native" || name == "host") return rt::host_isa_level();
+  if (name.size() == 9 && name.compare(0, 8, "x86-64-v") == 0) return name[8] - '0';
+  return 0;
+}
+
+}  // namespace
+
+// The splits for threads: 129 x 70 x 131 and 200 x 90 x 61 in row slabs, 20 x 200 x 300 in column
+// slabs, batch 3 by whole entries, batch 2 on 3 threads in slabs of each entry (all above the
+// threading threshold of 2^20 multiply-adds); 5 x 3 x 7 below it.
+TEST_CASE("runtime matmul: every level's Eigen build, in slabs for 1-3 threads, matches a loop") {
+  struct Case {
+    int64_t batch;
+    Mkn s;
+  };
+  const Case cases[] = {{1, {129, 70, 131}}, {1, {200, 90, 61}}, {1, {20, 200, 300}},
+                         {3, {50, 80, 90}},   {2, {64, 100, 90}},  {1, {5, 3, 7}}};
+  auto run = [&](auto zero) {
+    using T = decltype(zero);
+    for (const Case& c : cases)
+      for (int orient = 0; orient < 4; ++orient) {
+        const bool tl = orient & 1, tr = orient & 2;
+        const std::vector<T> a = wave<T>(c.batch * c.s.m * c.s.k, 1), b = wave<T>(c.batch * c.s.k * c.s.n, 2);
+        const Reference want = reference(a, b, c.batch, c.s, tl, tr);
+        for (int level = 1; level <= rt::host_isa_level(); ++level)
+          for (int threads = 1; threads <= 3; ++threads) {
+            CAPTURE(c.s.m);
+            CAPTURE(c.batch);
+            CAPTURE(orient);
+            CAPTURE(level);
+            CAPTURE(threads);
+            std::vector<T> out(size_t(c.batch * c.s.m * c.s.n), T(-7));
+            rt::Matmul mm{std::is_same_v<T, double>, c.batch, c.s.m, c.s.n, c.s.k, tl, tr, a.data(), b.data(), out.data()};
+            rt::matmul(mm, level, threads);
+            check_rounding(out, want.value, want.scale, double(c.s.k + 2));
+          }
+      }
+  };
+  run(float(0));
+  run(double(0));
+}
+
+// 31 x 32 x 32 stays generated code (below 32^3 multiply-adds); the others take the library call,
+// the two largest on two threads as well (in row slabs, then column slabs).
+TEST_CASE("matmul jit: dot_general through the library call agrees with eager") {
+  const Mkn sizes[] = {{31, 32, 32}, {32, 32, 32}, {33, 31, 35}, {1, 64, 600}, {257, 129, 65}, {24, 300, 700}};
+  for (fx::DType d : {fx::float32, fx::float64})
+    for (Mkn s : sizes)
+      for (int orient = 0; orient < 4; ++orient)
+        for (bool batched : {false, true}) {
+          const bool tl = orient & 1, tr = orient & 2;
+          const int64_t nb = batched ? 1 : 0, batch = batched ? 3 : 1;
+          fx::Shape ls = tl ? fx::Shape{s.k, s.m} : fx::Shape{s.m, s.k}, rs = tr ? fx::Shape{s.n, s.k} : fx::Shape{s.k, s.n};
+          if (batched) {
+            ls = fx::Shape{batch, ls[0], ls[1]};
+            rs = fx::Shape{batch, rs[0], rs[1]};
+          }
+          const fx::Array a = fx::astype(fx::array(wave<float>(ls.numel(), 1), ls), d);
+          const fx::Array b = fx::astype(fx::array(wave<float>(rs.numel(), 2), rs), d);
+          const fx::Params p{{"lhs_batch", batched ? fx::IntList{0} : fx::IntList{}},
+                             {"rhs_batch", batched ? fx::IntList{0} : fx::IntList{}},
+                             {"lhs_contracting", fx::IntList{tl ? nb : nb + 1}},
+                             {"rhs_contracting", fx::IntList{tr ? nb + 1 : nb}}};
+          auto f = [&p](const fx::Array& x, const fx::Array& y) { return fx::bind1(fx::Prim::dot_general, {x, y}, p, std::source_location::current()); };
+          const fx::Array want = f(a, b);
+          const fx::Array scale = f(fx::abs(a), fx::abs(b));
+          const fx::Program prog = fx::make_ir(f)(a, b);
+          const bool large = s.m * s.k * s.n >= (int64_t(1) << 20);
+          for (int threads : {1, 2}) {
+            if (threads == 2 && !large) continue;
+            CAPTURE(fx::dtype_name(d));
+            CAPTURE(s.m);
+            CAPTURE(s.k);
+            CAPTURE(orient);
+            CAPTURE(batched);
+            CAPTURE(threads);
+            fx::runtime::Device dev = fx::runtime::cpu_device();
+            dev.num_threads = threads;
+            const fx::Array got = fx::runtime::compile(prog, dev)->run(std::vector<fx::Array>{a, b})[0];
+            REQUIRE(got.shape() == want.shape());
+            // Two summation orders, each within (k + 1) roundings of the exact sum.
+            const std::vector<double> sc = fx::astype(scale, fx::float64).to_vector<double>();
+            if (d == fx::float32) check_rounding(got.to_vector<float>(), want.to_vector<float>(), sc, 2.0 * double(s.k + 1));
+            else check_rounding(got.to_vector<double>(), want.to_vector<double>(), sc, 2.0 * double(s.k + 1));
+          }
+        }
+}
+
+// The build that runs follows the compile target: FLUXION_CPU=x86-64-v3 on an AVX-512 host runs
+// the AVX2 build. Counted by the blocks each build computes.
+TEST_CASE("matmul jit: the library call runs the Eigen build of the compile target") {
+  const int target = fx::lowering::cpu_target().isa_level;
+  const std::string impl = rt::matmul_implementation(target);
+  MESSAGE("compile target " << fx::lowering::cpu_target().cpu << " (x86-64 level " << target << "): matmul by " << impl);
+  if (requested_level() != 0) CHECK(target == requested_level());
+  const int level = std::max(1, std::min(target, rt::host_isa_level()));
+#if defined(__x86_64__)
+  CHECK(impl == (level == 1 ? std::string("eigen x86-64") : "eigen x86-64-v" + std::to_string(level)));
+#endif
+  uint64_t before[5];
+  for (int l = 1; l <= 4; ++l) before[l] = rt::matmul_blocks_computed(l);
+  const fx::Array a = fx::array(wave<float>(64 * 48, 1), fx::Shape{64, 48}), b = fx::array(wave<float>(48 * 40, 2), fx::Shape{48, 40});
+  const fx::Array got = fx::jit([](const fx::Array& x, const fx::Array& y) { return fx::matmul(x, y); })(a, b);
+  CHECK(got.shape() == fx::Shape{64, 40});
+  for (int l = 1; l <= 4; ++l) {
+    CAPTURE(l);
+    if (l == level) CHECK(rt::matmul_blocks_computed(l) > before[l]);
+    else CHECK(rt::matmul_blocks_computed(l) == before[l]);
+  }
+}
