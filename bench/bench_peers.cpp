@@ -5,7 +5,7 @@
 // bench/peers/common.py), which bench/peers/join.py joins with the peers' lines; bench/peers/run.sh
 // runs everything. The GradBench-style rows also time their plain C++ loops (baseline_peers.cpp),
 // on the kernels' thread count and on one thread.
-//   build/bench/fluxion_bench_peers [repeats]
+//   build/bench/fluxion_bench_peers [repeats [group...]]   groups: elementwise models dispatch gradbench
 #include <fluxion.h>
 
 #include <algorithm>
@@ -194,6 +194,13 @@ void gradbench_rows(int threads) {
   }
 }
 
+bool want(int argc, char** argv, const char* group) {
+  if (argc <= 2) return true;
+  for (int i = 2; i < argc; ++i)
+    if (std::string(argv[i]) == group) return true;
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -201,9 +208,9 @@ int main(int argc, char** argv) {
   const int threads = fx::runtime::cpu_device().num_threads;
   const char* cpu = std::getenv("FLUXION_CPU");
   std::printf("# fluxion: %d kernel threads, FLUXION_CPU=%s, best of %d\n", threads, cpu ? cpu : "(host)", g_repeats);
-  elementwise_rows();
-  model_rows();
-  dispatch_rows();
-  gradbench_rows(threads);
+  if (want(argc, argv, "elementwise")) elementwise_rows();
+  if (want(argc, argv, "models")) model_rows();
+  if (want(argc, argv, "dispatch")) dispatch_rows();
+  if (want(argc, argv, "gradbench")) gradbench_rows(threads);
   return 0;
 }

@@ -6,6 +6,8 @@ function: eager PyTorch has neither; PyTorch has no scan, so the RNN row runs a 
 1000 steps, which is what a PyTorch user writes). The per-example gradients, the BA Jacobian and
 the k-means direction use torch.func (vmap, grad, jacfwd, jvp).
 """
+import warnings
+
 import torch
 import torch.nn.functional as F
 from torch.func import grad, jacfwd, jvp, vmap
@@ -13,6 +15,7 @@ from torch.func import grad, jacfwd, jvp, vmap
 import common as c
 
 torch.set_num_threads(2)
+warnings.filterwarnings("ignore", category=FutureWarning)  # torch.func's internal use of torch.jit
 
 
 def mlp_loss(p, x, y):

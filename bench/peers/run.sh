@@ -3,25 +3,28 @@
 # same workloads in JAX and PyTorch (bench/peers/.venv from bench/peers/setup.sh; PyTorch only if
 # installed there), and prints per workload the times and the ratios peer time / Fluxion time.
 #
-#   bench/peers/run.sh [--cpu NAME] [--repeats N] [--out DIR]
+#   bench/peers/run.sh [--cpu NAME] [--repeats N] [--rounds R] [--out DIR]
 #
 # --cpu NAME   FLUXION_CPU=NAME for Fluxion (x86-64-v2/v3/v4 or an LLVM CPU name). For the
 #              x86-64-vN levels the peers are held to the same ISA: XLA_FLAGS=--xla_cpu_max_isa,
 #              ATEN_CPU_CAPABILITY, ONEDNN_MAX_CPU_ISA and MKL_ENABLE_INSTRUCTIONS.
 # --repeats N  best of N wall-clock runs (default 10).
+# --rounds R   run the sides one after the other R times (default 2) and keep each workload's best
+#              time: on a shared machine a busy minute then hits every side, not just one.
 # --out DIR    where the JSON lines go (default build/peers/<date>-<cpu>).
 # Threads: 2 on every side (FLUXION_NUM_THREADS=2, torch.set_num_threads(2); XLA sizes its pool by
 # the CPUs it may use), and on a machine with more than 2 CPUs every side is pinned to CPUs 0-1.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-cpu="" repeats=10 out=""
+cpu="" repeats=10 rounds=2 out=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --cpu) cpu="$2"; shift 2 ;;
     --repeats) repeats="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    *) echo "usage: bench/peers/run.sh [--cpu NAME] [--repeats N] [--out DIR]" >&2; exit 2 ;;
+    *) echo "usage: bench/peers/run.sh [--cpu NAME] [--repeats N] [--rounds R] [--out DIR]" >&2; exit 2 ;;
   esac
 done
 out=${out:-build/peers/$(date +%Y%m%d-%H%M%S)-${cpu:-host}}
@@ -50,19 +53,21 @@ if [ -n "$cpu" ]; then
 fi
 
 echo "# machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs, $(uname -sr); FLUXION_CPU=${cpu:-host}" | tee "$out/machine.txt"
-echo "# fluxion ..." >&2
-"${pin[@]}" build/bench/fluxion_bench_peers "$repeats" | tee "$out/fluxion.jsonl" >&2
 py=bench/peers/.venv/bin/python
+peers=()
 if [ -x "$py" ]; then
-  echo "# jax ..." >&2
-  (cd bench/peers && "${pin[@]}" .venv/bin/python peers_jax.py "$repeats") | tee "$out/jax.jsonl" >&2
-  if "$py" -c "import torch" 2>/dev/null; then
-    echo "# torch ..." >&2
-    (cd bench/peers && "${pin[@]}" .venv/bin/python peers_torch.py "$repeats") | tee "$out/torch.jsonl" >&2
-  fi
+  peers=(jax)
+  "$py" -c "import torch" 2>/dev/null && peers+=(torch)
 else
   echo "run.sh: no bench/peers/.venv (run bench/peers/setup.sh): Fluxion only" >&2
   py=python3
 fi
+for round in $(seq "$rounds"); do
+  echo "# round $round: fluxion ${peers[*]}" >&2
+  "${pin[@]}" build/bench/fluxion_bench_peers "$repeats" | tee "$out/fluxion-$round.jsonl" >&2
+  for p in "${peers[@]}"; do
+    (cd bench/peers && "${pin[@]}" .venv/bin/python "peers_$p.py" "$repeats") | tee "$out/$p-$round.jsonl" >&2
+  done
+done
 "$py" bench/peers/join.py "$out"/*.jsonl | tee "$out/table.md"
 echo "(JSON lines and the table: $out)"

@@ -29,6 +29,7 @@ for r in md.requires("torch") or []:
     if "extra ==" not in r and not r.startswith("triton"):
         print(r)
 PY
+  # (pip then reports the missing triton as a dependency conflict: expected, and not an error)
   "$py" -m pip install -q -r "$reqs"
   rm -f "$reqs"
 fi
