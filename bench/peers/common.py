@@ -94,6 +94,26 @@ def kmeans_data():
     return points, points[:: KM_N // KM_K].copy()
 
 
+def ba_residual(xp, p, feat):
+    """The weighted reprojection error (2 values) of one bundle-adjustment observation, in the array
+    module xp (jax.numpy or torch); p = camera (Rodrigues rotation 3, center 3, focal 1, principal
+    point 2, radial distortion 2), point 3, weight 1. Written component by component, like the
+    Fluxion side (bench/peer_models.h) and the plain loop (bench/baseline_peers.cpp)."""
+    r0, r1, r2 = p[0], p[1], p[2]
+    x0, x1, x2 = p[11] - p[3], p[12] - p[4], p[13] - p[5]
+    theta = xp.sqrt(r0 * r0 + r1 * r1 + r2 * r2)
+    k0, k1, k2 = r0 / theta, r1 / theta, r2 / theta
+    cos, sin = xp.cos(theta), xp.sin(theta)
+    kx = (k0 * x0 + k1 * x1 + k2 * x2) * (1.0 - cos)
+    y0 = x0 * cos + (k1 * x2 - k2 * x1) * sin + k0 * kx
+    y1 = x1 * cos + (k2 * x0 - k0 * x2) * sin + k1 * kx
+    y2 = x2 * cos + (k0 * x1 - k1 * x0) * sin + k2 * kx
+    u, v = y0 / y2, y1 / y2
+    rsq = u * u + v * v
+    scale = (1.0 + p[9] * rsq + p[10] * rsq * rsq) * p[6]
+    return p[14] * (xp.stack([u * scale + p[7], v * scale + p[8]]) - feat)
+
+
 class Recorder:
     """Best-of-N wall-clock timing; one JSON line per workload on stdout."""
 

@@ -4,10 +4,14 @@
 loop time against the target. The last column compares the sides' result values (check): the
 largest relative difference from Fluxion's.
 
-python join.py FILE... (lines that are not JSON objects are ignored; where a workload and side
-appear more than once -- several rounds -- the best time counts)
+python join.py FILE...   one run: lines that are not JSON objects are ignored; where a workload and
+                         side appear more than once (several rounds) the best time counts
+python join.py DIR...    one run per directory (its *.jsonl, as run.sh writes them): every cell
+                         shows the runs' values side by side, "run 1 / run 2 / ..."
 """
+import glob
 import json
+import os
 import sys
 
 ROWS = [  # workload id, label, target of Fluxion time / plain-loop time
@@ -74,28 +78,40 @@ def check_diff(recs, workload):
     return f"{max(diffs):.1e}" if diffs else "—"
 
 
-def main():
-    recs = load(sys.argv[1:])
-    sides = [(s, name) for s, name in PEERS if any(side == s for _, side in recs)]
+def table(runs):
+    """The markdown table of one or more runs (each a dict of records)."""
+    sides = [(s, name) for s, name in PEERS if any(side == s for recs in runs for _, side in recs)]
     head = ["workload", "Fluxion"]
     for _, name in sides:
         head += [name, f"{name} ÷ Fluxion"]
     head += ["plain C++ loop (2 thr / 1 thr)", "Fluxion ÷ loop (target)", "max rel. diff of results"]
-    print("| " + " | ".join(head) + " |")
-    print("|" + "---|" * len(head))
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    each = lambda cell: " / ".join(cell(recs) for recs in runs)  # noqa: E731
     for workload, label, target in ROWS:
-        flux = recs.get((workload, "fluxion"))
-        if flux is None and not any(w == workload for w, _ in recs):
+        if not any(w == workload for recs in runs for w, _ in recs):
             continue
-        row = [label, fmt(flux)]
+        flux = lambda recs: recs.get((workload, "fluxion"))  # noqa: E731
+        row = [label, each(lambda recs: fmt(flux(recs)))]
         for s, _ in sides:
-            peer = recs.get((workload, s))
-            row += [fmt(peer), ratio(peer, flux)]
-        loop, loop1 = recs.get((workload, "loop")), recs.get((workload, "loop_1t"))
-        row.append(f"{fmt(loop)} / {fmt(loop1)}" if loop else "")
-        row.append(f"{ratio(flux, loop)} (≤ {target:g})" if loop and target else ratio(flux, loop) if loop else "")
-        row.append(check_diff(recs, workload))
-        print("| " + " | ".join(row) + " |")
+            row += [each(lambda recs: fmt(recs.get((workload, s)))),
+                    each(lambda recs: ratio(recs.get((workload, s)), flux(recs)))]
+        has_loop = any((workload, "loop") in recs for recs in runs)
+        row.append(each(lambda recs: f"{fmt(recs.get((workload, 'loop')))} / {fmt(recs.get((workload, 'loop_1t')))}")
+                   if has_loop else "")
+        row.append(each(lambda recs: ratio(flux(recs), recs.get((workload, "loop")))) + (f" (≤ {target:g})" if target else "")
+                   if has_loop else "")
+        row.append(max((check_diff(recs, workload) for recs in runs), key=lambda d: -1 if d == "—" else float(d)))
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def main():
+    args = sys.argv[1:]
+    if args and all(os.path.isdir(a) for a in args):
+        runs = [load(sorted(glob.glob(os.path.join(d, "*.jsonl")))) for d in args]
+    else:
+        runs = [load(args)]
+    print(table(runs))
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@ Every function is jax.jit-compiled once before timing, every timed call blocks u
 ready, and the best of `repeats` wall-clock runs is kept. Threads: XLA's CPU client sizes its pool
 by the CPUs this process may run on; run.sh pins the process to two CPUs.
 """
+from functools import partial
+
 import jax
 
 jax.config.update("jax_enable_x64", True)  # for the float64 workloads; every input has an explicit dtype
@@ -64,25 +66,6 @@ def example_loss(p, x, y):  # one example: x[784], y[10]
     w1, b1, w2, b2 = p
     h = jax.nn.relu(x @ w1 + b1)
     return -jnp.sum(jax.nn.log_softmax(h @ w2 + b2) * y)
-
-
-def ba_residual(p, feat):
-    """The weighted reprojection error (2 values) of one observation; p = camera (rotation 3,
-    center 3, focal 1, principal point 2, distortion 2), point 3, weight 1. Written component by
-    component, like the Fluxion side."""
-    r0, r1, r2 = p[0], p[1], p[2]
-    x0, x1, x2 = p[11] - p[3], p[12] - p[4], p[13] - p[5]
-    theta = jnp.sqrt(r0 * r0 + r1 * r1 + r2 * r2)
-    k0, k1, k2 = r0 / theta, r1 / theta, r2 / theta
-    cos, sin = jnp.cos(theta), jnp.sin(theta)
-    kx = (k0 * x0 + k1 * x1 + k2 * x2) * (1.0 - cos)
-    y0 = x0 * cos + (k1 * x2 - k2 * x1) * sin + k0 * kx
-    y1 = x1 * cos + (k2 * x0 - k0 * x2) * sin + k1 * kx
-    y2 = x2 * cos + (k0 * x1 - k1 * x0) * sin + k2 * kx
-    u, v = y0 / y2, y1 / y2
-    rsq = u * u + v * v
-    scale = (1.0 + p[9] * rsq + p[10] * rsq * rsq) * p[6]
-    return p[14] * (jnp.stack([u * scale + p[7], v * scale + p[8]]) - feat)
 
 
 def ba_params(cams, points, weights, cam_idx, point_idx):
@@ -160,9 +143,9 @@ def main():
 
     cams, points, weights, feats, ci, pi = device(c.ba_data())
     ba_args = [cams, points, weights, feats, ci, pi]
-    ba_res = jax.jit(lambda cams, points, w, feats, ci, pi: jax.vmap(ba_residual)(ba_params(cams, points, w, ci, pi), feats))
-    ba_jac = jax.jit(lambda cams, points, w, feats, ci, pi: jax.vmap(lambda q, f: jax.jacfwd(ba_residual)(q, f))(
-        ba_params(cams, points, w, ci, pi), feats))
+    residual = partial(c.ba_residual, jnp)
+    ba_res = jax.jit(lambda cams, pts, w, f, ci, pi: jax.vmap(residual)(ba_params(cams, pts, w, ci, pi), f))
+    ba_jac = jax.jit(lambda cams, pts, w, f, ci, pi: jax.vmap(jax.jacfwd(residual))(ba_params(cams, pts, w, ci, pi), f))
     timed("ba_residuals", ba_res, ba_args, c.abs_sum, dtype=np.float64)
     timed("ba_jacobian", ba_jac, ba_args, c.abs_sum, dtype=np.float64)
 

@@ -7,6 +7,7 @@ function: eager PyTorch has neither; PyTorch has no scan, so the RNN row runs a 
 the k-means direction use torch.func (vmap, grad, jacfwd, jvp).
 """
 import warnings
+from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -54,23 +55,6 @@ def example_loss(p, x, y):
     w1, b1, w2, b2 = p
     h = torch.relu(x @ w1 + b1)
     return -torch.sum(F.log_softmax(h @ w2 + b2, -1) * y)
-
-
-def ba_residual(p, feat):
-    """Component by component, as in peers_jax.py and bench/peer_models.h."""
-    r0, r1, r2 = p[0], p[1], p[2]
-    x0, x1, x2 = p[11] - p[3], p[12] - p[4], p[13] - p[5]
-    theta = torch.sqrt(r0 * r0 + r1 * r1 + r2 * r2)
-    k0, k1, k2 = r0 / theta, r1 / theta, r2 / theta
-    cos, sin = torch.cos(theta), torch.sin(theta)
-    kx = (k0 * x0 + k1 * x1 + k2 * x2) * (1.0 - cos)
-    y0 = x0 * cos + (k1 * x2 - k2 * x1) * sin + k0 * kx
-    y1 = x1 * cos + (k2 * x0 - k0 * x2) * sin + k1 * kx
-    y2 = x2 * cos + (k0 * x1 - k1 * x0) * sin + k2 * kx
-    u, v = y0 / y2, y1 / y2
-    rsq = u * u + v * v
-    scale = (1.0 + p[9] * rsq + p[10] * rsq * rsq) * p[6]
-    return p[14] * (torch.stack([u * scale + p[7], v * scale + p[8]]) - feat)
 
 
 def ba_params(cams, points, weights, cam_idx, point_idx):
@@ -148,10 +132,10 @@ def main():
     cams, points, weights, feats, ci, pi = tensors(c.ba_data())
     ci, pi = ci.long(), pi.long()
     ba_args = [cams, points, weights, feats, ci, pi]
-    timed("ba_residuals", lambda cams, pts, w, f, ci, pi: vmap(ba_residual)(ba_params(cams, pts, w, ci, pi), f), ba_args,
+    residual = partial(c.ba_residual, torch)
+    timed("ba_residuals", lambda cams, pts, w, f, ci, pi: vmap(residual)(ba_params(cams, pts, w, ci, pi), f), ba_args, abs_sum)
+    timed("ba_jacobian", lambda cams, pts, w, f, ci, pi: vmap(jacfwd(residual))(ba_params(cams, pts, w, ci, pi), f), ba_args,
           abs_sum)
-    timed("ba_jacobian", lambda cams, pts, w, f, ci, pi: vmap(jacfwd(ba_residual))(ba_params(cams, pts, w, ci, pi), f),
-          ba_args, abs_sum)
 
     kp, kc = tensors(c.kmeans_data())
     timed("kmeans_cost", kmeans_cost, [kp, kc], float)
