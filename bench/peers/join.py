@@ -84,7 +84,7 @@ def table(runs):
     head = ["workload", "Fluxion"]
     for _, name in sides:
         head += [name, f"{name} ÷ Fluxion"]
-    head += ["plain C++ loop (2 thr / 1 thr)", "Fluxion ÷ loop (target)", "max rel. diff of results"]
+    head += ["plain C++ loop, 2 thr (1 thr)", "Fluxion ÷ loop (target)", "max rel. diff of results"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     each = lambda cell: " / ".join(cell(recs) for recs in runs)  # noqa: E731
     for workload, label, target in ROWS:
@@ -96,7 +96,7 @@ def table(runs):
             row += [each(lambda recs: fmt(recs.get((workload, s)))),
                     each(lambda recs: ratio(recs.get((workload, s)), flux(recs)))]
         has_loop = any((workload, "loop") in recs for recs in runs)
-        row.append(each(lambda recs: f"{fmt(recs.get((workload, 'loop')))} / {fmt(recs.get((workload, 'loop_1t')))}")
+        row.append(each(lambda recs: f"{fmt(recs.get((workload, 'loop')))} ({fmt(recs.get((workload, 'loop_1t')))})")
                    if has_loop else "")
         row.append(each(lambda recs: ratio(flux(recs), recs.get((workload, "loop")))) + (f" (≤ {target:g})" if target else "")
                    if has_loop else "")
