@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "models.h"
-#include "runtime/executable.h"
+#include "runtime/compile_cache.h"
 
 // Eigen is the baseline of the matmul and MLP benchmarks (this file is built -march=native).
 #include <eigen3/Eigen/Core>

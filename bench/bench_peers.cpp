@@ -23,7 +23,7 @@
 #include "models.h"
 #include "peer_data.h"
 #include "peer_models.h"
-#include "runtime/executable.h"
+#include "runtime/device.h"
 
 namespace fx = fluxion;
 using namespace bench::peers;

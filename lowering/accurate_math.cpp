@@ -20,7 +20,6 @@
 // when the largest |x| of the vector is at most kPolynomialLimit. Scalar ops (code the vectorizer
 // left scalar) call the scalar libm function.
 #include <dlfcn.h>
-#include <llvm/TargetParser/Host.h>
 #include <mlir/Dialect/Arith/IR/Arith.h>
 #include <mlir/Dialect/Func/IR/FuncOps.h>
 #include <mlir/Dialect/Math/IR/Math.h>
@@ -28,7 +27,9 @@
 #include <mlir/Dialect/SCF/IR/SCF.h>
 #include <mlir/Dialect/Vector/IR/VectorOps.h>
 #include <mlir/IR/BuiltinOps.h>
+#include <mlir/Dialect/Math/Transforms/Passes.h>
 #include <mlir/Pass/Pass.h>
+#include <mlir/Transforms/GreedyPatternRewriteDriver.h>
 
 #include <cstdlib>
 #include <string>
@@ -267,9 +268,26 @@ struct AccurateMathPass : public PassWrapper<AccurateMathPass, OperationPass<Mod
   }
 };
 
+// Polynomial approximations of exp, log, tanh, erf, and of sin and cos where fx-accurate-math left
+// them (f32; fx-accurate-math has replaced the other math ops the lowering emits by calls).
+struct MathApproxPass : public PassWrapper<MathApproxPass, OperationPass<func::FuncOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(MathApproxPass)
+  StringRef getArgument() const final { return "fx-math-approx"; }
+  StringRef getDescription() const final { return "vectorizable polynomial approximations of f32 math"; }
+  void getDependentDialects(DialectRegistry& r) const override {
+    r.insert<arith::ArithDialect, math::MathDialect, vector::VectorDialect>();
+  }
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateMathPolynomialApproximationPatterns(patterns);
+    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns)))) signalPassFailure();
+  }
+};
+
 }  // namespace
 
 void register_accurate_math_pass() { PassRegistration<AccurateMathPass>(); }
+void register_math_approx_pass() { PassRegistration<MathApproxPass>(); }
 
 std::string load_vector_libm() {
   const VectorLibm& v = vector_libm();

@@ -1,16 +1,13 @@
-// The MLIR-free face of the lowering: compile a Program into a native CPU kernel. The runtime
-// (runtime/cpu_device.cpp) calls this; no MLIR or LLVM type crosses this header.
-//
-// Kernel ABI (bare-pointer convention, static shapes): the kernel takes one pointer per array, in
-// this order -- the program's invars, then its constvars, then one output buffer per outvar -- each
-// pointing at contiguous row-major storage owned by the runtime (bool is one byte, 0 or 1). The
-// caller invokes it through `packed(void** args)`, where args[i] points at the i-th pointer.
+// The MLIR-free face of the CPU backend: compile a Program into a native kernel
+// (runtime/kernel.h, whose comment states the kernel ABI). runtime/compile_cache.cpp calls this;
+// no MLIR or LLVM type crosses this header.
 #pragma once
 #include <memory>
 #include <string>
 
 #include "ir/primitive.h"
 #include "ir/program.h"
+#include "runtime/kernel.h"
 
 namespace fluxion::lowering {
 
@@ -34,19 +31,9 @@ struct CompileOptions {
   std::string cache_dir, cache_key;
 };
 
-/// A compiled kernel; owns the JIT-ed code for as long as it lives.
-class CompiledKernel {
- public:
-  virtual ~CompiledKernel() = default;
-  using PackedFn = void (*)(void**);
-  PackedFn packed = nullptr;
-  double lower_ms = 0, passes_ms = 0, llvm_ms = 0;  // where the compile time went
-  bool from_disk_cache = false;                     // lowering and MLIR passes came from disk
-};
-
 /// Lowers, optimizes and JIT-compiles `p`. Throws CompileError (naming the primitive and the user's
 /// line) when a primitive has no lowering or MLIR/LLVM rejects the module; never prints or aborts.
-std::unique_ptr<CompiledKernel> compile_cpu(const Program& p, const CompileOptions& options);
+std::unique_ptr<runtime::Kernel> compile_cpu(const Program& p, const CompileOptions& options);
 
 /// Whether the lowering table has a rule for p (the registry test checks every primitive).
 bool has_lowering(Prim p);

@@ -6,7 +6,6 @@
 #include "ir/error.h"
 #include "lowering/compile.h"
 #include "lowering/lower.h"
-#include "transforms/inline.h"
 
 namespace fluxion::lowering {
 
@@ -239,9 +238,7 @@ void lower_eqns(LowerCtx& c, const Program& p, std::vector<Value>& values,
   }
 }
 
-std::vector<Value> lower_subprogram(LowerCtx& c, const Program& sub, std::span<const Value> inputs) {
-  // jit inlines the wrappers (custom_jvp_call, checkpoint...) of the top-level program only.
-  const Program p = inline_calls(sub);
+std::vector<Value> lower_subprogram(LowerCtx& c, const Program& p, std::span<const Value> inputs) {
   if (!p.constvars.empty() || inputs.size() != p.invars.size())
     throw std::logic_error("lower_subprogram: a sub-program must be closed and given all its inputs");
   const Location outer = c.loc;
@@ -254,55 +251,8 @@ std::vector<Value> lower_subprogram(LowerCtx& c, const Program& sub, std::span<c
   return results;
 }
 
-namespace {
-// transpose[(1,0)](dot_general(a, b)) where the product has no batch dims, one free dim on each
-// side and no other use is dot_general(b, a) with the contracting dims swapped: the product is
-// written in the transposed order directly, and the transpose pass over memory disappears.
-// Reverse-mode derivatives of matmuls produce this pattern (x^T g, then transposed back).
-Program fold_transposed_products(const Program& in) {
-  std::vector<int> uses(in.types.size(), 0), producer(in.types.size(), -1);
-  for (size_t k = 0; k < in.eqns.size(); ++k) {
-    for (const Atom& a : in.eqns[k].inputs)
-      if (!a.is_literal()) ++uses[size_t(a.var)];
-    for (int32_t v : in.eqns[k].outputs) producer[size_t(v)] = int(k);
-  }
-  for (const Atom& a : in.outvars)
-    if (!a.is_literal()) ++uses[size_t(a.var)];
-  Program p = in;
-  std::vector<bool> dropped(p.eqns.size(), false);
-  bool any = false;
-  for (size_t k = 0; k < p.eqns.size(); ++k) {
-    Eqn& t = p.eqns[k];
-    if (t.prim != Prim::transpose || t.inputs[0].is_literal() || t.params.get_ints("permutation") != IntList{1, 0}) continue;
-    const int32_t v = t.inputs[0].var;
-    const int d = producer[size_t(v)];
-    if (d < 0 || uses[size_t(v)] != 1 || p.eqns[size_t(d)].prim != Prim::dot_general) continue;
-    Eqn& dot = p.eqns[size_t(d)];
-    const IntList &lc = dot.params.get_ints("lhs_contracting"), &rc = dot.params.get_ints("rhs_contracting");
-    if (!dot.params.get_ints("lhs_batch").empty() || !dot.params.get_ints("rhs_batch").empty()) continue;
-    if (dot.inputs[0].is_literal() || dot.inputs[1].is_literal()) continue;
-    if (p.aval(dot.inputs[0]).ndim() - int(lc.size()) != 1 || p.aval(dot.inputs[1]).ndim() - int(rc.size()) != 1) continue;
-    Params swapped;
-    for (const auto& [key, value] : dot.params.entries()) swapped.set(key, value);
-    swapped.set("lhs_contracting", rc);
-    swapped.set("rhs_contracting", lc);
-    dot.params = swapped;
-    std::swap(dot.inputs[0], dot.inputs[1]);
-    dot.outputs = t.outputs;
-    dropped[k] = true;
-    any = true;
-  }
-  if (!any) return p;
-  std::vector<Eqn> kept;
-  for (size_t k = 0; k < p.eqns.size(); ++k)
-    if (!dropped[k]) kept.push_back(std::move(p.eqns[k]));
-  p.eqns = std::move(kept);
-  return p;
-}
-}  // namespace
-
 OwningOpRef<ModuleOp> lower_program(MLIRContext& ctx, const Program& original, const CompileOptions& options) {
-  const Program p = fold_transposed_products(original);
+  const Program& p = original;
   OpBuilder b(&ctx);
   OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
   // Every eqn must have a rule before any IR is built, so the error names the first offender.

@@ -1,12 +1,22 @@
-// Fluxion's own MLIR passes that live in files of their own (pipeline.cpp registers them).
+// Fluxion's own MLIR passes, one file each; mlir_session.cpp registers them once.
 #pragma once
 #include <string>
 
 namespace fluxion::lowering {
 
+/// fx-group-elementwise (group_elementwise.cpp): runs of elementwise generics -> one generic each,
+/// in linear time.
+void register_group_elementwise_pass();
+/// fx-fuse-elementwise (fuse_elementwise.cpp): producer -> consumer fusion of linalg.generic ops.
+void register_fuse_elementwise_pass();
+/// fx-lower-copies (lower_copies.cpp): memref.copy -> vector loops (or scalar ones).
+void register_lower_copies_pass();
 /// fx-accurate-math (accurate_math.cpp): f32 transcendentals through glibc's vector libm (or
-/// libm), log of subnormals.
+/// libm), f64 ones through libmvec's f64 variants, log of subnormals.
 void register_accurate_math_pass();
+/// fx-math-approx (accurate_math.cpp): vectorizable polynomial approximations of the f32 math
+/// fx-accurate-math left (exp, log, tanh, erf; sin and cos without libmvec).
+void register_math_approx_pass();
 
 /// Loads libmvec (once) so that kernels calling it link -- also kernels read back from the disk
 /// cache, which skip the pass -- and names the variant in use ("libmvec x86-64 e" for AVX-512,

@@ -3,17 +3,20 @@
 //   * threads (num_threads > 1, enough work, outermost loop parallel): scf.forall over chunks of
 //     the outermost loop, a divisor of its extent so the chunks keep static shapes;
 //   * vector tile: every loop tiled by 1 except the innermost parallel loop, tiled by its extent or
-//     the largest divisor <= 64 (32 under a contraction), so tiles are static and vectorize;
+//     its largest divisor <= 4 registers' worth of elements (VectorShape below: 64 f32 on
+//     AVX-512), so tiles are static and vectorize;
 //   * row reductions (one innermost reduction loop that every operand reads contiguously, or not
 //     at all: a per-row value): rows in blocks of 8 when the rows are at least 16 long, the
-//     reduction in steps of up to 64 (a vector<8x64> multi_reduction per step, accumulators
-//     hoisted into registers). Short rows go one at a time: 8x10 blocks of a [256, 10] softmax
-//     compiled to thousands of lane shuffles and cost a fifth of the MLP step's compile time;
+//     reduction in steps of up to 4 registers (a vector<8x64> multi_reduction per step in f32 on
+//     AVX-512, accumulators hoisted into registers). Short rows go one at a time: 8x10 blocks of a
+//     [256, 10] softmax compiled to thousands of lane shuffles and cost a fifth of the MLP step's
+//     compile time;
 //   * column reductions (x^T W: a parallel loop over columns, a reduction over rows, each operand
 //     contiguous along the columns or constant along them): loops interchanged, one row per step,
 //     a vector multiply-add of a whole row into the accumulator;
-//   * contractions: the parallel loop before the innermost parallel one in blocks of 8 (an 8xN
-//     register tile of broadcast FMAs), and for large matmul-like ones cache tiles around it;
+//   * contractions: the parallel loop before the innermost parallel one in blocks of 8 (4 below
+//     512-bit vectors), the innermost in 2 registers (an 8x32 register tile of broadcast FMAs in
+//     f32 on AVX-512), and for large matmul-like ones cache tiles around it;
 //   * full reductions (every loop a reduction, every operand contiguous): vectors along the
 //     innermost loop;
 //   * several results (argmax): scalar tiles.
@@ -22,6 +25,9 @@
 // vectorizer cannot handle (libm calls, non-permutation maps) stay as scalar loops -- correct,
 // only slower.
 #include "lowering/tiling.h"
+
+#include "lowering/op_cost.h"
+#include "lowering/target.h"
 
 #include <mlir/Dialect/Linalg/IR/Linalg.h>
 
@@ -38,6 +44,50 @@ int64_t largest_divisor_at_most(int64_t n, int64_t cap) {
   for (int64_t d = cap; d > 1; --d)
     if (n % d == 0) return d;
   return 1;
+}
+
+// Vector shapes sized to the target's registers (lowering/target.h): `lanes` elements of the
+// generic's widest type fill one register. Elementwise and reduction tiles hold 4 registers (at
+// most 64 elements), a row-reduction block 8 rows of those (32 registers), a contraction's register
+// tile 8 rows x 2 registers on 512-bit targets (32 registers) and 4 x 2 on narrower ones (16). For
+// f32 on AVX-512 these are exactly the shapes the benchmarks were tuned with (64, 8x64, 8x32);
+// fixed at those sizes, f64 code for AVX2 held vector<8x64xf64> values -- 128 registers each --
+// and a 20 KB kernel became 9.5 MB of LLVM IR and 12 s of code generation.
+//
+// A long body shrinks the tile: one tile step is (registers per value) x (the body's cost, op_cost.h)
+// vector instructions after unrolling, kept under kTileBudget, by fewer registers per value and, for
+// row reductions, one row at a time instead of 8. vmap over 64 keys of mean(exp(normal(k, 4096,
+// f64))) fuses threefry, erf_inv and exp into its row reduction (about 150 ops): as 8 rows x 32
+// lanes it was 1.4 MB of LLVM IR and a second of code generation.
+constexpr int64_t kTileBudget = 2048;
+
+struct VectorShape {
+  int64_t vec;       // innermost tile of elementwise ops and reductions
+  int64_t mr, nr;    // a contraction's register tile
+  int64_t row_block;  // rows per step of a row reduction (8, or 1 for a long body)
+};
+
+unsigned widest_bits(linalg::GenericOp g) {
+  unsigned bits = 8;
+  auto note = [&](Type t) {
+    t = getElementTypeOrSelf(t);
+    if (t.isIntOrFloat()) bits = std::max(bits, t.getIntOrFloatBitWidth());
+  };
+  for (Value v : g->getOperands()) note(v.getType());
+  for (Operation& op : g.getBody()->getOperations())
+    for (Value r : op.getResults()) note(r.getType());
+  return bits;
+}
+
+VectorShape vector_shape(linalg::GenericOp g) {
+  const CpuTarget& t = cpu_target();
+  const int64_t lanes = std::max<int64_t>(1, t.vector_bits / int64_t(widest_bits(g)));
+  const int64_t body = std::max<int64_t>(1, body_cost(*g.getBody()));
+  int64_t regs = 4;
+  while (regs > 1 && regs * body > kTileBudget) regs /= 2;
+  const int64_t vec = std::min<int64_t>(regs * lanes, 64);
+  const int64_t row_block = 8 * ((vec + lanes - 1) / lanes) * body <= kTileBudget ? 8 : 1;
+  return {vec, t.vector_bits >= 512 ? 8 : 4, std::min<int64_t>(2 * lanes, 32), row_block};
 }
 
 struct Plan {
@@ -59,9 +109,16 @@ Plan plan_for(linalg::GenericOp g, int num_threads) {
     work *= r;
   }
   plan.tile.assign(n, 1);
-  if (g.getNumDpsInits() != 1) return plan;  // scalar tiles
-
+  const VectorShape vs = vector_shape(g);
   auto is_par = [&](size_t i) { return iters[i] == utils::IteratorType::parallel; };
+  // Several results: vector tiles when every loop is parallel (a group of elementwise ops,
+  // fx-group-elementwise), scalar tiles otherwise (argmax's value and index).
+  if (g.getNumDpsInits() != 1) {
+    bool all_parallel = true;
+    for (size_t i = 0; i < n; ++i) all_parallel = all_parallel && is_par(i);
+    if (!all_parallel) return plan;
+  }
+
   int last_par = -1, num_red = 0;
   for (size_t i = 0; i < n; ++i) {
     if (is_par(i)) last_par = int(i);
@@ -92,32 +149,33 @@ Plan plan_for(linalg::GenericOp g, int num_threads) {
     }
     if (columns_contiguous && !contiguous) {
       plan.swap = true;
-      plan.tile = {1, largest_divisor_at_most(ranges[0], 64)};
+      plan.tile = {1, largest_divisor_at_most(ranges[0], vs.vec)};
       return plan;
     }
   }
   if (innermost_reduction && num_red == 1 && contiguous) {
     // row reduction
-    if (last_par >= 0) plan.tile[size_t(last_par)] = ranges[size_t(last_par)] % 8 == 0 && ranges[n - 1] >= 16 ? 8 : 1;
-    plan.tile[n - 1] = largest_divisor_at_most(ranges[n - 1], 64);
+    const int64_t rb = vs.row_block;
+    if (last_par >= 0) plan.tile[size_t(last_par)] = ranges[size_t(last_par)] % rb == 0 && ranges[n - 1] >= 16 ? rb : 1;
+    plan.tile[n - 1] = largest_divisor_at_most(ranges[n - 1], vs.vec);
   } else if (last_par < 0 && contiguous) {
     // a full reduction of contiguous data: vectors along the innermost loop
-    plan.tile[n - 1] = largest_divisor_at_most(ranges[n - 1], 64);
+    plan.tile[n - 1] = largest_divisor_at_most(ranges[n - 1], vs.vec);
   } else if (last_par >= 0) {
     const bool contraction = innermost_reduction;
-    plan.tile[size_t(last_par)] = largest_divisor_at_most(ranges[size_t(last_par)], contraction ? 32 : 64);
+    plan.tile[size_t(last_par)] = largest_divisor_at_most(ranges[size_t(last_par)], contraction ? vs.nr : vs.vec);
     if (contraction) {
       int m = -1;
       for (int i = last_par - 1; i >= 0; --i)
         if (is_par(size_t(i))) {
-          if (ranges[size_t(i)] % 8 == 0) plan.tile[size_t(i)] = 8, m = i;
+          if (ranges[size_t(i)] % vs.mr == 0) plan.tile[size_t(i)] = vs.mr, m = i;
           break;
         }
       // A large matmul-like contraction (M, N, then one reduction K innermost) also gets cache
       // tiles: up to 64 x 256 x 128, multiples of the register tile (the notes' td_mm schedule).
       // Without them the generated 1024^3 matmul ran at 0.30x of Eigen.
       const int64_t M = m >= 0 ? ranges[size_t(m)] : 0, N = ranges[size_t(last_par)], K = ranges[n - 1];
-      if (m >= 0 && num_red == 1 && plan.tile[size_t(last_par)] == 32 && M * N * K >= (int64_t(1) << 21)) {
+      if (m >= 0 && num_red == 1 && plan.tile[size_t(last_par)] == vs.nr && M * N * K >= (int64_t(1) << 21)) {
         auto cache_tile = [](int64_t extent, int64_t cap, int64_t unit) {
           for (int64_t t = cap; t >= unit; t -= unit)
             if (extent % t == 0) return t;
@@ -126,11 +184,11 @@ Plan plan_for(linalg::GenericOp g, int num_threads) {
         plan.cache.assign(n, 0);
         // Mc small enough that threads still get a chunk each when M is the threaded loop (64 x
         // 1024 x 4096 lost its threads to Mc = 64).
-        int64_t mc = cache_tile(M, 64, 8);
+        int64_t mc = cache_tile(M, 64, vs.mr);
         if (m == 0 && num_threads > 1)
-          while (mc > 8 && M / mc < num_threads) mc = cache_tile(M, mc - 8, 8);
+          while (mc > vs.mr && M / mc < num_threads) mc = cache_tile(M, mc - vs.mr, vs.mr);
         plan.cache[size_t(m)] = mc;
-        plan.cache[size_t(last_par)] = cache_tile(N, 256, 32);
+        plan.cache[size_t(last_par)] = cache_tile(N, 256, vs.nr);
         // K untiled when it has no divisor of a useful size (a prime K gave K tiles of 1: the C
         // tile loaded and stored once per k; fluxion_bench_jit matmul times 512 x 521 x 512).
         const int64_t kc = largest_divisor_at_most(K, 128);

@@ -1,30 +1,12 @@
 #include "runtime/executable.h"
 
-#include <cstdio>
-#include <cstdlib>
-#include <functional>
-#include <mutex>
-#include <thread>
-#include <unordered_map>
-
 #include "ir/error.h"
 #include "ir/trace.h"
-#include "lowering/compile.h"
-#include "lowering/target.h"
 #include "runtime/buffer.h"
 
 namespace fluxion::runtime {
 
-const Device& cpu_device() {
-  static const Device d = [] {
-    Device dev{"cpu", int(std::max(1u, std::thread::hardware_concurrency()))};
-    if (const char* n = std::getenv("FLUXION_NUM_THREADS")) dev.num_threads = std::max(1, std::atoi(n));
-    return dev;
-  }();
-  return d;
-}
-
-Executable::Executable(std::shared_ptr<lowering::CompiledKernel> kernel, std::vector<AbstractArray> in_avals,
+Executable::Executable(std::shared_ptr<Kernel> kernel, std::vector<AbstractArray> in_avals,
                        std::vector<AbstractArray> out_avals, std::string fingerprint)
     : kernel_(std::move(kernel)), in_avals_(std::move(in_avals)), out_avals_(std::move(out_avals)),
       fingerprint_(std::move(fingerprint)) {}
@@ -32,6 +14,7 @@ Executable::Executable(std::shared_ptr<lowering::CompiledKernel> kernel, std::ve
 double Executable::lower_ms() const { return kernel_->lower_ms; }
 double Executable::passes_ms() const { return kernel_->passes_ms; }
 double Executable::llvm_ms() const { return kernel_->llvm_ms; }
+double Executable::link_ms() const { return kernel_->link_ms; }
 bool Executable::from_disk_cache() const { return kernel_->from_disk_cache; }
 
 std::vector<Array> Executable::run(std::span<const Array> inputs) const {
@@ -66,92 +49,6 @@ std::vector<Array> Executable::run(std::span<const Array> inputs) const {
   for (size_t i = 0; i < n; ++i) args[i] = &ptrs[i];
   kernel_->packed(args);
   return outs;
-}
-
-std::string fingerprint(const Program& p, const Device& device) {
-  return device.name + "/t" + std::to_string(device.num_threads) + "/mm-" + device.matmul + "/" +
-         lowering::cpu_target().id() + "\n" + p.str();
-}
-
-namespace {
-
-struct Entry {
-  std::once_flag once;
-  std::shared_ptr<const Executable> exe;
-  std::exception_ptr error;
-};
-
-struct Cache {
-  std::mutex mutex;
-  std::unordered_map<std::string, std::shared_ptr<Entry>> entries;
-  CacheStats stats;
-};
-
-Cache& cache() {
-  static Cache* c = new Cache;  // never destroyed: kernels may run during static destruction
-  return *c;
-}
-
-std::string hex_hash(const std::string& s) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016zx", std::hash<std::string>{}(s));
-  return buf;
-}
-
-}  // namespace
-
-std::shared_ptr<const Executable> compile(const Program& p, const Device& device) {
-  std::string key = fingerprint(p, device);
-  Cache& c = cache();
-  std::shared_ptr<Entry> e;
-  {
-    std::lock_guard<std::mutex> lock(c.mutex);
-    auto [it, inserted] = c.entries.try_emplace(key);
-    if (inserted) {
-      it->second = std::make_shared<Entry>();
-      ++c.stats.compiles;
-    } else {
-      ++c.stats.hits;
-    }
-    e = it->second;
-  }
-  std::call_once(e->once, [&] {
-    try {
-      lowering::CompileOptions options;
-      options.num_threads = device.num_threads;
-      options.matmul = device.matmul == "eigen"       ? lowering::MatmulPath::eigen
-                       : device.matmul == "generated" ? lowering::MatmulPath::generated
-                                                      : lowering::MatmulPath::automatic;
-      if (const char* dir = std::getenv("FLUXION_DUMP")) options.dump_dir = dir;
-      options.dump_name = hex_hash(key);
-      if (const char* dir = std::getenv("FLUXION_CACHE_DIR"); dir && *dir) {
-        options.cache_dir = dir;
-        options.cache_key = key;
-      }
-      std::shared_ptr<lowering::CompiledKernel> k = lowering::compile_cpu(p, options);
-      if (k->from_disk_cache) {
-        std::lock_guard<std::mutex> lock(c.mutex);
-        ++c.stats.disk_hits;
-      }
-      std::vector<AbstractArray> in = p.in_avals();
-      for (int32_t v : p.constvars) in.push_back(p.type(v));
-      e->exe = std::make_shared<Executable>(std::move(k), std::move(in), p.out_avals(), key);
-    } catch (...) {
-      e->error = std::current_exception();
-    }
-  });
-  if (e->error) std::rethrow_exception(e->error);
-  return e->exe;
-}
-
-void clear_cache() {
-  std::lock_guard<std::mutex> lock(cache().mutex);
-  cache().entries.clear();
-}
-
-CacheStats cache_stats() {
-  std::lock_guard<std::mutex> lock(cache().mutex);
-  return cache().stats;
 }
 
 }  // namespace fluxion::runtime

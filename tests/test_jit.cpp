@@ -13,6 +13,7 @@
 
 #include "lowering/compile.h"
 #include "prims/registry.h"
+#include "transforms/jit_passes.h"
 
 namespace fx = fluxion;
 
@@ -470,6 +471,8 @@ TEST_CASE("jit: the on-disk cache serves a fresh in-memory cache") {
   const int64_t disk_hits = fx::runtime::cache_stats().disk_hits;
   auto second = fx::runtime::compile(p, dev);
   CHECK(second->from_disk_cache());
+  CHECK(second->passes_ms() == 0);  // object code: no MLIR pass and no LLVM ran, only the linker
+  CHECK(second->llvm_ms() == 0);
   CHECK(fx::runtime::cache_stats().disk_hits == disk_hits + 1);
   CHECK(second != first);
   std::vector<fx::Array> got = second->run(args);
@@ -494,6 +497,11 @@ TEST_CASE("jit: the on-disk cache serves a fresh in-memory cache") {
     if (want[k].dtype() == fx::float32) check_same<float>(got[k], want[k]);
     else check_same<int32_t>(got[k], want[k]);
   }
+  // A file cut short (its header intact, its object code not) is a miss too.
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    std::filesystem::resize_file(e.path(), std::filesystem::file_size(e.path()) * 3 / 4);
+  fx::runtime::clear_cache();
+  CHECK_FALSE(fx::runtime::compile(p, dev)->from_disk_cache());
   if (old) setenv("FLUXION_CACHE_DIR", saved.c_str(), 1);
   else unsetenv("FLUXION_CACHE_DIR");
   std::filesystem::remove_all(dir);
@@ -549,4 +557,45 @@ TEST_CASE("jit: reductions of transposed inputs (interchanged loops) match eager
     check_same<float>(b, b0);
     check_same<float>(c, c0, 2e-5);
   }
+}
+
+// The Program-level jit passes (transforms/jit_passes.h) are one list; with FLUXION_DUMP every
+// stage of one compile is a file named by the user's line: the traced program, the program after
+// each pass (the transposed product of a matmul gradient is folded by the last one), then the
+// lowering's stages under the same stem.
+TEST_CASE("jit: FLUXION_DUMP shows the program after each jit pass and each lowering stage, named by the user's line") {
+  const std::string dir = "/tmp/fluxion_test_passes_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  setenv("FLUXION_DUMP", dir.c_str(), 1);
+  auto loss = [](const fx::Array& w, const fx::Array& x) { return fx::sum(fx::tanh(fx::matmul(x, w))); };
+  fx::Array w = fx::array(ramp(64 * 32, -1, 1), fx::Shape{64, 32}), x = fx::array(ramp(16 * 64, -1, 1), fx::Shape{16, 64});
+  fx::Array g = fx::jit(fx::grad(loss))(w, x);
+  unsetenv("FLUXION_DUMP");
+  check_same<float>(g, fx::grad(loss)(w, x), 1e-5);
+  std::set<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) names.insert(e.path().filename().string());
+  std::string stem;
+  for (const std::string& n : names)
+    if (n.find(".0-traced.program.txt") != std::string::npos) stem = n.substr(0, n.find(".0-traced"));
+  REQUIRE_FALSE(stem.empty());
+  CHECK(stem.find("test_jit.cpp-") == 4);  // "jit-test_jit.cpp-<line>-<hash>"
+  int k = 0;
+  for (const fx::JitPass& pass : fx::jit_pass_list())
+    CHECK(names.count(stem + "." + std::to_string(++k) + "-" + pass.name + ".program.txt") == 1);
+  for (const char* stage : {".program.txt", ".input.mlir", ".fused.mlir", ".vectorized.mlir", ".lowered.mlir", ".ll", ".s"})
+    CHECK(names.count(stem + stage) == 1);
+  auto read = [&](const std::string& name) {
+    std::ifstream f(dir + "/" + name);
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  };
+  auto count = [](const std::string& text, const std::string& word) {
+    size_t n = 0;
+    for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) ++n;
+    return n;
+  };
+  const std::string before = read(stem + ".2-hoist_scan_invariants.program.txt");
+  const std::string after = read(stem + ".3-fold_transposed_products.program.txt");
+  CHECK(count(after, " transpose[") < count(before, " transpose["));
+  std::filesystem::remove_all(dir);
 }

@@ -58,6 +58,7 @@ Program inline_calls(Program p) {
       default: break;
     }
     if (!body) {
+      rewrite_subprograms(e, [](const Program& q) { return std::optional<Program>(inline_calls(q)); });
       p.eqns.push_back(std::move(e));
       continue;
     }
@@ -67,6 +68,26 @@ Program inline_calls(Program p) {
   }
   for (Atom& a : p.outvars) a = resolve(a);
   return p;
+}
+
+bool rewrite_subprograms(Eqn& e, const std::function<std::optional<Program>(const Program&)>& rewrite) {
+  std::vector<std::pair<std::string, ParamValue>> updates;
+  for (const auto& [key, value] : e.params.entries()) {
+    if (const auto* ref = std::get_if<ProgramRef>(&value)) {
+      if (std::optional<Program> q = rewrite(**ref)) updates.emplace_back(key, std::make_shared<const Program>(std::move(*q)));
+    } else if (const auto* list = std::get_if<ProgramList>(&value)) {
+      ProgramList rewritten;
+      bool any = false;
+      for (const ProgramRef& q : *list) {
+        std::optional<Program> r = rewrite(*q);
+        any = any || r.has_value();
+        rewritten.push_back(r ? std::make_shared<const Program>(std::move(*r)) : q);
+      }
+      if (any) updates.emplace_back(key, std::move(rewritten));
+    }
+  }
+  for (auto& [key, value] : updates) e.params.set(key, std::move(value));
+  return !updates.empty();
 }
 
 }  // namespace fluxion

@@ -2,6 +2,8 @@
 // primitives that only wrap a sub-program (custom_jvp_call, custom_vjp_call, checkpoint) once no
 // transformation needs them any more -- before lowering, which compiles their bodies in place.
 #pragma once
+#include <functional>
+#include <optional>
 #include <vector>
 
 #include "ir/program.h"
@@ -13,7 +15,12 @@ namespace fluxion {
 /// no Array is made.
 std::vector<Atom> append_program(Program& caller, const Program& callee, const std::vector<Atom>& args);
 
-/// Replaces every custom_jvp_call / custom_vjp_call / checkpoint eqn (recursively) by its body.
+/// Replaces every custom_jvp_call / custom_vjp_call / checkpoint eqn by its body, also inside the
+/// sub-programs of other eqns (cond branches, loop bodies).
 Program inline_calls(Program p);
+
+/// Rewrites every sub-program e's params hold (cond branches, while and scan bodies, ...) with
+/// `rewrite`, which returns nothing to leave a program as it is. Returns whether any changed.
+bool rewrite_subprograms(Eqn& e, const std::function<std::optional<Program>(const Program&)>& rewrite);
 
 }  // namespace fluxion

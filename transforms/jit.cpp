@@ -1,7 +1,6 @@
 #include "transforms/jit.h"
 
-#include "transforms/inline.h"
-#include "transforms/scan_hoist.h"
+#include "transforms/jit_passes.h"
 
 namespace fluxion::jit_detail {
 
@@ -9,11 +8,10 @@ std::shared_ptr<const Compiled> compile_signature(JitCache& cache, const std::st
                                                   std::shared_ptr<const void> out_like) {
   auto c = std::make_shared<Compiled>();
   c->out_like = std::move(out_like);
-  // Custom-derivative and checkpoint wrappers have done their job once the program is final: their
-  // bodies are compiled in place. Then work that needs no loop leaves the scans (scan_hoist.h).
-  program = hoist_scan_invariants(inline_calls(std::move(program)));
-  c->consts = program.consts;  // after the rewrites: inlined bodies may bring their own
-  c->executable = runtime::compile(program);  // throws CompileError; the runtime caches by fingerprint
+  const std::string stem = jit_dump_stem(program);
+  program = jit_passes(std::move(program), stem);
+  c->consts = program.consts;  // after the passes: inlined bodies may bring their own
+  c->executable = runtime::compile(program, runtime::cpu_device(), stem);  // throws CompileError; cached by fingerprint
   std::lock_guard<std::mutex> lock(cache.mutex);
   auto [it, inserted] = cache.entries.try_emplace(key, c);
   if (inserted) ++cache.compilations;  // another thread may have compiled the same signature meanwhile

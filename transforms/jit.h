@@ -21,7 +21,7 @@
 
 #include "api/tree.h"
 #include "ir/trace.h"
-#include "runtime/executable.h"
+#include "runtime/compile_cache.h"
 #include "transforms/make_ir.h"
 
 namespace fluxion {

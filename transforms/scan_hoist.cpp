@@ -352,23 +352,6 @@ bool contains_scan(const Program& p) {
   return false;
 }
 
-void rewrite_subprograms(Eqn& e) {
-  std::vector<std::pair<std::string, ParamValue>> updates;
-  for (const auto& [key, value] : e.params.entries()) {
-    if (const auto* ref = std::get_if<ProgramRef>(&value); ref && contains_scan(**ref)) {
-      updates.emplace_back(key, std::make_shared<const Program>(hoist_scan_invariants(**ref)));
-    } else if (const auto* list = std::get_if<ProgramList>(&value)) {
-      bool any = false;
-      for (const ProgramRef& q : *list) any = any || contains_scan(*q);
-      if (!any) continue;
-      ProgramList rewritten;
-      for (const ProgramRef& q : *list) rewritten.push_back(std::make_shared<const Program>(hoist_scan_invariants(*q)));
-      updates.emplace_back(key, std::move(rewritten));
-    }
-  }
-  for (auto& [key, value] : updates) e.params.set(key, std::move(value));
-}
-
 }  // namespace
 
 Program hoist_scan_invariants(Program p) {
@@ -377,7 +360,9 @@ Program hoist_scan_invariants(Program p) {
   p.eqns.clear();
   bool changed_any = false;
   for (Eqn& e : eqns) {
-    rewrite_subprograms(e);
+    rewrite_subprograms(e, [](const Program& q) {
+      return contains_scan(q) ? std::optional<Program>(hoist_scan_invariants(q)) : std::nullopt;
+    });
     if (e.prim != Prim::scan) {
       p.eqns.push_back(std::move(e));
       continue;

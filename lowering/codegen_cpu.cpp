@@ -1,0 +1,321 @@
+// LLVM IR -> object code -> a kernel linked into the process (ORC's LLJIT, RuntimeDyld).
+//
+// Not MLIR's ExecutionEngine: it compiles and links in one step, so nothing can look at the object
+// code between the two -- and both the undefined-symbol check and the disk cache of object code
+// need exactly that. Every kernel gets a JITDylib of its own (they all define `kernel`), whose
+// link order ends in one process-wide dylib holding the runtime's kernel symbols and a search of
+// the process's libraries.
+#include "lowering/codegen_cpu.h"
+
+#include <llvm/ExecutionEngine/JITEventListener.h>
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/RTDyldObjectLinkingLayer.h>
+#include <llvm/ExecutionEngine/SectionMemoryManager.h>
+#include <llvm/ADT/StringExtras.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Object/ObjectFile.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Transforms/Utils/Cloning.h>
+#include <llvm/TargetParser/Host.h>
+#include <mlir/IR/BuiltinOps.h>
+#include <mlir/Target/LLVMIR/Export.h>
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <mutex>
+
+#include "ir/error.h"
+#include "lowering/passes.h"
+#include "lowering/target.h"
+#include "runtime/kernel_symbols.h"
+
+namespace fluxion::lowering {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+[[noreturn]] void fail(const std::string& what, const std::string& detail) {
+  throw CompileError("CompileError: jit: " + what + ": " + detail);
+}
+
+std::string message(llvm::Error e) { return llvm::toString(std::move(e)); }
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+}
+
+llvm::CodeGenOptLevel codegen_level(int opt) {
+  switch (opt) {
+    case 0: return llvm::CodeGenOptLevel::None;
+    case 1: return llvm::CodeGenOptLevel::Less;
+    case 2: return llvm::CodeGenOptLevel::Default;
+    default: return llvm::CodeGenOptLevel::Aggressive;
+  }
+}
+
+// The target machine for cpu_target(). Position-independent code: RuntimeDyld builds GOT entries
+// and stubs for libraries mapped anywhere, and the same object could go into a shared library.
+std::unique_ptr<llvm::TargetMachine> target_machine(int opt) {
+  const CpuTarget& t = cpu_target();
+  llvm::orc::JITTargetMachineBuilder b{llvm::Triple(llvm::sys::getProcessTriple())};
+  b.setCPU(t.cpu);
+  if (!t.features.empty()) {
+    std::vector<std::string> features;
+    for (llvm::StringRef f : llvm::split(t.features, ',')) features.push_back(f.str());
+    b.addFeatures(features);
+  }
+  b.setRelocationModel(llvm::Reloc::PIC_);
+  b.setCodeGenOptLevel(codegen_level(opt));
+  auto tm = b.createTargetMachine();
+  if (!tm) fail("creating the target machine for " + t.cpu, message(tm.takeError()));
+  return std::move(*tm);
+}
+
+// `_mlir_kernel(void** args)`: loads the i-th argument from args[i] and calls `kernel`, so that
+// one C signature calls kernels of any arity (compile.h's packed ABI).
+void add_packed_entry(llvm::Module& m) {
+  llvm::Function* kernel = m.getFunction("kernel");
+  if (!kernel) fail("code generation", "the module has no function `kernel`");
+  if (!kernel->getReturnType()->isVoidTy()) fail("code generation", "`kernel` returns a value; outputs are arguments");
+  llvm::LLVMContext& ctx = m.getContext();
+  llvm::IRBuilder<> b(ctx);
+  llvm::Type* ptr = b.getPtrTy();
+  auto* entry = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), {ptr}, false),
+                                       llvm::GlobalValue::ExternalLinkage, "_mlir_kernel", m);
+  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", entry));
+  std::vector<llvm::Value*> args;
+  for (llvm::Argument& a : kernel->args()) {
+    llvm::Value* slot = b.CreateConstGEP1_64(ptr, entry->getArg(0), a.getArgNo());
+    args.push_back(b.CreateLoad(a.getType(), b.CreateLoad(ptr, slot)));
+  }
+  b.CreateCall(kernel, args);
+  b.CreateRetVoid();
+}
+
+// ---- libraries kernels call --------------------------------------------------------------------------
+// libomp for LLVM 19 is not packaged; LLVM 14's runs the code MLIR 19 emits. Loaded globally on
+// first need, so that the process search below finds __kmpc_*.
+const char* kLibOmp = "/usr/lib/llvm-14/lib/libomp.so";
+
+bool load_libomp() {
+  static const bool loaded = dlopen(kLibOmp, RTLD_NOW | RTLD_GLOBAL) != nullptr;
+  return loaded;
+}
+
+const runtime::KernelSymbol* runtime_symbol(llvm::StringRef name) {
+  for (const runtime::KernelSymbol& s : runtime::kernel_symbols())
+    if (name == s.name) return &s;
+  return nullptr;
+}
+
+// ---- the linker ---------------------------------------------------------------------------------------
+struct Linker {
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  llvm::orc::JITDylib* shared = nullptr;  // runtime symbols, then the process's libraries
+  std::atomic<uint64_t> next{0};
+};
+
+Linker& linker() {
+  static Linker* l = [] {  // never destroyed: kernels may run during static destruction
+    // A process whose first kernel comes from the disk cache has not met MLIR (which would have
+    // initialized the target) before it links.
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    auto* lk = new Linker;
+    auto jit = llvm::orc::LLJITBuilder()
+                   .setObjectLinkingLayerCreator([](llvm::orc::ExecutionSession& es, const llvm::Triple&) {
+                     auto layer = std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
+                         es, [] { return std::make_unique<llvm::SectionMemoryManager>(); });
+                     // gdb sees the kernels; `perf inject --jit` names them where LLVM has perf support.
+                     layer->registerJITEventListener(*llvm::JITEventListener::createGDBRegistrationListener());
+                     if (auto* perf = llvm::JITEventListener::createPerfJITEventListener())
+                       layer->registerJITEventListener(*perf);
+                     return layer;
+                   })
+                   .setPlatformSetUp(llvm::orc::setUpInactivePlatform)
+                   .create();
+    if (!jit) fail("starting the JIT linker", message(jit.takeError()));
+    lk->jit = std::move(*jit);
+    auto shared = lk->jit->createJITDylib("fluxion-runtime");
+    if (!shared) fail("starting the JIT linker", message(shared.takeError()));
+    lk->shared = &*shared;
+    llvm::orc::SymbolMap symbols;
+    for (const runtime::KernelSymbol& s : runtime::kernel_symbols())
+      symbols[lk->jit->mangleAndIntern(s.name)] = {llvm::orc::ExecutorAddr::fromPtr(s.address),
+                                                   llvm::JITSymbolFlags::Exported};
+    if (auto e = lk->shared->define(llvm::orc::absoluteSymbols(std::move(symbols)))) fail("starting the JIT linker", message(std::move(e)));
+    auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+        lk->jit->getDataLayout().getGlobalPrefix());
+    if (!process) fail("starting the JIT linker", message(process.takeError()));
+    lk->shared->addGenerator(std::move(*process));
+    return lk;
+  }();
+  return *l;
+}
+
+class LinkedKernel : public runtime::Kernel {
+ public:
+  llvm::orc::JITDylib* dylib = nullptr;
+  ~LinkedKernel() override {
+    if (dylib) llvm::consumeError(linker().jit->getExecutionSession().removeJITDylib(*dylib));
+  }
+};
+
+// The LLVM IR passes for an optimization level: none at 0 (small kernels, where compile time is
+// everything), else a cleanup list. MLIR has fused, tiled and vectorized already; what LLVM adds is
+// SROA of the memref descriptors, CSE, instcombine, hoisting of loop invariants. default<O3> cost
+// 4x the time (attention gradients at batch 256: 0.44 s against 0.10 s) for kernels that ran
+// within 8% of the instructions (callgrind, docs/jit.md). FLUXION_JIT_LLVM_PASSES replaces the
+// list (LLVM's new-pass-manager syntax, e.g. "default<O3>").
+std::string llvm_passes(int opt_level) {
+  if (const char* e = std::getenv("FLUXION_JIT_LLVM_PASSES")) return e;
+  if (opt_level <= 0) return "";
+  return "function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,loop-mssa(licm),gvn,"
+         "instcombine<no-verify-fixpoint>,simplifycfg)";
+}
+
+void optimize(llvm::Module& m, llvm::TargetMachine& tm, const std::string& passes) {
+  if (passes.empty()) return;
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(&tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm;
+  if (llvm::Error e = pb.parsePassPipeline(mpm, passes)) fail("parsing the LLVM pass list '" + passes + "'", message(std::move(e)));
+  mpm.run(m, mam);
+}
+
+}  // namespace
+
+ObjectCode emit_object(mlir::ModuleOp m, int opt_level, const std::string& ll_dump, const std::string& asm_dump) {
+  ObjectCode out;
+  llvm::LLVMContext ctx;
+  std::unique_ptr<llvm::Module> module = mlir::translateModuleToLLVMIR(m, ctx, "fluxion_kernel");
+  if (!module) fail("translating the module to LLVM IR", "MLIR's translation failed");
+  std::unique_ptr<llvm::TargetMachine> tm = target_machine(opt_level);
+  module->setDataLayout(tm->createDataLayout());
+  module->setTargetTriple(tm->getTargetTriple().getTriple());
+  add_packed_entry(*module);
+
+  auto t0 = Clock::now();
+  optimize(*module, *tm, llvm_passes(opt_level));
+  out.optimize_ms = ms_since(t0);
+  if (!ll_dump.empty()) {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    module->print(os, nullptr);
+    write_file(ll_dump, s);
+  }
+
+  auto t1 = Clock::now();
+  auto emit = [&](llvm::CodeGenFileType type) {
+    llvm::SmallVector<char, 0> buffer;
+    llvm::raw_svector_ostream os(buffer);
+    llvm::legacy::PassManager pm;
+    if (tm->addPassesToEmitFile(pm, os, nullptr, type)) fail("code generation", "the target cannot emit this file type");
+    pm.run(*module);
+    return std::string(buffer.data(), buffer.size());
+  };
+  if (!asm_dump.empty()) {
+    // Code generation changes the module (it lowers intrinsics), so the assembly comes from a copy.
+    auto copy = llvm::CloneModule(*module);
+    std::swap(module, copy);
+    write_file(asm_dump, emit(llvm::CodeGenFileType::AssemblyFile));
+    std::swap(module, copy);
+  }
+  out.bytes = emit(llvm::CodeGenFileType::ObjectFile);
+  out.codegen_ms = ms_since(t1);
+  return out;
+}
+
+std::vector<std::string> undefined_symbols(const std::string& object) {
+  std::vector<std::string> names;
+  auto file = llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(object, "kernel"));
+  if (!file) {
+    llvm::consumeError(file.takeError());
+    names.push_back("<not an object file>");
+    return names;
+  }
+  for (const llvm::object::SymbolRef& s : (*file)->symbols()) {
+    auto flags = s.getFlags();
+    if (!flags) {
+      llvm::consumeError(flags.takeError());
+      continue;
+    }
+    if (!(*flags & llvm::object::SymbolRef::SF_Undefined)) continue;
+    auto name = s.getName();
+    if (!name) {
+      llvm::consumeError(name.takeError());
+      continue;
+    }
+    if (!name->empty()) names.push_back(name->str());
+  }
+  return names;
+}
+
+std::vector<std::string> unresolved_symbols(const std::string& object) {
+  const std::vector<std::string> names = undefined_symbols(object);
+  std::vector<std::string> missing;
+  bool vector_libm_loaded = false;
+  for (const std::string& n : names) {
+    if (runtime_symbol(n) || n == "_GLOBAL_OFFSET_TABLE_") continue;  // the linker makes the GOT
+    if (n.rfind("__kmpc_", 0) == 0 || n.rfind("omp_", 0) == 0) load_libomp();
+    if (n.rfind("_ZGV", 0) == 0 && !vector_libm_loaded) {
+      load_vector_libm();
+      vector_libm_loaded = true;
+    }
+    if (!dlsym(RTLD_DEFAULT, n.c_str())) missing.push_back(n);
+  }
+  return missing;
+}
+
+bool openmp_available() { return load_libomp(); }
+
+std::unique_ptr<runtime::Kernel> link_object(const std::string& object, const std::string& what) {
+  const std::vector<std::string> missing = unresolved_symbols(object);
+  if (!missing.empty()) {
+    std::string list;
+    for (const std::string& n : missing) list += (list.empty() ? "" : ", ") + n;
+    fail("linking the kernel", "it calls " + list + ", which nothing in this process provides (code for " +
+                                   cpu_target().cpu + "; a library function or compiler builtin the runtime does "
+                                   "not supply), for " + what);
+  }
+  auto t = Clock::now();
+  Linker& l = linker();
+  auto dylib = l.jit->createJITDylib("kernel" + std::to_string(l.next++));
+  if (!dylib) fail("linking the kernel", message(dylib.takeError()));
+  auto kernel = std::make_unique<LinkedKernel>();
+  kernel->dylib = &*dylib;
+  dylib->addToLinkOrder(*l.shared);
+  if (auto e = l.jit->addObjectFile(*dylib, llvm::MemoryBuffer::getMemBufferCopy(object, "kernel")))
+    fail("linking the kernel", message(std::move(e)));
+  auto entry = l.jit->lookup(*dylib, "_mlir_kernel");
+  if (!entry) fail("linking the kernel", message(entry.takeError()));
+  kernel->packed = entry->toPtr<runtime::Kernel::PackedFn>();
+  kernel->link_ms = ms_since(t);
+  return kernel;
+}
+
+}  // namespace fluxion::lowering

@@ -1,0 +1,34 @@
+// The on-disk cache of kernels' object code (FLUXION_CACHE_DIR), like JAX's persistent compilation
+// cache: a process that finds a kernel there skips lowering, every MLIR pass and LLVM, and only
+// links (lowering/codegen_cpu.h).
+//
+// One file per kernel: a header, then the object code. The header holds the format version, the
+// target (CPU and features: object code for AVX-512 must never reach an AVX2 process sharing the
+// directory), the libmvec variant, and the whole fingerprint -- so a hash collision, a file of
+// another version or target, or a damaged file is a miss, never a wrong kernel. The file is named
+// by a hash of its whole header, so processes on different hosts sharing a directory keep their
+// own files. Files are written under a temporary name and renamed: readers never see half a file.
+#pragma once
+#include <optional>
+#include <string>
+
+namespace fluxion::lowering {
+
+class ObjectCacheEntry {
+ public:
+  /// The entry of the kernel whose fingerprint is `key`, in directory `dir`.
+  ObjectCacheEntry(const std::string& dir, const std::string& key);
+  /// Its object code, or nothing on a miss (no file, another header, a damaged file).
+  std::optional<std::string> read() const;
+  /// Stores `object`; an unwritable directory only costs the next process a compile.
+  void write(const std::string& object) const;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string header_, path_;
+};
+
+/// A stable 64-bit hash as 16 hex digits (file names of dumps and cache entries).
+std::string hex_hash(const std::string& s);
+
+}  // namespace fluxion::lowering

@@ -1,0 +1,280 @@
+// The CPU pipeline: a flat list of named stages (compile_cpu at the bottom of this file), each
+// followed by its dump when FLUXION_DUMP is set.
+//
+//   lower      Program -> func + linalg on tensors (lower_program.cpp)        .input.mlir
+//   fuse       elementwise producer -> consumer fusion                         .fused.mlir
+//   tile       row tile-and-fuse, or the per-op tiling script; vectorization   .transform.mlir .vectorized.mlir
+//   bufferize  bufferization, threads, math, down to the LLVM dialect          .lowered.mlir
+//   codegen    LLVM IR, optimized, and object code for the target CPU          .ll .s (codegen_cpu.cpp)
+//   link       the object linked into the process                              (codegen_cpu.cpp)
+//
+// With FLUXION_CACHE_DIR, the object code of each kernel is kept on disk (object_cache.h): a hit
+// goes straight to `link`. Every diagnostic is collected into the CompileError; nothing goes to
+// stderr and MLIR failures never abort.
+#include <mlir/Dialect/Transform/IR/TransformOps.h>
+#include <mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h>
+#include <mlir/IR/Diagnostics.h>
+#include <mlir/IR/Verifier.h>
+#include <mlir/Parser/Parser.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <optional>
+
+#include "ir/error.h"
+#include "lowering/codegen_cpu.h"
+#include "lowering/compile.h"
+#include "lowering/lower.h"
+#include "lowering/mlir_session.h"
+#include "lowering/object_cache.h"
+#include "lowering/tiling.h"
+
+namespace fluxion::lowering {
+
+using namespace mlir;
+
+namespace {
+
+// ---- the pass lists -----------------------------------------------------------------------------------
+// Before tiling: named ops become generics so that elementwise producers fuse into each other and
+// into reductions (runs of elementwise ops grouped first, in linear time); outputs written by materialize_in_destination take over the tensor.empty of the
+// op that computes them (no copy).
+const char* kFusion =
+    "linalg-generalize-named-ops,"
+    "func.func(fx-group-elementwise),"
+    "fx-fuse-elementwise,"
+    "eliminate-empty-tensors,"
+    "canonicalize,cse";
+
+// After it: hoist vector accumulators out of loops (on tensors, or they bounce through memory),
+// bufferize, free the temporaries (inline+symbol-dce remove the dealloc helper that the bare-pointer
+// ABI cannot lower), approximate the math, and lower everything to the LLVM dialect.
+const char* kBufferizeAndLower =
+    "canonicalize,cse,"
+    "loop-invariant-subset-hoisting,"
+    "canonicalize,"
+    "empty-tensor-to-alloc-tensor,"
+    "one-shot-bufferize{allow-return-allocs-from-loops},"
+    "canonicalize,cse,canonicalize,"
+    "buffer-deallocation-pipeline,inline{default-pipeline=},symbol-dce,canonicalize,"
+    "@THREADS@"
+    "func.func(fx-lower-copies),"
+    "fx-accurate-math,"
+    "func.func(fx-math-approx),"
+    "func.func(convert-vector-to-scf{full-unroll=1 target-rank=1}),"
+    "func.func(convert-linalg-to-loops),"
+    "lower-affine,"
+    "convert-scf-to-cf,"
+    "canonicalize,cse,"
+    "convert-vector-to-llvm{reassociate-fp-reductions=1},"
+    "func.func(convert-math-to-llvm),"
+    "arith-expand{include-bf16=1},"
+    "memref-expand,"
+    "expand-strided-metadata,"
+    "lower-affine,"
+    "finalize-memref-to-llvm{use-generic-functions=1},"
+    "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},"
+    "convert-arith-to-llvm,"
+    "convert-index-to-llvm,"
+    "convert-cf-to-llvm,"
+    "@OPENMP_TO_LLVM@"
+    "reconcile-unrealized-casts";
+
+// Outer-loop threads: scf.forall -> scf.parallel -> omp.parallel + omp.wsloop (libomp, threads
+// pinned). canonicalize right after inlines the memref.alloca_scope the conversion wraps around
+// the body (else it becomes multi-block and fails to verify); the OpenMP dialect is lowered after
+// cf. With one thread the foralls are plain loops.
+std::string bufferize_and_lower_passes(int num_threads) {
+  std::string s = kBufferizeAndLower;
+  auto put = [&](const std::string& key, const std::string& text) { s.replace(s.find(key), key.size(), text); };
+  if (num_threads > 1) {
+    put("@THREADS@", "scf-forall-to-parallel,convert-scf-to-openmp{num-threads=" + std::to_string(num_threads) +
+                         "},canonicalize,");
+    put("@OPENMP_TO_LLVM@", "convert-openmp-to-llvm,");
+  } else {
+    put("@THREADS@", "scf-forall-to-for,");
+    put("@OPENMP_TO_LLVM@", "");
+  }
+  return s;
+}
+
+// Threads are pinned (OMP_PROC_BIND, unless the user set it): unpinned, OpenMP on these VMs was
+// slower than one thread.
+int usable_threads(int requested) {
+  if (requested <= 1) return 1;
+  static const bool have_omp = [] {
+    if (!openmp_available()) return false;
+    setenv("OMP_PROC_BIND", "true", 0);
+    return true;
+  }();
+  return have_omp ? requested : 1;
+}
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+// LLVM -O3 costs ~10 ms a kernel. MLIR has already fused and vectorized, so small kernels (under
+// 64K elements in every array) skip LLVM's optimizer: compile time dominates for them.
+// FLUXION_JIT_LLVM_OPT=0..3 fixes the level for every kernel (compile time against speed).
+int llvm_opt_level(const Program& p) {
+  if (const char* e = std::getenv("FLUXION_JIT_LLVM_OPT")) return std::clamp(std::atoi(e), 0, 3);
+  int64_t largest = 0;
+  for (const AbstractArray& t : p.types) largest = std::max<int64_t>(largest, t.size());
+  return largest < (int64_t(1) << 16) ? 0 : 3;
+}
+
+std::string print(ModuleOp m) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  m.print(os);
+  return s;
+}
+
+// One compile's state: the module as it moves through the stages, the diagnostics MLIR reports,
+// the dumps and the timings.
+class CpuPipeline {
+ public:
+  CpuPipeline(const Program& p, const CompileOptions& o)
+      : program_(p), options_(o), threads_(usable_threads(o.num_threads)), session_(mlir_session()),
+        lock_(session_.mutex), handler_(&session_.context, [this](Diagnostic& d) {
+          llvm::raw_string_ostream os(diagnostics_);
+          os << "\n  " << d.getLocation() << ": " << d;
+          for (const Diagnostic& note : d.getNotes()) os << "\n    note: " << note;
+          return success();
+        }) {
+    dump("program.txt", p.str());
+  }
+
+  void lower() {
+    auto t = Clock::now();
+    module_ = lower_program(session_.context, program_, options_);  // throws CompileError itself
+    dump_module("input.mlir");
+    if (failed(verify(*module_))) fail("verifying the lowered module");
+    lower_ms_ = ms_since(t);
+  }
+
+  void fuse() {
+    auto t = Clock::now();
+    run(kFusion, "fusion");
+    dump_module("fused.mlir");
+    passes_ms_ += ms_since(t);
+  }
+
+  // Row tile-and-fuse where it applies; if its transform fails, the plain per-op plan on the module
+  // as it was before.
+  void tile() {
+    auto t = Clock::now();
+    bool row_fused = false;
+    if (std::string rows = row_fusion_script(*module_, threads_); !rows.empty()) {
+      OwningOpRef<ModuleOp> before(cast<ModuleOp>((*module_)->clone()));
+      const size_t quiet = diagnostics_.size();
+      if (apply_script(rows)) {
+        row_fused = true;
+        dump("transform.mlir", rows);
+      } else {
+        dump("rowfusion-failed.mlir", rows + "\n// MLIR said:" + diagnostics_.substr(quiet));
+        module_ = std::move(before);
+        diagnostics_.resize(quiet);
+      }
+    }
+    if (!row_fused) {
+      const std::string script = tile_and_vectorize_script(*module_, threads_);
+      dump("transform.mlir", script);
+      if (!script.empty() && !apply_script(script)) fail("tiling and vectorization");
+    }
+    dump_module("vectorized.mlir");
+    passes_ms_ += ms_since(t);
+  }
+
+  void bufferize() {
+    auto t = Clock::now();
+    run(bufferize_and_lower_passes(threads_), "bufferization and lowering to LLVM");
+    dump_module("lowered.mlir");
+    passes_ms_ += ms_since(t);
+  }
+
+  ObjectCode codegen() {
+    ObjectCode object = emit_object(*module_, llvm_opt_level(program_), dump_path("ll"), dump_path("s"));
+    llvm_ms_ = object.optimize_ms + object.codegen_ms;
+    return object;
+  }
+
+  std::unique_ptr<runtime::Kernel> link(const std::string& object) {
+    std::unique_ptr<runtime::Kernel> k = link_object(object, "the program\n" + program_.str());
+    k->lower_ms = lower_ms_;
+    k->passes_ms = passes_ms_;
+    k->llvm_ms = llvm_ms_;
+    return k;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& stage) {
+    throw CompileError("CompileError: jit: " + stage + " failed for the program\n" + program_.str() +
+                       "MLIR said:" + diagnostics_);
+  }
+
+  void run(const std::string& passes, const char* what) {
+    PassManager* pm = pass_manager(passes, diagnostics_);
+    if (!pm) fail(std::string("parsing the pass list of ") + what);
+    if (failed(pm->run(*module_))) fail(what);
+    if (failed(verify(*module_))) fail(std::string("verifying the module after ") + what);
+  }
+
+  bool apply_script(const std::string& script) {
+    OwningOpRef<ModuleOp> td = parseSourceString<ModuleOp>(script, &session_.context);
+    if (!td) return false;
+    auto entry = transform::detail::findTransformEntryPoint(*module_, *td);
+    return entry && succeeded(transform::applyTransformNamedSequence(*module_, entry, *td, transform::TransformOptions()));
+  }
+
+  std::string dump_path(const char* suffix) const {
+    return options_.dump_dir.empty() ? std::string() : options_.dump_dir + "/" + options_.dump_name + "." + suffix;
+  }
+  void dump(const char* suffix, const std::string& text) const {
+    if (options_.dump_dir.empty()) return;
+    std::ofstream f(dump_path(suffix));
+    f << text;
+  }
+  void dump_module(const char* suffix) const {
+    if (!options_.dump_dir.empty()) dump(suffix, print(*module_));
+  }
+
+  const Program& program_;
+  const CompileOptions& options_;
+  const int threads_;
+  MlirSession& session_;
+  std::lock_guard<std::mutex> lock_;
+  std::string diagnostics_;
+  ScopedDiagnosticHandler handler_;
+  OwningOpRef<ModuleOp> module_;
+  double lower_ms_ = 0, passes_ms_ = 0, llvm_ms_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<runtime::Kernel> compile_cpu(const Program& p, const CompileOptions& options) {
+  std::optional<ObjectCacheEntry> disk;
+  if (!options.cache_dir.empty() && !options.cache_key.empty()) disk.emplace(options.cache_dir, options.cache_key);
+  // A cached object whose symbols do not all resolve here (a libmvec function an older glibc
+  // lacks) is a miss: compiled again, the kernel avoids it.
+  // A hit needs no MLIR at all (not even the context): only the linker.
+  if (disk)
+    if (std::optional<std::string> object = disk->read(); object && unresolved_symbols(*object).empty()) {
+      std::unique_ptr<runtime::Kernel> k = link_object(*object, "the program\n" + p.str());
+      k->from_disk_cache = true;
+      return k;
+    }
+
+  CpuPipeline pipeline(p, options);
+  pipeline.lower();
+  pipeline.fuse();
+  pipeline.tile();
+  pipeline.bufferize();
+  const ObjectCode object = pipeline.codegen();
+  if (disk) disk->write(object.bytes);
+  return pipeline.link(object.bytes);
+}
+
+}  // namespace fluxion::lowering

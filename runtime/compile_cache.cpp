@@ -1,0 +1,96 @@
+#include "runtime/compile_cache.h"
+
+#include <cstdlib>
+#include <functional>
+#include <mutex>
+#include <unordered_map>
+
+#include "ir/error.h"
+#include "lowering/compile.h"
+#include "lowering/object_cache.h"
+#include "lowering/target.h"
+
+namespace fluxion::runtime {
+
+std::string fingerprint(const Program& p, const Device& device) {
+  return device.name + "/t" + std::to_string(device.num_threads) + "/mm-" + device.matmul + "/" +
+         lowering::cpu_target().id() + "\n" + p.str();
+}
+
+namespace {
+
+struct Entry {
+  std::once_flag once;
+  std::shared_ptr<const Executable> exe;
+  std::exception_ptr error;
+};
+
+struct Cache {
+  std::mutex mutex;
+  std::unordered_map<std::string, std::shared_ptr<Entry>> entries;
+  CacheStats stats;
+};
+
+Cache& cache() {
+  static Cache* c = new Cache;  // never destroyed: kernels may run during static destruction
+  return *c;
+}
+
+
+}  // namespace
+
+std::shared_ptr<const Executable> compile(const Program& p, const Device& device, const std::string& dump_stem) {
+  std::string key = fingerprint(p, device);
+  Cache& c = cache();
+  std::shared_ptr<Entry> e;
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    auto [it, inserted] = c.entries.try_emplace(key);
+    if (inserted) {
+      it->second = std::make_shared<Entry>();
+      ++c.stats.compiles;
+    } else {
+      ++c.stats.hits;
+    }
+    e = it->second;
+  }
+  std::call_once(e->once, [&] {
+    try {
+      lowering::CompileOptions options;
+      options.num_threads = device.num_threads;
+      options.matmul = device.matmul == "eigen"       ? lowering::MatmulPath::eigen
+                       : device.matmul == "generated" ? lowering::MatmulPath::generated
+                                                      : lowering::MatmulPath::automatic;
+      if (const char* dir = std::getenv("FLUXION_DUMP")) options.dump_dir = dir;
+      options.dump_name = dump_stem.empty() ? lowering::hex_hash(key) : dump_stem;
+      if (const char* dir = std::getenv("FLUXION_CACHE_DIR"); dir && *dir) {
+        options.cache_dir = dir;
+        options.cache_key = key;
+      }
+      std::shared_ptr<Kernel> k = lowering::compile_cpu(p, options);
+      if (k->from_disk_cache) {
+        std::lock_guard<std::mutex> lock(c.mutex);
+        ++c.stats.disk_hits;
+      }
+      std::vector<AbstractArray> in = p.in_avals();
+      for (int32_t v : p.constvars) in.push_back(p.type(v));
+      e->exe = std::make_shared<Executable>(std::move(k), std::move(in), p.out_avals(), key);
+    } catch (...) {
+      e->error = std::current_exception();
+    }
+  });
+  if (e->error) std::rethrow_exception(e->error);
+  return e->exe;
+}
+
+void clear_cache() {
+  std::lock_guard<std::mutex> lock(cache().mutex);
+  cache().entries.clear();
+}
+
+CacheStats cache_stats() {
+  std::lock_guard<std::mutex> lock(cache().mutex);
+  return cache().stats;
+}
+
+}  // namespace fluxion::runtime

@@ -1,0 +1,19 @@
+// The devices compiled code runs on. Today one: the host CPU.
+#pragma once
+#include <string>
+
+namespace fluxion::runtime {
+
+struct Device {
+  std::string name;     // "cpu"
+  int num_threads = 1;  // threads of the compiled kernels' outer loops
+  /// How dot_general is compiled: "auto" (a library call for float32/float64 matmuls with at
+  /// least 32^3 multiply-adds, generated code otherwise), "eigen" or "generated" (benchmarks
+  /// compare them).
+  std::string matmul = "auto";
+};
+
+/// The host CPU. Its thread count is FLUXION_NUM_THREADS, or the number of cores.
+const Device& cpu_device();
+
+}  // namespace fluxion::runtime
