@@ -8,6 +8,7 @@
 #include <fluxion.h>
 
 #include "baseline_rnn.h"
+#include "models.h"
 
 #include <cmath>
 #include <vector>
@@ -17,18 +18,8 @@ namespace fx = fluxion;
 namespace {
 constexpr int64_t kSteps = 1000, kWidth = 64;
 
-struct Cell {
-  fx::Array w, u, b;
-};
-FLUXION_TREE(Cell, w, u, b);
-
-fx::Array rnn_loss(const Cell& p, const fx::Array& h0, const fx::Array& xs) {
-  auto [h, ys] = fx::scan([&](const fx::Array& c, const fx::Array& x) {
-    fx::Array n = fx::tanh(fx::matmul(p.w, c) + fx::matmul(p.u, x) + p.b);
-    return std::pair{n, n};
-  }, h0, xs);
-  return fx::sum(h) + fx::mean(ys);
-}
+using bench::rnn_loss;
+using Cell = bench::RnnCell;
 
 struct RnnData {
   Cell p;

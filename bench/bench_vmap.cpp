@@ -10,20 +10,16 @@
 
 #include <vector>
 
+#include "models.h"
+
 namespace fx = fluxion;
 
 namespace {
-struct Mlp {
-  fx::Array w1, b1, w2, b2;
-};
-FLUXION_TREE(Mlp, w1, b1, w2, b2);
+using bench::Mlp;
 
 constexpr int64_t kBatch = 256, kIn = 784, kHidden = 128, kOut = 10;
 
-fx::Array example_loss(const Mlp& p, const fx::Array& x, const fx::Array& y) {  // one example: x[784], y[10]
-  fx::Array h = fx::nn::relu(fx::matmul(x, p.w1) + p.b1);
-  return -fx::sum(fx::nn::log_softmax(fx::matmul(h, p.w2) + p.b2) * y);
-}
+const auto example_loss = bench::mlp_example_loss;  // one example: x[784], y[10]
 
 // The per-example gradients of example_loss for a whole batch, derived by hand.
 Mlp hand_batched(const Mlp& p, const fx::Array& x, const fx::Array& y) {  // x[B,784], y[B,10]

@@ -1,0 +1,216 @@
+// The Fluxion side of the peer table (issue 10): the workloads of bench/peers/peers_jax.py and
+// peers_torch.py with the same sizes, dtypes, data (bench/peer_data.h) and semantics, written as a
+// user writes them (jit, vmap, grad, jacfwd). Each jit'd function is called once (compile) before
+// timing; the best of N wall-clock runs is kept. Prints one JSON line per workload (the schema of
+// bench/peers/common.py), which bench/peers/join.py joins with the peers' lines; bench/peers/run.sh
+// runs everything. The GradBench-style rows also time their plain C++ loops (baseline_peers.cpp),
+// on the kernels' thread count and on one thread.
+//   build/bench/fluxion_bench_peers [repeats [group...]]   groups: elementwise models dispatch gradbench
+#include <fluxion.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "baseline_peers.h"
+#include "models.h"
+#include "peer_data.h"
+#include "peer_models.h"
+#include "runtime/device.h"
+
+namespace fx = fluxion;
+using namespace bench::peers;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+int g_repeats = 10;
+
+/// Best of g_repeats runs of `inner` calls of f, in seconds per call.
+double best_s(const std::function<void()>& f, int inner = 1) {
+  double best = 1e300;
+  for (int r = 0; r < g_repeats; ++r) {
+    auto t = Clock::now();
+    for (int i = 0; i < inner; ++i) f();
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - t).count() / inner);
+  }
+  return best;
+}
+
+/// One JSON line: the time in `unit` ("ms" or "us") per call (divided by `per`) and a result value.
+void emit(const char* workload, const char* side, double seconds, std::optional<double> check, const char* unit = "ms",
+          double per = 1) {
+  const double t = seconds / per * (std::string(unit) == "ms" ? 1e3 : 1e6);
+  char c[64] = "null";
+  if (check) std::snprintf(c, sizeof c, "%.17g", *check);
+  std::printf("{\"workload\": \"%s\", \"side\": \"%s\", \"time\": %.6g, \"unit\": \"%s\", \"check\": %s}\n", workload, side, t,
+              unit, c);
+  std::fflush(stdout);
+}
+
+/// sum of |x| over the leaves of a tree, in double (the check value of multi-output workloads).
+template <class T>
+double abs_sum(const T& tree) {
+  double s = 0;
+  for (const fx::Array& a : fx::tree::leaves(tree)) {
+    fx::Array d = fx::astype(a, fx::float64);
+    for (double v : d.template to_vector<double>()) s += std::fabs(v);
+  }
+  return s;
+}
+
+/// Runs body(t, lo, hi) over [0, n) on `threads` std::threads (t: the thread's number).
+void parallel(int threads, int64_t n, const std::function<void(int, int64_t, int64_t)>& body) {
+  if (threads <= 1) return body(0, 0, n);
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t) ts.emplace_back(body, t, n * t / threads, n * (t + 1) / threads);
+  for (auto& t : ts) t.join();
+}
+
+/// Compiles f on args (first call), times it and emits the record.
+template <class F, class Check, class... Args>
+void timed(const char* workload, F f, Check check, const char* unit, double per, const Args&... args) {
+  auto out = f(args...);
+  emit(workload, "fluxion", best_s([&] { out = f(args...); }), check(out), unit, per);
+}
+
+double item(const fx::Array& a) { return fx::astype(a, fx::float64).item<double>(); }
+
+void elementwise_rows() {
+  const auto abs = [](const fx::Array& y) { return abs_sum(y); };
+  {
+    fx::Array a = pattern({kElementwise}, -3, 3, 1), b = pattern({kElementwise}, 0.5, 2, 2), c = pattern({kElementwise}, -4, 2, 3);
+    auto f = fx::jit([](const fx::Array& a, const fx::Array& b, const fx::Array& c) { return fx::sin(a * b) + fx::exp(c); });
+    timed("fused", f, abs, "ms", 1, a, b, c);
+  }
+  fx::Array x = pattern({kElementwise}, -20, 20, 1);
+  timed("softplus", fx::jit([](const fx::Array& x) { return fx::log1p(fx::exp(x)); }), abs, "ms", 1, x);
+  fx::Array m = pattern({kRows, kRows}, -1, 1, 1);
+  timed("rowsum", fx::jit([](const fx::Array& m) { return fx::sum(m, {1}); }), abs, "ms", 1, m);
+  m = pattern({kRows, kRows}, -4, 4, 1);
+  auto first_columns = [](const fx::Array& s) { return item(fx::sum(fx::slice(s, {0, 0}, {kRows, 7}))); };
+  timed("softmax", fx::jit([](const fx::Array& m) { return fx::nn::softmax(m, -1); }), first_columns, "ms", 1, m);
+}
+
+void model_rows() {
+  for (int64_t n : {512, 1024}) {
+    auto f = fx::jit([](const fx::Array& a, const fx::Array& b) { return fx::matmul(a, b); });
+    timed(n == 512 ? "matmul512" : "matmul1024", f, [](const fx::Array& y) { return abs_sum(y); }, "ms", 1,
+          pattern({n, n}, -1, 1, 1), pattern({n, n}, -1, 1, 2));
+  }
+  {
+    MlpInputs d = mlp_data(kMlpHidden);
+    timed("mlp_forward", fx::jit(bench::mlp_loss), item, "ms", 1, d.p, d.x, d.y);
+    auto step = [](const bench::Mlp& p, const fx::Array& x, const fx::Array& y) {
+      auto [loss, g] = fx::value_and_grad(bench::mlp_loss)(p, x, y);
+      const float lr = 0.01f;
+      return std::make_tuple(loss, bench::Mlp{p.w1 - lr * g.w1, p.b1 - lr * g.b1, p.w2 - lr * g.w2, p.b2 - lr * g.b2});
+    };
+    timed("mlp_step", fx::jit(step), [](const auto& r) { return abs_sum(std::get<1>(r)); }, "ms", 1, d.p, d.x, d.y);
+  }
+  {
+    auto [g, x] = gmm_data();
+    timed("gmm_vg", fx::jit(fx::value_and_grad(bench::gmm_loglik)), [](const auto& r) { return item(r.first); }, "ms", 1, g, x);
+  }
+  {
+    RnnInputs d = rnn_data();
+    timed("rnn_scan", fx::jit(bench::rnn_loss), item, "us", double(kRnnSteps), d.p, d.h0, d.xs);
+  }
+  {
+    MlpInputs d = mlp_data(kPexHidden);
+    auto f = fx::jit(fx::vmap(fx::grad(bench::mlp_example_loss), fx::in_axes(fx::none, 0, 0)));
+    timed("per_example", f, [](const bench::Mlp& g) { return abs_sum(g); }, "ms", 1, d.p, d.x, d.y);
+  }
+}
+
+void dispatch_rows() {
+  fx::Array x = pattern({kSmall}, -1, 1, 1);
+  auto f = fx::jit([](const fx::Array& x) { return fx::sin(x) * 2.f + 1.f; });
+  fx::Array y = f(x);
+  emit("jit_call", "fluxion", best_s([&] { y = f(x); }, 10000), abs_sum(y), "us");
+  y = x + x;
+  emit("eager_add", "fluxion", best_s([&] { y = x + x; }, 10000), abs_sum(y), "us");
+  // Compile: a fresh function (a new constant, so a new program) each time, timed from its first
+  // call to its result: trace, compile, run.
+  fx::Array c = pattern({kCompileN}, 0, 1, 1);
+  int k = 2;
+  emit("compile", "fluxion", best_s([&] {
+         const float kf = float(k++);
+         fx::Array r = fx::jit([kf](const fx::Array& x) { return x * kf; })(c);
+       }),
+       std::nullopt);
+}
+
+/// The GradBench-style rows, with their plain loops on `threads` threads and on one.
+void gradbench_rows(int threads) {
+  const BaData ba;
+  std::vector<fx::Array> a = ba.arrays();
+  const auto abs = [](const fx::Array& y) { return abs_sum(y); };
+  timed("ba_residuals", fx::jit(ba_residuals), abs, "ms", 1, a[0], a[1], a[2], a[3], a[4], a[5]);
+  timed("ba_jacobian", fx::jit(ba_jacobian), abs, "ms", 1, a[0], a[1], a[2], a[3], a[4], a[5]);
+  std::vector<double> out(size_t(2 * kBaObs));
+  auto ba_loop = [&](int thr) {
+    return best_s([&] {
+      parallel(thr, kBaObs, [&](int, int64_t lo, int64_t hi) {
+        fluxion_bench::ba_residuals_loop(ba.cams.data(), ba.points.data(), ba.weights.data(), ba.feats.data(), ba.cam_idx.data(),
+                                         ba.point_idx.data(), lo, hi, out.data());
+      });
+    });
+  };
+  const double ba_t = ba_loop(threads), ba_1 = ba_loop(1);
+  double ba_check = 0;
+  for (double v : out) ba_check += std::fabs(v);
+  for (const char* w : {"ba_residuals", "ba_jacobian"}) {
+    emit(w, "loop", ba_t, std::string(w) == "ba_residuals" ? std::optional(ba_check) : std::nullopt);
+    emit(w, "loop_1t", ba_1, std::nullopt);
+  }
+
+  const KmeansData km;
+  fx::Array points = fx::array(km.points, {kKmN, kKmD}), centroids = fx::array(km.centroids, {kKmK, kKmD});
+  timed("kmeans_cost", fx::jit(kmeans_cost), item, "ms", 1, points, centroids);
+  timed("kmeans_dir", fx::jit(kmeans_dir), abs, "ms", 1, points, centroids);
+  double cost = 0;
+  auto km_loop = [&](int thr) {
+    std::vector<double> part(static_cast<size_t>(thr));
+    return best_s([&] {
+      parallel(thr, kKmN, [&](int t, int64_t lo, int64_t hi) {
+        part[size_t(t)] = fluxion_bench::kmeans_cost_loop(km.points.data(), km.centroids.data(), kKmK, kKmD, lo, hi);
+      });
+      cost = 0;
+      for (double p : part) cost += p;
+    });
+  };
+  const double km_t = km_loop(threads), km_1 = km_loop(1);
+  for (const char* w : {"kmeans_cost", "kmeans_dir"}) {
+    emit(w, "loop", km_t, std::string(w) == "kmeans_cost" ? std::optional(cost) : std::nullopt);
+    emit(w, "loop_1t", km_1, std::nullopt);
+  }
+}
+
+bool want(int argc, char** argv, const char* group) {
+  if (argc <= 2) return true;
+  for (int i = 2; i < argc; ++i)
+    if (std::string(argv[i]) == group) return true;
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1) g_repeats = std::max(1, std::atoi(argv[1]));
+  const int threads = fx::runtime::cpu_device().num_threads;
+  const char* cpu = std::getenv("FLUXION_CPU");
+  std::printf("# fluxion: %d kernel threads, FLUXION_CPU=%s, best of %d\n", threads, cpu ? cpu : "(host)", g_repeats);
+  if (want(argc, argv, "elementwise")) elementwise_rows();
+  if (want(argc, argv, "models")) model_rows();
+  if (want(argc, argv, "dispatch")) dispatch_rows();
+  if (want(argc, argv, "gradbench")) gradbench_rows(threads);
+  return 0;
+}

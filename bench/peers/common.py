@@ -1,0 +1,155 @@
+"""What the peer scripts share with bench/bench_peers.cpp: the deterministic input data (the same
+bits on both sides, so a result value can be compared), the problem sizes, best-of-N timing and the
+JSON-lines records that bench/peers/join.py reads.
+
+Every array is `pattern(shape, lo, hi, salt)`: element i (row-major) is lo + (hi - lo) * u with
+u = (splitmix64(i + salt * 2^40) >> 11) * 2^-53 in [0, 1), computed in float64 and then rounded to
+the array's dtype -- bench/peer_data.h computes the same numbers in C++. (A hash rather than a
+short periodic sequence: periodic data gave the k-means points exact ties between centroids, where
+the derivative of min is a convention.)
+"""
+import json
+import sys
+import time
+
+import numpy as np
+
+# Problem sizes (bench/peer_data.h has the same constants).
+N_ELEMENTWISE = 16 << 20          # sin(a*b)+exp(c), softplus
+N_ROWS = 4096                     # row sums, softmax: 4096 x 4096
+MLP_BATCH, MLP_IN, MLP_HIDDEN, MLP_OUT = 256, 784, 512, 10
+GMM_N, GMM_K, GMM_D = 1000, 100, 64
+RNN_STEPS, RNN_WIDTH = 1000, 64
+PEX_HIDDEN = 128                  # per-example gradients: 784-128-10 over 256 examples
+BA_CAMS, BA_POINTS, BA_OBS = 49, 10000, 30000
+KM_N, KM_K, KM_D = 10000, 100, 16
+SMALL = 8                         # cached jit call and eager add: f32[8]
+COMPILE_N = 1024                  # one-op compile: x * c over f32[1024]
+
+# Column ranges of the bundle-adjustment tables (camera: rotation 3, center 3, focal 1, principal
+# point 2, radial distortion 2; point: 3). Points sit in front of the cameras (z in 8..12).
+BA_CAM_RANGES = [(-0.3, 0.3)] * 3 + [(-1.0, 1.0)] * 3 + [(400.0, 600.0)] + [(-5.0, 5.0)] * 2 + [(-0.05, 0.05)] * 2
+BA_POINT_RANGES = [(-2.0, 2.0), (-2.0, 2.0), (8.0, 12.0)]
+
+
+def splitmix64(x):
+    """splitmix64 of a uint64 array (wrapping arithmetic)."""
+    x = x + np.uint64(0x9E3779B97F4A7C15)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def pattern(shape, lo, hi, salt=0, dtype=np.float32):
+    n = int(np.prod(shape))
+    u = (splitmix64(np.arange(n, dtype=np.uint64) + np.uint64(salt << 40)) >> np.uint64(11)) * 2.0**-53
+    return (lo + (hi - lo) * u).astype(dtype).reshape(shape)
+
+
+def columns(rows, ranges, salt):
+    """A [rows, len(ranges)] float64 table whose column j is pattern(rows, *ranges[j], salt + j)."""
+    return np.stack([pattern((rows,), lo, hi, salt + j, np.float64) for j, (lo, hi) in enumerate(ranges)], axis=1)
+
+
+def labels_one_hot(batch, classes):
+    """One-hot float32 labels of class (i * 7) % classes for example i."""
+    return np.eye(classes, dtype=np.float32)[(np.arange(batch) * 7) % classes]
+
+
+def mlp_data(hidden):
+    """(w1, b1, w2, b2), x, y for the MLP of width `hidden` (784-hidden-10, batch 256)."""
+    params = (pattern((MLP_IN, hidden), -0.05, 0.05, 1), np.zeros(hidden, np.float32),
+              pattern((hidden, MLP_OUT), -0.1, 0.1, 2), np.zeros(MLP_OUT, np.float32))
+    return params, pattern((MLP_BATCH, MLP_IN), -1, 1, 3), labels_one_hot(MLP_BATCH, MLP_OUT)
+
+
+def gmm_data():
+    """(alphas, means, log_sigmas), x for the GMM log-likelihood."""
+    params = (pattern((GMM_K,), -1, 1, 1), pattern((GMM_K, GMM_D), -2, 2, 2), pattern((GMM_K, GMM_D), -0.3, 0.3, 3))
+    return params, pattern((GMM_N, GMM_D), -2, 2, 4)
+
+
+def rnn_data():
+    """(w, u, b), h0, xs for the RNN scan."""
+    params = (pattern((RNN_WIDTH, RNN_WIDTH), -0.2, 0.2, 1), pattern((RNN_WIDTH, RNN_WIDTH), -0.2, 0.2, 2),
+              np.zeros(RNN_WIDTH, np.float32))
+    return params, np.zeros(RNN_WIDTH, np.float32), pattern((RNN_STEPS, RNN_WIDTH), -1, 1, 3)
+
+
+def ba_data():
+    """cams f64[49,11], points f64[10000,3], weights f64[30000], feats f64[30000,2], cam and point
+    indices int32[30000] (observation i sees camera i % 49 and point i % 10000)."""
+    cams = columns(BA_CAMS, BA_CAM_RANGES, 10)
+    points = columns(BA_POINTS, BA_POINT_RANGES, 30)
+    weights = pattern((BA_OBS,), 0.5, 1.5, 40, np.float64)
+    feats = columns(BA_OBS, [(-1.0, 1.0)] * 2, 41)
+    obs = np.arange(BA_OBS, dtype=np.int32)
+    return cams, points, weights, feats, obs % BA_CAMS, obs % BA_POINTS
+
+
+def kmeans_data():
+    """points f64[10000,16]; centroids f64[100,16] = every 100th point, so that every centroid is the
+    nearest one of at least one point (the Hessian diagonal has no zero)."""
+    points = pattern((KM_N, KM_D), -1, 1, 1, np.float64)
+    return points, points[:: KM_N // KM_K].copy()
+
+
+def ba_residual(xp, p, feat):
+    """The weighted reprojection error (2 values) of one bundle-adjustment observation, in the array
+    module xp (jax.numpy or torch); p = camera (Rodrigues rotation 3, center 3, focal 1, principal
+    point 2, radial distortion 2), point 3, weight 1. Written component by component, like the
+    Fluxion side (bench/peer_models.h) and the plain loop (bench/baseline_peers.cpp)."""
+    r0, r1, r2 = p[0], p[1], p[2]
+    x0, x1, x2 = p[11] - p[3], p[12] - p[4], p[13] - p[5]
+    theta = xp.sqrt(r0 * r0 + r1 * r1 + r2 * r2)
+    k0, k1, k2 = r0 / theta, r1 / theta, r2 / theta
+    cos, sin = xp.cos(theta), xp.sin(theta)
+    kx = (k0 * x0 + k1 * x1 + k2 * x2) * (1.0 - cos)
+    y0 = x0 * cos + (k1 * x2 - k2 * x1) * sin + k0 * kx
+    y1 = x1 * cos + (k2 * x0 - k0 * x2) * sin + k1 * kx
+    y2 = x2 * cos + (k0 * x1 - k1 * x0) * sin + k2 * kx
+    u, v = y0 / y2, y1 / y2
+    rsq = u * u + v * v
+    scale = (1.0 + p[9] * rsq + p[10] * rsq * rsq) * p[6]
+    return p[14] * (xp.stack([u * scale + p[7], v * scale + p[8]]) - feat)
+
+
+class Recorder:
+    """Best-of-N wall-clock timing; one JSON line per workload on stdout."""
+
+    def __init__(self, side, repeats):
+        self.side, self.repeats = side, repeats
+
+    def best(self, fn, inner=1):
+        """Best time of `repeats` runs of `inner` calls of fn (each call blocks until its result is
+        ready), in seconds per call."""
+        best = float("inf")
+        for _ in range(self.repeats):
+            t = time.perf_counter()
+            for _ in range(inner):
+                fn()
+            best = min(best, (time.perf_counter() - t) / inner)
+        return best
+
+    def emit(self, workload, seconds, check, unit="ms", per=1, note=""):
+        """Records `seconds` (divided by `per`, e.g. the scan's steps) in `unit` (ms or us) and a
+        result value of the workload (`check`, None where there is none) that the other sides must
+        reproduce."""
+        scale = 1e3 if unit == "ms" else 1e6
+        rec = {"workload": workload, "side": self.side, "time": seconds / per * scale, "unit": unit,
+               "check": None if check is None else float(check)}
+        if note:
+            rec["note"] = note
+        print(json.dumps(rec), flush=True)
+
+    def skip(self, workload, reason):
+        print(json.dumps({"workload": workload, "side": self.side, "skipped": reason}), flush=True)
+
+
+def repeats_from_argv(default=10):
+    return int(sys.argv[1]) if len(sys.argv) > 1 else default
+
+
+def abs_sum(*arrays):
+    """sum of |x| over every array, in float64 (the check value of multi-output workloads)."""
+    return sum(float(np.abs(np.asarray(a, dtype=np.float64)).sum()) for a in arrays)

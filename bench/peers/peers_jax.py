@@ -1,0 +1,158 @@
+"""The peer table's workloads in JAX on the CPU (bench/bench_peers.cpp is the Fluxion side).
+
+Run by bench/peers/run.sh with the venv of bench/peers/setup.sh: python peers_jax.py [repeats].
+Every function is jax.jit-compiled once before timing, every timed call blocks until its result is
+ready, and the best of `repeats` wall-clock runs is kept. Threads: XLA's CPU client sizes its pool
+by the CPUs this process may run on; run.sh pins the process to two CPUs.
+"""
+from functools import partial
+
+import jax
+
+jax.config.update("jax_enable_x64", True)  # for the float64 workloads; every input has an explicit dtype
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from jax import lax  # noqa: E402
+
+import common as c  # noqa: E402
+
+
+def blocked(f, *args):
+    """A thunk that calls f(*args) and waits for every output."""
+    return lambda: jax.block_until_ready(f(*args))
+
+
+def device(tree):
+    """The numpy arrays of `tree` as jax arrays (placed once, not converted by every call)."""
+    return jax.tree_util.tree_map(jnp.asarray, tree)
+
+
+def expect_dtype(tree, dtype):
+    for leaf in jax.tree_util.tree_leaves(tree):
+        assert leaf.dtype == dtype, f"expected {dtype}, got {leaf.dtype}"
+
+
+def mlp_loss(p, x, y):
+    w1, b1, w2, b2 = p
+    h = jax.nn.relu(x @ w1 + b1)
+    return -jnp.mean(jnp.sum(jax.nn.log_softmax(h @ w2 + b2) * y, -1))
+
+
+def mlp_step(p, x, y):
+    loss, g = jax.value_and_grad(mlp_loss)(p, x, y)
+    return loss, jax.tree_util.tree_map(lambda a, b: a - 0.01 * b, p, g)
+
+
+def gmm_loglik(p, x):
+    alphas, means, log_sigmas = p
+    z = (x[:, None, :] - means[None, :, :]) * jnp.exp(-log_sigmas)
+    comp = jax.nn.log_softmax(alphas) - jnp.sum(log_sigmas, -1) - 0.5 * jnp.sum(z * z, -1)
+    return jnp.sum(jax.scipy.special.logsumexp(comp, -1))
+
+
+def rnn_loss(p, h0, xs):
+    w, u, b = p
+
+    def cell(h, x):
+        n = jnp.tanh(w @ h + u @ x + b)
+        return n, n
+
+    h, ys = lax.scan(cell, h0, xs)
+    return jnp.sum(h) + jnp.mean(ys)
+
+
+def example_loss(p, x, y):  # one example: x[784], y[10]
+    w1, b1, w2, b2 = p
+    h = jax.nn.relu(x @ w1 + b1)
+    return -jnp.sum(jax.nn.log_softmax(h @ w2 + b2) * y)
+
+
+def ba_params(cams, points, weights, cam_idx, point_idx):
+    """[observations, 15]: each observation's camera, point and weight, gathered from the tables."""
+    return jnp.concatenate([cams[cam_idx], points[point_idx], weights[:, None]], axis=1)
+
+
+def kmeans_cost(points, centroids):
+    """Sum over points of the squared distance to the nearest centroid (|p|^2 + |c|^2 - 2 p.c)."""
+    d = jnp.sum(points * points, 1)[:, None] + jnp.sum(centroids * centroids, 1)[None, :] - 2 * points @ centroids.T
+    return jnp.sum(jnp.min(d, 1))
+
+
+def kmeans_dir(points, centroids):
+    """The Newton direction: the gradient over the Hessian's diagonal (the Hessian is diagonal; its
+    product with ones, a jvp of the gradient, is that diagonal)."""
+    g, h = jax.jvp(jax.grad(lambda cs: kmeans_cost(points, cs)), (centroids,), (jnp.ones_like(centroids),))
+    return g / h
+
+
+def main():
+    rec = c.Recorder("jax", c.repeats_from_argv())
+    print(f"# jax {jax.__version__} on {jax.devices()}", flush=True)
+
+    def timed(name, f, args, check, unit="ms", per=1, dtype=np.float32, inner=1):
+        out = f(*args)  # compile
+        expect_dtype(out, dtype)
+        rec.emit(name, rec.best(blocked(f, *args), inner), check(out), unit, per)
+
+    n = c.N_ELEMENTWISE
+    abc = [jnp.asarray(c.pattern((n,), lo, hi, s)) for lo, hi, s in [(-3, 3, 1), (0.5, 2, 2), (-4, 2, 3)]]
+    timed("fused", jax.jit(lambda a, b, x: jnp.sin(a * b) + jnp.exp(x)), abc, c.abs_sum)
+    del abc
+    x = jnp.asarray(c.pattern((n,), -20, 20, 1))
+    timed("softplus", jax.jit(lambda x: jnp.log1p(jnp.exp(x))), [x], c.abs_sum)
+    del x
+
+    m = jnp.asarray(c.pattern((c.N_ROWS, c.N_ROWS), -1, 1, 1))
+    timed("rowsum", jax.jit(lambda m: jnp.sum(m, 1)), [m], c.abs_sum)
+    m = jnp.asarray(c.pattern((c.N_ROWS, c.N_ROWS), -4, 4, 1))
+    timed("softmax", jax.jit(lambda m: jax.nn.softmax(m, -1)), [m], lambda s: np.asarray(s)[:, :7].sum())
+    del m
+
+    for size in (512, 1024):
+        a, b = jnp.asarray(c.pattern((size, size), -1, 1, 1)), jnp.asarray(c.pattern((size, size), -1, 1, 2))
+        timed(f"matmul{size}", jax.jit(jnp.matmul), [a, b], c.abs_sum)
+
+    p, x, y = device(c.mlp_data(c.MLP_HIDDEN))
+    timed("mlp_forward", jax.jit(mlp_loss), [p, x, y], float)
+    timed("mlp_step", jax.jit(mlp_step), [p, x, y], lambda r: c.abs_sum(*r[1]))
+
+    g, x = device(c.gmm_data())
+    timed("gmm_vg", jax.jit(jax.value_and_grad(gmm_loglik)), [g, x], lambda r: float(r[0]))
+
+    cell, h0, xs = device(c.rnn_data())
+    timed("rnn_scan", jax.jit(rnn_loss), [cell, h0, xs], float, "us", c.RNN_STEPS)
+
+    p, x, y = device(c.mlp_data(c.PEX_HIDDEN))
+    per_example = jax.jit(jax.vmap(jax.grad(example_loss), in_axes=(None, 0, 0)))
+    timed("per_example", per_example, [p, x, y], lambda g: c.abs_sum(*g))
+
+    small = jnp.asarray(c.pattern((c.SMALL,), -1, 1, 1))
+    timed("jit_call", jax.jit(lambda x: jnp.sin(x) * 2 + 1), [small], c.abs_sum, "us", inner=1000)
+    timed("eager_add", jnp.add, [small, small], c.abs_sum, "us", inner=1000)
+
+    # Compile: a fresh function (a new constant) each time, timed from its first call to its result.
+    x = jnp.asarray(c.pattern((c.COMPILE_N,), 0, 1, 1))
+    fresh = iter(range(2, 1 << 30))
+
+    def compile_once():
+        k = float(next(fresh))
+        jax.block_until_ready(jax.jit(lambda x: x * k)(x))
+
+    rec.emit("compile", rec.best(compile_once), None)
+
+    cams, points, weights, feats, ci, pi = device(c.ba_data())
+    ba_args = [cams, points, weights, feats, ci, pi]
+    residual = partial(c.ba_residual, jnp)
+    ba_res = jax.jit(lambda cams, pts, w, f, ci, pi: jax.vmap(residual)(ba_params(cams, pts, w, ci, pi), f))
+    ba_jac = jax.jit(lambda cams, pts, w, f, ci, pi: jax.vmap(jax.jacfwd(residual))(ba_params(cams, pts, w, ci, pi), f))
+    timed("ba_residuals", ba_res, ba_args, c.abs_sum, dtype=np.float64)
+    timed("ba_jacobian", ba_jac, ba_args, c.abs_sum, dtype=np.float64)
+
+    kp, kc = device(c.kmeans_data())
+    timed("kmeans_cost", jax.jit(kmeans_cost), [kp, kc], float, dtype=np.float64)
+    timed("kmeans_dir", jax.jit(kmeans_dir), [kp, kc], c.abs_sum, dtype=np.float64)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,146 @@
+"""The peer table's workloads in PyTorch, eager (no torch.compile), on the CPU.
+
+Run by bench/peers/run.sh: python peers_torch.py [repeats]. Threads: torch.set_num_threads(2).
+Rows without a PyTorch counterpart are skipped (the cached jit call and the compile of a one-op
+function: eager PyTorch has neither; PyTorch has no scan, so the RNN row runs a Python loop of
+1000 steps, which is what a PyTorch user writes). The per-example gradients, the BA Jacobian and
+the k-means direction use torch.func (vmap, grad, jacfwd, jvp).
+"""
+import warnings
+from functools import partial
+
+import torch
+import torch.nn.functional as F
+from torch.func import grad, jacfwd, jvp, vmap
+
+import common as c
+
+torch.set_num_threads(2)
+warnings.filterwarnings("ignore", category=FutureWarning)  # torch.func's internal use of torch.jit
+
+
+def mlp_loss(p, x, y):
+    w1, b1, w2, b2 = p
+    h = torch.relu(x @ w1 + b1)
+    return -torch.mean(torch.sum(F.log_softmax(h @ w2 + b2, -1) * y, -1))
+
+
+def mlp_step(p, x, y):
+    p = [a.detach().requires_grad_() for a in p]
+    loss = mlp_loss(p, x, y)
+    g = torch.autograd.grad(loss, p)
+    with torch.no_grad():
+        return loss.detach(), [a - 0.01 * b for a, b in zip(p, g)]
+
+
+def gmm_value_and_grad(p, x):
+    alphas, means, log_sigmas = [a.detach().requires_grad_() for a in p]
+    z = (x[:, None, :] - means[None, :, :]) * torch.exp(-log_sigmas)
+    comp = F.log_softmax(alphas, -1) - torch.sum(log_sigmas, -1) - 0.5 * torch.sum(z * z, -1)
+    value = torch.sum(torch.logsumexp(comp, -1))
+    return value.detach(), torch.autograd.grad(value, [alphas, means, log_sigmas])
+
+
+@torch.no_grad()
+def rnn_loss(p, h0, xs):
+    w, u, b = p
+    h, total = h0, torch.zeros((), dtype=h0.dtype)
+    for t in range(xs.shape[0]):
+        h = torch.tanh(w @ h + u @ xs[t] + b)
+        total = total + torch.sum(h)
+    return torch.sum(h) + total / (xs.shape[0] * xs.shape[1])
+
+
+def example_loss(p, x, y):
+    w1, b1, w2, b2 = p
+    h = torch.relu(x @ w1 + b1)
+    return -torch.sum(F.log_softmax(h @ w2 + b2, -1) * y)
+
+
+def ba_params(cams, points, weights, cam_idx, point_idx):
+    return torch.cat([cams[cam_idx], points[point_idx], weights[:, None]], 1)
+
+
+def kmeans_cost(points, centroids):
+    d = torch.sum(points * points, 1)[:, None] + torch.sum(centroids * centroids, 1)[None, :] - 2 * points @ centroids.T
+    return torch.sum(torch.min(d, 1).values)
+
+
+def kmeans_dir(points, centroids):
+    g, h = jvp(grad(lambda cs: kmeans_cost(points, cs)), (centroids,), (torch.ones_like(centroids),))
+    return g / h
+
+
+def tensors(tree):
+    if isinstance(tree, (tuple, list)):
+        return type(tree)(tensors(a) for a in tree)
+    return torch.from_numpy(tree)
+
+
+def flat(tree):
+    if isinstance(tree, (tuple, list)):
+        return [leaf for a in tree for leaf in flat(a)]
+    return [tree]
+
+
+def main():
+    rec = c.Recorder("torch", c.repeats_from_argv())
+    print(f"# torch {torch.__version__}, {torch.get_num_threads()} threads, eager", flush=True)
+
+    def timed(name, f, args, check, unit="ms", per=1, inner=1):
+        out = f(*args)
+        rec.emit(name, rec.best(lambda: f(*args), inner), check(out), unit, per)
+
+    abs_sum = lambda out: c.abs_sum(*[a.detach().numpy() for a in flat(out)])  # noqa: E731
+    n = c.N_ELEMENTWISE
+    abc = [torch.from_numpy(c.pattern((n,), lo, hi, s)) for lo, hi, s in [(-3, 3, 1), (0.5, 2, 2), (-4, 2, 3)]]
+    timed("fused", lambda a, b, x: torch.sin(a * b) + torch.exp(x), abc, abs_sum)
+    del abc
+    x = torch.from_numpy(c.pattern((n,), -20, 20, 1))
+    timed("softplus", lambda x: torch.log1p(torch.exp(x)), [x], abs_sum)
+    del x
+
+    m = torch.from_numpy(c.pattern((c.N_ROWS, c.N_ROWS), -1, 1, 1))
+    timed("rowsum", lambda m: torch.sum(m, 1), [m], abs_sum)
+    m = torch.from_numpy(c.pattern((c.N_ROWS, c.N_ROWS), -4, 4, 1))
+    timed("softmax", lambda m: torch.softmax(m, -1), [m], lambda s: float(s[:, :7].double().sum()))
+    del m
+
+    for size in (512, 1024):
+        a, b = torch.from_numpy(c.pattern((size, size), -1, 1, 1)), torch.from_numpy(c.pattern((size, size), -1, 1, 2))
+        timed(f"matmul{size}", torch.matmul, [a, b], abs_sum)
+
+    p, x, y = tensors(c.mlp_data(c.MLP_HIDDEN))
+    with torch.no_grad():
+        timed("mlp_forward", mlp_loss, [p, x, y], float)
+    timed("mlp_step", mlp_step, [p, x, y], lambda r: abs_sum(r[1]))
+
+    g, x = tensors(c.gmm_data())
+    timed("gmm_vg", gmm_value_and_grad, [g, x], lambda r: float(r[0]))
+
+    cell, h0, xs = tensors(c.rnn_data())
+    timed("rnn_scan", rnn_loss, [cell, h0, xs], float, "us", c.RNN_STEPS)
+
+    p, x, y = tensors(c.mlp_data(c.PEX_HIDDEN))
+    timed("per_example", vmap(grad(example_loss), in_dims=(None, 0, 0)), [p, x, y], abs_sum)
+
+    small = torch.from_numpy(c.pattern((c.SMALL,), -1, 1, 1))
+    rec.skip("jit_call", "eager PyTorch has no compiled-function call (torch.compile not used)")
+    timed("eager_add", torch.add, [small, small], abs_sum, "us", inner=1000)
+    rec.skip("compile", "torch.compile not used")
+
+    cams, points, weights, feats, ci, pi = tensors(c.ba_data())
+    ci, pi = ci.long(), pi.long()
+    ba_args = [cams, points, weights, feats, ci, pi]
+    residual = partial(c.ba_residual, torch)
+    timed("ba_residuals", lambda cams, pts, w, f, ci, pi: vmap(residual)(ba_params(cams, pts, w, ci, pi), f), ba_args, abs_sum)
+    timed("ba_jacobian", lambda cams, pts, w, f, ci, pi: vmap(jacfwd(residual))(ba_params(cams, pts, w, ci, pi), f), ba_args,
+          abs_sum)
+
+    kp, kc = tensors(c.kmeans_data())
+    timed("kmeans_cost", kmeans_cost, [kp, kc], float)
+    timed("kmeans_dir", kmeans_dir, [kp, kc], abs_sum)
+
+
+if __name__ == "__main__":
+    main()
