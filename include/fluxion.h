@@ -24,6 +24,7 @@
 #include "transforms/autodiff.h"
 #include "transforms/control_flow.h"
 #include "transforms/custom_derivatives.h"
+#include "transforms/jacobian.h"
 #include "transforms/jit.h"
 #include "transforms/make_ir.h"
 #include "transforms/vmap_api.h"
