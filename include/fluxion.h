@@ -15,6 +15,7 @@
 #include "api/random.h"
 #include "api/reductions.h"
 #include "api/shape_ops.h"
+#include "api/subscript.h"
 #include "ir/array.h"
 #include "ir/dtype.h"
 #include "ir/error.h"
