@@ -65,12 +65,26 @@ Array arange(int64_t n, DType dtype, SourceLoc loc) {
   return iota(dtype, Shape{n}, 0, loc);
 }
 
-Array arange(double start, double stop, double step, DType dtype, SourceLoc loc) {
+namespace {
+// start + step * [0, n) in `dtype` (the scalars are weak, so the dtype stays).
+Array ramp(int64_t n, const ArrayLike& start, const ArrayLike& step, bool plain, DType dtype, SourceLoc loc) {
+  Array i = iota(dtype, Shape{n}, 0, loc);
+  return plain ? i : add(multiply(i, step, loc), start, loc);
+}
+}  // namespace
+
+namespace detail {
+Array arange_int(int64_t start, int64_t stop, int64_t step, DType dtype, SourceLoc loc) {
+  if (step == 0) throw ValueError("ValueError: arange at " + loc.str() + ": step must not be zero");
+  // ceil((stop - start) / step) in integers, for either sign of step.
+  const int64_t n = std::max<int64_t>(0, (stop - start + step - (step > 0 ? 1 : -1)) / step);
+  return ramp(n, start, step, start == 0 && step == 1, dtype, loc);
+}
+
+Array arange_float(double start, double stop, double step, DType dtype, SourceLoc loc) {
   if (step == 0) throw ValueError("ValueError: arange at " + loc.str() + ": step must not be zero");
   int64_t n = std::max<int64_t>(0, int64_t(std::ceil((stop - start) / step)));
-  Array i = iota(dtype, Shape{n}, 0, loc);
-  if (start == 0 && step == 1) return i;
-  return add(multiply(i, step, loc), start, loc);
+  return ramp(n, start, step, start == 0 && step == 1, dtype, loc);
 }
 
 Array linspace(double start, double stop, int64_t n, DType dtype, SourceLoc loc) {
@@ -85,7 +99,7 @@ Array linspace(double start, double stop, int64_t n, DType dtype, SourceLoc loc)
   if (n > 1) v = where(equal(i, double(n - 1), loc), stop, v, loc);
   return v;
 }
-Array linspace(float start, float stop, int64_t n, SourceLoc loc) { return linspace(double(start), double(stop), n, float32, loc); }
+}  // namespace detail
 
 Array eye(int64_t n, DType dtype, SourceLoc loc) { return eye(n, n, dtype, loc); }
 Array eye(int64_t n, int64_t m, DType dtype, SourceLoc loc) {

@@ -36,19 +36,32 @@ Array scalar(T v, DType dtype, FLUXION_LOC);
 
 Array zeros(const Shape& shape, DType dtype = float32, FLUXION_LOC);
 Array ones(const Shape& shape, DType dtype = float32, FLUXION_LOC);
-/// full(shape, value): the dtype is the value's (float -> float32, double -> float64, int -> int32).
+/// full(shape, value): a C++ scalar value is weakly typed (float or double -> float32, an integer
+/// -> int32, bool -> bool); an Array value keeps its dtype.
 Array full(const Shape& shape, const ArrayLike& value, FLUXION_LOC);
 Array full(const Shape& shape, const ArrayLike& value, DType dtype, FLUXION_LOC);
 Array zeros_like(const Array& x, FLUXION_LOC);
 Array ones_like(const Array& x, FLUXION_LOC);
 Array full_like(const Array& x, const ArrayLike& value, FLUXION_LOC);
+namespace detail {
+/// The dtype C++ bounds give arange: int32 when all are integers, float32 otherwise.
+template <Scalar... Ts>
+constexpr DType bounds_dtype() {
+  return (std::is_integral_v<Ts> && ...) ? int32 : float32;
+}
+}  // namespace detail
+
 /// 0, 1, ..., n-1 as int32 (or the given dtype).
 Array arange(int64_t n, DType dtype = int32, FLUXION_LOC);
-/// start, start+step, ... below stop (numpy semantics; float if any argument is).
-Array arange(double start, double stop, double step = 1.0, DType dtype = float32, FLUXION_LOC);
-/// n evenly spaced values from start to stop inclusive.
-Array linspace(double start, double stop, int64_t n, DType dtype = float32, FLUXION_LOC);
-Array linspace(float start, float stop, int64_t n, FLUXION_LOC);
+/// start, start+step, ... below stop (numpy semantics). The dtype follows the C++ scalar rule
+/// (docs/linalg.md, "C++ scalars"): all-integer bounds give int32, any floating bound float32 --
+/// arange(2, 5) is i32[3], arange(0.0, 1.0, 0.25) f32[4] -- unless `dtype` says otherwise.
+template <Scalar A, Scalar B, Scalar S = int>
+Array arange(A start, B stop, S step = 1, DType dtype = detail::bounds_dtype<A, B, S>(), FLUXION_LOC);
+/// n evenly spaced values from start to stop inclusive; float32 for any C++ bounds (integers
+/// included, as in JAX) unless `dtype` says otherwise.
+template <Scalar A, Scalar B>
+Array linspace(A start, B stop, int64_t n, DType dtype = float32, FLUXION_LOC);
 /// The n x n identity (or n x m with `m`).
 Array eye(int64_t n, DType dtype = float32, FLUXION_LOC);
 Array eye(int64_t n, int64_t m, DType dtype, FLUXION_LOC);
@@ -57,6 +70,21 @@ Array iota(DType dtype, const Shape& shape, int64_t dimension = 0, FLUXION_LOC);
 
 namespace detail {
 Array array_from_host(const void* data, DType dtype, const Shape& shape, size_t count, SourceLoc loc);
+Array arange_int(int64_t start, int64_t stop, int64_t step, DType dtype, SourceLoc loc);
+Array arange_float(double start, double stop, double step, DType dtype, SourceLoc loc);
+Array linspace(double start, double stop, int64_t n, DType dtype, SourceLoc loc);
+}  // namespace detail
+
+template <Scalar A, Scalar B, Scalar S>
+Array arange(A start, B stop, S step, DType dtype, SourceLoc loc) {
+  if constexpr (std::is_integral_v<A> && std::is_integral_v<B> && std::is_integral_v<S>)
+    return detail::arange_int(int64_t(start), int64_t(stop), int64_t(step), dtype, loc);
+  else
+    return detail::arange_float(double(start), double(stop), double(step), dtype, loc);
+}
+template <Scalar A, Scalar B>
+Array linspace(A start, B stop, int64_t n, DType dtype, SourceLoc loc) {
+  return detail::linspace(double(start), double(stop), n, dtype, loc);
 }
 
 // ---- template definitions ------------------------------------------------------------------------

@@ -13,7 +13,7 @@ Array as_float(const ArrayLike& x, SourceLoc loc) {
 }
 }  // namespace
 
-Array relu(const ArrayLike& x, SourceLoc loc) { return maximum(x, 0, loc); }
+Array relu(const ArrayLike& x, SourceLoc loc) { return where(greater(x, 0, loc), x, 0, loc); }  // gradient 0 at 0, as JAX
 Array relu6(const ArrayLike& x, SourceLoc loc) { return minimum(maximum(x, 0, loc), 6, loc); }
 Array sigmoid(const ArrayLike& x, SourceLoc loc) { return fluxion::sigmoid(x, loc); }
 

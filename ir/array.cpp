@@ -19,9 +19,11 @@ const ArrayImpl& Array::checked() const {
 namespace {
 [[noreturn]] void concretization(const ArrayImpl& a, const char* what, SourceLoc loc) {
   throw ConcretizationError(std::string("ConcretizationError: ") + what + "() at " + loc.str() +
-                            " asks for the value of a traced array " + a.aval.str() + " (created at " +
-                            a.loc.str() +
-                            "). Inside make_ir/grad/vmap/jit values are abstract. Use fx::where for elementwise "
+                            " asks for the value of a traced array " + a.aval.str() +
+                            // A tracer without a line is an argument of the transformed function.
+                            (a.loc.known() ? " (created at " + a.loc.str() + ")"
+                                           : " (an argument of the transformed function)") +
+                            ". Inside make_ir/grad/vmap/jit values are abstract. Use fx::where for elementwise "
                             "choices, fx::cond/fx::switch_ for branches and fx::while_loop/fx::fori_loop for "
                             "loops whose trip count depends on data.");
 }

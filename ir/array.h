@@ -2,6 +2,7 @@
 // tracer (a variable of the program that an enclosing transformation is tracing).
 #pragma once
 #include <concepts>
+#include <initializer_list>
 #include <iosfwd>
 #include <memory>
 #include <source_location>
@@ -15,6 +16,8 @@ namespace fluxion {
 
 struct Buffer;
 struct TraceState;
+struct Index;  // api/subscript.h: one entry of x[...] or x.at(...)
+class At;      // api/subscript.h: x.at(idx), whose set/add/mul/min/max give updated copies
 
 /// Shared state behind an Array handle (internal; users see Array).
 struct ArrayImpl {
@@ -66,6 +69,13 @@ class Array {
   void block_until_ready() const {}
   /// The truth value of a one-element array, as `if (x > 0)` asks for it.
   explicit operator bool() const;
+
+  /// numpy/JAX indexing (api/subscript.h): x[2], x[{0, fx::colon, fx::Slice(1, 4)}], x[idx_array].
+  Array operator[](const Index& index) const;
+  Array operator[](std::initializer_list<Index> indices) const;
+  /// JAX's x.at[...]: x.at(i).set(v), .add(v), .mul(v), .min(v), .max(v) return updated copies.
+  At at(const Index& index) const;
+  At at(std::initializer_list<Index> indices) const;
 
   /// Raw host data of a concrete array (internal; raises ConcretizationError on a tracer).
   const void* data(SourceLoc loc = {}) const;

@@ -1,15 +1,30 @@
 #include "runtime/device.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
+#include <cstring>
+#include <string>
 #include <thread>
 
+#include "ir/error.h"
+
 namespace fluxion::runtime {
+
+int parse_num_threads(const char* text) {
+  int n = 0;
+  const char* end = text + std::strlen(text);
+  auto [ptr, ec] = std::from_chars(text, end, n);
+  if (ec != std::errc() || ptr != end || n < 1)
+    throw ValueError(std::string("ValueError: FLUXION_NUM_THREADS='") + text +
+                     "' is not a positive integer (unset it to use every core)");
+  return n;
+}
 
 const Device& cpu_device() {
   static const Device d = [] {
     Device dev{"cpu", int(std::max(1u, std::thread::hardware_concurrency()))};
-    if (const char* n = std::getenv("FLUXION_NUM_THREADS")) dev.num_threads = std::max(1, std::atoi(n));
+    if (const char* n = std::getenv("FLUXION_NUM_THREADS")) dev.num_threads = parse_num_threads(n);
     return dev;
   }();
   return d;

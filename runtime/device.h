@@ -13,7 +13,10 @@ struct Device {
   std::string matmul = "auto";
 };
 
-/// The host CPU. Its thread count is FLUXION_NUM_THREADS, or the number of cores.
+/// The host CPU. Its thread count is FLUXION_NUM_THREADS, or the number of cores; a setting that
+/// is not a positive integer is a ValueError (raised by every call until it is fixed).
 const Device& cpu_device();
+/// FLUXION_NUM_THREADS's value as a thread count, or ValueError.
+int parse_num_threads(const char* text);
 
 }  // namespace fluxion::runtime

@@ -102,16 +102,19 @@ std::vector<Array> Pullback::operator()(std::span<const Array> cts) const {
 
 Pullback make_pullback(const Program& p, std::span<const Array> leaves, std::vector<Array>& outs, SourceLoc loc) {
   std::vector<bool> wrt;
+  for (const Array& l : leaves) wrt.push_back(is_float(l.dtype()));
+  return make_pullback(p, leaves, wrt, outs, loc);
+}
+
+Pullback make_pullback(const Program& p, std::span<const Array> leaves, const std::vector<bool>& wrt,
+                       std::vector<Array>& outs, SourceLoc loc) {
   std::vector<AbstractArray> in_avals;
-  for (const Array& l : leaves) {
-    wrt.push_back(is_float(l.dtype()));
-    in_avals.push_back(l.aval());
-  }
+  for (const Array& l : leaves) in_avals.push_back(l.aval());
   VjpPrograms v = vjp_programs(p, wrt, p.outvars.size());
   std::vector<Array> fwd = eval_program(v.forward, leaves);
   outs.assign(fwd.begin(), fwd.begin() + long(v.num_outputs));
   std::vector<Array> residuals(fwd.begin() + long(v.num_outputs), fwd.end());
-  return Pullback(std::move(v.backward), std::move(residuals), p.out_avals(), std::move(in_avals), std::move(wrt), loc);
+  return Pullback(std::move(v.backward), std::move(residuals), p.out_avals(), std::move(in_avals), wrt, loc);
 }
 
 // ---- linearize ----------------------------------------------------------------------------------
@@ -144,47 +147,6 @@ LinearMap make_linear_map(const Program& p, std::span<const Array> leaves, std::
   outs.assign(fwd.begin(), fwd.begin() + long(lin.num_outputs));
   std::vector<Array> residuals(fwd.begin() + long(lin.num_outputs), fwd.end());
   return LinearMap(std::move(lin.linear), std::move(residuals), std::move(in_avals), loc);
-}
-
-// ---- Jacobians ----------------------------------------------------------------------------------
-// Both are one vmap over a basis: of jvp (columns) or of the pullback (rows).
-namespace {
-Array basis(const AbstractArray& a, SourceLoc loc) {
-  Shape s{a.size()};
-  for (int64_t d : a.shape) s.push_back(d);
-  return reshape(eye(a.size(), a.dtype, loc), s, loc);
-}
-Shape concat_shapes(const Shape& a, const Shape& b) {
-  Shape s = a;
-  for (int64_t d : b) s.push_back(d);
-  return s;
-}
-}  // namespace
-
-Array jacfwd_flat(const std::function<Array(const Array&)>& f, const Array& x, SourceLoc loc) {
-  auto [program, out] = trace_to_program(f, x);
-  const AbstractArray y = program.out_avals().at(0);
-  std::vector<Array> leaves{x};
-  auto push_forward = [&](const Array& t) {
-    std::vector<Array> ts{t};
-    return jvp_flat(program, leaves, ts).second.at(0);
-  };
-  Array columns = vmap(push_forward, in_axes(0), out_axes(-1), loc)(basis(x.aval(), loc));  // y.shape + [n]
-  return reshape(columns, concat_shapes(y.shape, x.shape()), loc);
-}
-
-Array jacrev_flat(const std::function<Array(const Array&)>& f, const Array& x, SourceLoc loc) {
-  auto [program, out] = trace_to_program(f, x);
-  std::vector<Array> outs;
-  std::vector<Array> leaves{x};
-  Pullback pb = make_pullback(program, leaves, outs, loc);
-  const AbstractArray y = outs.at(0).aval();
-  auto pull_back = [&](const Array& ct) {
-    std::vector<Array> cts{ct};
-    return pb(cts).at(0);
-  };
-  Array rows = vmap(pull_back, loc)(basis(y, loc));  // [m] + x.shape
-  return reshape(rows, concat_shapes(y.shape, x.shape()), loc);
 }
 
 }  // namespace fluxion::detail

@@ -7,8 +7,7 @@
 //   fx::jvp(f, std::tuple{x}, std::tuple{t})  {f(x), J t}
 //   fx::vjp(f, x...)                    {f(x), f_vjp} with f_vjp(ct) = J^T ct
 //   fx::linearize(f, x...)              {f(x), f_lin} with f_lin(t...) = J t
-//   fx::jacfwd(f)(x), fx::jacrev(f)(x)  the Jacobian, of shape out.shape + x.shape
-//   fx::hessian(f)(x)                   jacfwd(jacrev(f))
+//   fx::jacfwd(f)(x), fx::jacrev(f)(x)  the Jacobian, over trees with argnums: transforms/jacobian.h
 //
 // Each call traces f into a Program, rewrites it (transforms/jvp, vjp) and evaluates the result:
 // eagerly on concrete arguments, or -- when an outer transformation is tracing -- by recording
@@ -172,6 +171,9 @@ class Pullback {
   SourceLoc loc_;
 };
 Pullback make_pullback(const Program& p, std::span<const Array> leaves, std::vector<Array>& outs, SourceLoc loc);
+/// The same for the leaves marked in `wrt` only (the others get zero cotangents).
+Pullback make_pullback(const Program& p, std::span<const Array> leaves, const std::vector<bool>& wrt,
+                       std::vector<Array>& outs, SourceLoc loc);
 
 /// The linear map of fx::linearize.
 class LinearMap {
@@ -247,29 +249,6 @@ auto linearize(F f, const Args&... args) {
     return tree::rebuild(value, ri);
   };
   return std::pair{value, f_lin};
-}
-
-namespace detail {
-/// Jacobians of an Array -> Array function, by columns (forward) or rows (reverse).
-Array jacfwd_flat(const std::function<Array(const Array&)>& f, const Array& x, SourceLoc loc);
-Array jacrev_flat(const std::function<Array(const Array&)>& f, const Array& x, SourceLoc loc);
-}  // namespace detail
-
-/// The Jacobian of an Array -> Array function, shape f(x).shape + x.shape, by forward mode (jvp
-/// vmapped over the input's basis).
-template <class F>
-auto jacfwd(F f, SourceLoc loc = std::source_location::current()) {
-  return [f, loc](const Array& x) { return detail::jacfwd_flat(f, x, loc); };
-}
-/// The Jacobian by reverse mode (the pullback vmapped over the output's basis).
-template <class F>
-auto jacrev(F f, SourceLoc loc = std::source_location::current()) {
-  return [f, loc](const Array& x) { return detail::jacrev_flat(f, x, loc); };
-}
-/// The Hessian of a scalar function: jacfwd(jacrev(f)).
-template <class F>
-auto hessian(F f, SourceLoc loc = std::source_location::current()) {
-  return jacfwd(jacrev(f, loc), loc);
 }
 
 }  // namespace fluxion

@@ -89,7 +89,15 @@ std::vector<Array> bind_scan(ClosedProgram body, size_t num_carry, std::span<con
   return bind(Prim::scan, operands, params, loc);
 }
 
+void check_handles(const char* api, const char* what, std::span<const Array> leaves, SourceLoc loc) {
+  for (size_t i = 0; i < leaves.size(); ++i)
+    if (!leaves[i].valid())
+      throw ValueError(std::string("ValueError: ") + api + " at " + loc.str() + ": leaf " + std::to_string(i) + " of " +
+                       what + " is an empty Array handle (default-constructed or moved from)");
+}
+
 int64_t scan_length(std::span<const Array> xs, std::optional<int64_t> length, SourceLoc loc) {
+  check_handles("scan", "xs", xs, loc);
   std::optional<int64_t> n = length;
   for (size_t i = 0; i < xs.size(); ++i) {
     if (xs[i].ndim() == 0)

@@ -60,6 +60,9 @@ std::vector<Array> bind_scan(ClosedProgram body, size_t num_carry, std::span<con
 void check_loop_carry(const char* api, const std::vector<AbstractArray>& in, const std::vector<AbstractArray>& out,
                       SourceLoc loc);
 void check_predicate(const char* api, const Program& cond, SourceLoc loc);
+/// ValueError naming the api, `what` (e.g. "init") and the leaf when a leaf is an empty handle.
+void check_handles(const char* api, const char* what, std::span<const Array> leaves, SourceLoc loc);
+/// The scan's length from the leading axes of xs (checked: valid handles, equal lengths) or `length`.
 int64_t scan_length(std::span<const Array> xs, std::optional<int64_t> length, SourceLoc loc);
 }  // namespace detail
 
@@ -129,6 +132,7 @@ auto scan(const F& f, const C& init, const X& xs, std::optional<int64_t> length 
     slice_types.push_back(a);
   }
   std::vector<Array> carry = tree::leaves(init);
+  detail::check_handles("scan", "init", carry, loc);
   std::vector<AbstractArray> avals;
   for (const Array& c : carry) avals.push_back(c.aval());
   avals.insert(avals.end(), slice_types.begin(), slice_types.end());
