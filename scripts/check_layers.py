@@ -29,6 +29,7 @@ FLOORS = [
         "transforms/autodiff.",
         "transforms/control_flow.",
         "transforms/custom_derivatives.h",
+        "transforms/export.",
         "transforms/jit.",
         "transforms/make_ir.h",
         "transforms/vmap_api.",

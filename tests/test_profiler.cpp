@@ -43,6 +43,11 @@ bool has_name(const std::multimap<std::string, json>& events, const std::string&
 }
 }  // namespace
 
+namespace {
+void check_spans_and_threads(const json& trace, const std::multimap<std::string, json>& events);
+void check_summary();
+}  // namespace
+
 TEST_CASE("profiler: a Chrome-trace JSON file with every stage") {
   fx::runtime::clear_cache();
   const auto dir = fresh_dir("fluxion-profile");
@@ -90,7 +95,15 @@ TEST_CASE("profiler: a Chrome-trace JSON file with every stage") {
     ++kernels;
   }
   CHECK(kernels == 2);
-  // Spans have a start and a non-negative duration; the jit's stages nest inside the annotation.
+  check_spans_and_threads(trace, events);
+  check_summary();
+  std::filesystem::remove_all(dir);
+}
+
+namespace {
+// Spans have a start and a non-negative duration; the jit's stages nest inside the annotation;
+// each thread is named.
+void check_spans_and_threads(const json& trace, const std::multimap<std::string, json>& events) {
   double step_begin = 0, step_end = 0;
   for (const json& e : trace["traceEvents"]) {
     if (e["ph"] != "X") continue;
@@ -110,8 +123,10 @@ TEST_CASE("profiler: a Chrome-trace JSON file with every stage") {
   }
   CHECK(tids.size() == 2);
   for (int t : tids) CHECK(named.count(t) == 1);
+}
 
-  // The summary: one row per name, calls counted.
+// The summary of the last trace: one row per name, calls counted.
+void check_summary() {
   bool found = false;
   for (const fx::profiler::Row& r : fx::profiler::key_averages())
     if (r.category == "kernel") {
@@ -122,8 +137,8 @@ TEST_CASE("profiler: a Chrome-trace JSON file with every stage") {
     }
   CHECK(found);
   CHECK(fx::profiler::summary().find("Calls") != std::string::npos);
-  std::filesystem::remove_all(dir);
 }
+}  // namespace
 
 TEST_CASE("profiler: off records nothing; misuse is an error") {
   CHECK_FALSE(fx::profiler::active());
