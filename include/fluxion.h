@@ -30,5 +30,6 @@
 #include "transforms/custom_derivatives.h"
 #include "transforms/export.h"
 #include "transforms/jit.h"
+#include "transforms/onnx.h"
 #include "transforms/make_ir.h"
 #include "transforms/vmap_api.h"

@@ -30,6 +30,7 @@ FLOORS = [
         "transforms/control_flow.",
         "transforms/custom_derivatives.h",
         "transforms/export.",
+        "transforms/onnx",
         "transforms/jit.",
         "transforms/make_ir.h",
         "transforms/vmap_api.",

@@ -77,7 +77,8 @@ std::string dims(const AbstractArray& a) { return a.str(); }
 }  // namespace
 
 Exported::Exported(Program program) {
-  program_ = jit_passes(std::move(program), jit_dump_stem(program));
+  const std::string stem = jit_dump_stem(program);
+  program_ = jit_passes(std::move(program), stem);
   refuse_library_calls(program_);
   char hex[32];
   std::snprintf(hex, sizeof hex, "%016zx", std::hash<std::string>{}(serialize(program_)));
