@@ -43,6 +43,8 @@ namespace fluxion {
   X(dot_general, "dot_general")                                                                    \
   /* random bits (prims/random.cpp) */                                                             \
   X(threefry2x32, "threefry2x32")                                                                  \
+  /* host callbacks with an effect: debug printing (prims/debug.cpp) */                           \
+  X(debug_callback, "debug_callback")                                                              \
   /* user-defined derivatives and rematerialization (prims/custom.cpp) */                          \
   X(custom_jvp_call, "custom_jvp_call") X(custom_vjp_call, "custom_vjp_call")                      \
   X(custom_vjp_linear, "custom_vjp_linear") X(checkpoint, "checkpoint")                          \

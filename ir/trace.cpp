@@ -2,7 +2,9 @@
 
 #include <cstring>
 
+#include "ir/debug_checks.h"
 #include "ir/eval_rules.h"
+#include "ir/profiler.h"
 #include "memory/buffer.h"
 
 namespace fluxion {
@@ -148,6 +150,7 @@ std::vector<Array> bind(Prim p, std::span<const Array> inputs, const Params& par
   }
   if (t_stack.empty()) {
     // Eager: run the reference kernel now.
+    profiler::Scope prof("eager", [&] { return std::string(prim_name(p)); });
     std::vector<View> in_views(inputs.size()), out_views(out_avals.size());
     for (size_t i = 0; i < inputs.size(); ++i) {
       const ArrayImpl& a = *inputs[i].impl();
@@ -162,6 +165,7 @@ std::vector<Array> bind(Prim p, std::span<const Array> inputs, const Params& par
       outs.emplace_back(std::move(impl));
     }
     r.kernel(in_views, out_views, params);
+    if (config::debug_nans()) check_nonfinite(p, inputs, outs, params, loc);
     return outs;
   }
 

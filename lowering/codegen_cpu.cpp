@@ -221,7 +221,8 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm, const std::string& passe
 
 }  // namespace
 
-ObjectCode emit_object(mlir::ModuleOp m, int opt_level, const std::string& ll_dump, const std::string& asm_dump) {
+ObjectCode emit_object(mlir::ModuleOp m, int opt_level, const std::string& ll_dump, const std::string& asm_dump,
+                       const std::string& entry) {
   ObjectCode out;
   llvm::LLVMContext ctx;
   std::unique_ptr<llvm::Module> module = mlir::translateModuleToLLVMIR(m, ctx, "fluxion_kernel");
@@ -230,6 +231,10 @@ ObjectCode emit_object(mlir::ModuleOp m, int opt_level, const std::string& ll_du
   module->setDataLayout(tm->createDataLayout());
   module->setTargetTriple(tm->getTargetTriple().getTriple());
   add_packed_entry(*module);
+  if (entry != "kernel") {
+    module->getFunction("kernel")->setName(entry);
+    module->getFunction("_mlir_kernel")->setName("_mlir_" + entry);
+  }
 
   auto t0 = Clock::now();
   optimize(*module, *tm, llvm_passes(opt_level));

@@ -88,6 +88,11 @@ const ParamValue* find_param(const Params& p, std::string_view key) {
   return nullptr;
 }
 
+// A fresh tensor holding a copy of t (bufferization gives it a buffer of its own).
+Value private_copy(LowerCtx& c, Value t) {
+  return c.b.create<bufferization::AllocTensorOp>(c.loc, cast<RankedTensorType>(t.getType()), ValueRange{}, t);
+}
+
 // The reference kernel of e.prim through fluxion_rt_call_prim (layout in runtime/library_calls.h).
 std::vector<Value> call_reference_kernel(LowerCtx& c, const Eqn& e, std::span<const Operand> in,
                                          std::span<const AbstractArray> out) {
@@ -115,6 +120,12 @@ std::vector<Value> call_reference_kernel(LowerCtx& c, const Eqn& e, std::span<co
   };
   for (const Operand& o : in) {
     tensors.push_back(as_tensor(c, o));
+    // A host callback reads its operands through pointers that the tensor analysis does not follow
+    // past the call: CSE would share one `to_memref` between two prints of a value and bufferization
+    // may overwrite that buffer in between. A copy of its own (never merged: it allocates) is read
+    // exactly where the print is.
+    if (eval_rules(e.prim).effect)
+      tensors.back() = private_copy(c, tensors.back());
     in_avals.push_back(o.aval);
     describe(o.aval);
   }
@@ -127,6 +138,7 @@ std::vector<Value> call_reference_kernel(LowerCtx& c, const Eqn& e, std::span<co
 void add_library_lowerings(LowerTable& t) {
   t[size_t(Prim::sort)] = &call_reference_kernel;
   t[size_t(Prim::polygamma)] = &call_reference_kernel;
+  t[size_t(Prim::debug_callback)] = &call_reference_kernel;  // calls back into the process (prims/debug.h)
 }
 
 }  // namespace fluxion::lowering

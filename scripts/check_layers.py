@@ -30,6 +30,8 @@ FLOORS = [
         "transforms/control_flow.",
         "transforms/custom_derivatives.h",
         "transforms/jacobian.",
+        "transforms/export.",
+        "transforms/onnx",
         "transforms/jit.",
         "transforms/make_ir.h",
         "transforms/vmap_api.",

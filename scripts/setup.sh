@@ -6,7 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(meson ninja-build g++ pkg-config libeigen3-dev doctest-dev libbenchmark-dev
-          llvm-19-dev libmlir-19-dev mlir-19-tools libomp-dev)
+          llvm-19-dev libmlir-19-dev mlir-19-tools libomp-dev
+          nlohmann-json3-dev  # tests only (parsing the profiler's trace files)
+          clang-tools-19 python3-ipykernel python3-jupyter-client python3-nbclient python3-matplotlib)  # notebooks/
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 for p in "${packages[@]}"; do

@@ -87,6 +87,8 @@ struct Compiled {
   std::shared_ptr<const runtime::Executable> executable;
   std::vector<Array> consts;          // closure arrays: extra kernel inputs
   std::shared_ptr<const void> out_like;  // the output tree (leaves emptied), of f's result type
+  Program program;                    // what was compiled: debug_nans re-runs it op by op
+  std::string stem;                   // its name in dumps and traces (the user's line)
 };
 
 /// The per-callable cache (shared by copies of the callable).

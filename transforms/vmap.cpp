@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "ir/profiler.h"
 #include "ir/trace.h"
 
 namespace fluxion {
@@ -106,6 +107,7 @@ std::vector<BatchedArray> elementwise_batch_rule(Prim p, std::span<const Batched
 }
 
 std::vector<BatchedArray> vmap_eval(const Program& p, std::span<const BatchedArray> args, int64_t axis_size) {
+  profiler::Scope prof("transform", "vmap");
   std::vector<BatchedArray> env(p.types.size());
   for (size_t i = 0; i < p.invars.size(); ++i) env[size_t(p.invars[i])] = args[i];
   for (size_t i = 0; i < p.constvars.size(); ++i) env[size_t(p.constvars[i])] = {p.consts[i], kNotMapped};
