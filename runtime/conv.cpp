@@ -1,0 +1,273 @@
+// fluxion_rt_windowed (runtime/conv.h): the params' encoding, and the fast float convolution.
+//
+// A convolution is a sum over (input feature, kernel offset) of a kernel weight times an input
+// element that the window table (prims/conv_geometry.h) locates for each output position. Gathering
+// those input elements into columns turns it into matrix products, which runtime/matmul.h computes
+// with the Eigen build of the kernel's ISA level:
+//   im2col             per (image, feature group): out[O_g, P] = W_g[O_g, I K] x cols[I K, P]
+//   im2col_by_feature  per input feature c: out[O, (B, P)] += W_c[O, K] x cols_c[K, (B, P)]
+// The first is the forward convolution's natural form (K = kernel offsets is small, P = output
+// positions large). The second suits the kernel gradient, whose "window" is the whole image and
+// whose output is the small kernel: per feature, its product has a long inner dimension, where the
+// first form would multiply by a matrix only P = 9 columns wide. docs/nn.md has the measurements.
+#include "runtime/conv.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "ir/eval_rules.h"
+#include "prims/conv_geometry.h"
+#include "runtime/matmul.h"
+#include "runtime/openmp.h"
+
+namespace fluxion::runtime {
+
+namespace {
+
+enum class Coding { integer, boolean, list, spec, optional_dtype };
+struct CodedParam {
+  const char* name;
+  Coding coding;
+};
+
+constexpr CodedParam kConvParams[] = {
+    {"window_strides", Coding::list},          {"padding", Coding::list},           {"lhs_dilation", Coding::list},
+    {"rhs_dilation", Coding::list},            {"lhs_spec", Coding::spec},          {"rhs_spec", Coding::spec},
+    {"out_spec", Coding::spec},                {"feature_group_count", Coding::integer},
+    {"batch_group_count", Coding::integer},    {"preferred_element_type", Coding::optional_dtype}};
+constexpr CodedParam kWindowParams[] = {{"window_dimensions", Coding::list}, {"window_strides", Coding::list},
+                                        {"padding", Coding::list},           {"base_dilation", Coding::list},
+                                        {"window_dilation", Coding::list},   {"select_max", Coding::boolean}};
+
+std::span<const CodedParam> coded_params(Prim p) {
+  if (p == Prim::conv_general_dilated) return kConvParams;
+  if (p == Prim::select_and_gather_add || p == Prim::select_and_scatter_add) return kWindowParams;
+  return std::span(kWindowParams).first(5);
+}
+
+std::atomic<uint64_t> g_runs[3];
+
+}  // namespace
+
+bool is_windowed(Prim p) {
+  return p == Prim::conv_general_dilated || p == Prim::reduce_window_sum || p == Prim::reduce_window_max ||
+         p == Prim::reduce_window_min || p == Prim::select_and_gather_add || p == Prim::select_and_scatter_add;
+}
+
+uint64_t conv_runs(ConvAlgorithm a) { return g_runs[int(a)].load(std::memory_order_relaxed); }
+
+void encode_window_params(Prim p, const Params& params, std::vector<int64_t>& out) {
+  for (const CodedParam& c : coded_params(p)) {
+    switch (c.coding) {
+      case Coding::integer: out.push_back(params.get_int(c.name)); break;
+      case Coding::boolean: out.push_back(params.get_bool(c.name) ? 1 : 0); break;
+      case Coding::optional_dtype: out.push_back(params.has(c.name) ? int64_t(params.get_dtype(c.name)) : -1); break;
+      case Coding::list: {
+        const IntList& l = params.get_ints(c.name);
+        out.push_back(int64_t(l.size()));
+        out.insert(out.end(), l.begin(), l.end());
+        break;
+      }
+      case Coding::spec: {  // a permutation of at most 7 dims: its length and 3 bits per entry
+        const IntList& l = params.get_ints(c.name);
+        int64_t v = 0;
+        for (size_t i = l.size(); i-- > 0;) v = v * 8 + l[i];
+        out.push_back(v * 8 + int64_t(l.size()));
+        break;
+      }
+    }
+  }
+}
+
+Params decode_window_params(Prim p, const int64_t*& a) {
+  Params params;
+  for (const CodedParam& c : coded_params(p)) {
+    switch (c.coding) {
+      case Coding::integer: params.set(c.name, *a++); break;
+      case Coding::boolean: params.set(c.name, *a++ != 0); break;
+      case Coding::optional_dtype: {
+        const int64_t d = *a++;
+        if (d >= 0) params.set(c.name, DType(d));
+        break;
+      }
+      case Coding::list: {
+        const int64_t n = *a++;
+        params.set(c.name, IntList(a, a + n));
+        a += n;
+        break;
+      }
+      case Coding::spec: {
+        int64_t v = *a++;
+        IntList l(size_t(v % 8));
+        v /= 8;
+        for (int64_t& d : l) {
+          d = v % 8;
+          v /= 8;
+        }
+        params.set(c.name, l);
+        break;
+      }
+    }
+  }
+  return params;
+}
+
+namespace {
+
+// Per-thread scratch that lives across calls: the columns are megabytes, and a fresh allocation per
+// image would fault its pages in every time.
+template <class T>
+T* scratch(std::vector<T>& v, int64_t n) {
+  if (int64_t(v.size()) < n) v.resize(size_t(n));
+  return v.data();
+}
+
+template <class T>
+struct ConvRun {
+  const T* x;
+  const T* w;
+  T* y;
+  const conv::ConvGeometry& g;
+  std::vector<int64_t> table, koff, yoff;
+  int isa, threads;
+
+  void gemm(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k) const {
+    Matmul mm;
+    mm.is_double = std::is_same_v<T, double>;
+    mm.m = m, mm.n = n, mm.k = k;
+    mm.lhs = a, mm.rhs = b, mm.out = c;
+    matmul(mm, isa, 1);
+  }
+
+  // cols[r, p] for rows r = (i, k) of input features [c0, c0 + ci) of image n_in.
+  void gather_columns(T* cols, int64_t n_in, int64_t c0, int64_t ci) const {
+    const int64_t K = g.k_size(), P = g.out_size();
+    for (int64_t i = 0; i < ci; ++i) {
+      const T* src = x + n_in * g.x_n + (c0 + i) * g.x_c;
+      for (int64_t k = 0; k < K; ++k) {
+        const int64_t* t = table.data() + k * P;
+        T* row = cols + (i * K + k) * P;
+        for (int64_t p = 0; p < P; ++p) row[p] = t[p] >= 0 ? src[t[p]] : T(0);
+      }
+    }
+  }
+
+  void im2col() const {
+    const int64_t K = g.k_size(), P = g.out_size(), rows = g.ci * K;
+    const int64_t per_batch_group = g.o / g.batch_groups;
+    // The kernel packed per group as [O_g, (i, k)] rows.
+    std::vector<T> packed(size_t(g.o * rows));
+    for (int64_t o = 0; o < g.o; ++o)
+      for (int64_t i = 0; i < g.ci; ++i)
+        for (int64_t k = 0; k < K; ++k) packed[size_t(o * rows + i * K + k)] = w[o * g.w_o + i * g.w_i + koff[size_t(k)]];
+    // The output's rows written by the GEMM in place when its positions are contiguous rows (NC...).
+    bool direct = g.y_c == P;
+    for (int64_t p = 0; p < P && direct; ++p) direct = yoff[size_t(p)] == p;
+    const int64_t groups = std::max(g.groups, g.batch_groups), o_per = g.o / groups;
+    parallel_chunks(threads, g.out_n * groups, [&](int64_t task) {
+      thread_local std::vector<T> cols_buf, out_buf;
+      const int64_t n = task / groups, grp = task % groups;
+      const int64_t o0 = grp * o_per;
+      const int64_t n_in = (o0 / per_batch_group) * g.out_n + n;
+      const int64_t c0 = g.groups > 1 ? grp * g.ci : 0;
+      T* cols = scratch(cols_buf, rows * P);
+      gather_columns(cols, n_in, c0, g.ci);
+      T* dst = y + n * g.y_n + o0 * g.y_c;
+      if (direct) {
+        gemm(packed.data() + o0 * rows, cols, dst, o_per, P, rows);
+        return;
+      }
+      T* out = scratch(out_buf, o_per * P);
+      gemm(packed.data() + o0 * rows, cols, out, o_per, P, rows);
+      for (int64_t o = 0; o < o_per; ++o)
+        for (int64_t p = 0; p < P; ++p) dst[o * g.y_c + yoff[size_t(p)]] = out[o * P + p];
+    });
+  }
+
+  void im2col_by_feature() const {
+    const int64_t K = g.k_size(), P = g.out_size(), B = g.out_n, cols_n = B * P;
+    const int64_t parts = std::clamp<int64_t>(threads, 1, g.c);
+    std::vector<std::vector<T>> acc(static_cast<size_t>(parts));
+    parallel_chunks(int(parts), parts, [&](int64_t part) {
+      thread_local std::vector<T> cols_buf, w_buf, out_buf;
+      std::vector<T>& sum = acc[size_t(part)];
+      sum.assign(size_t(g.o * cols_n), T(0));
+      T* cols = scratch(cols_buf, K * cols_n);
+      T* wc = scratch(w_buf, g.o * K);
+      T* out = scratch(out_buf, g.o * cols_n);
+      for (int64_t c = g.c * part / parts; c < g.c * (part + 1) / parts; ++c) {
+        for (int64_t k = 0; k < K; ++k) {
+          const int64_t* t = table.data() + k * P;
+          for (int64_t b = 0; b < B; ++b) {
+            const T* src = x + b * g.x_n + c * g.x_c;
+            T* row = cols + k * cols_n + b * P;
+            for (int64_t p = 0; p < P; ++p) row[p] = t[p] >= 0 ? src[t[p]] : T(0);
+          }
+        }
+        for (int64_t o = 0; o < g.o; ++o)
+          for (int64_t k = 0; k < K; ++k) wc[o * K + k] = w[o * g.w_o + c * g.w_i + koff[size_t(k)]];
+        gemm(wc, cols, out, g.o, cols_n, K);
+        for (int64_t i = 0; i < g.o * cols_n; ++i) sum[size_t(i)] += out[i];
+      }
+    });
+    for (int64_t part = 1; part < parts; ++part)
+      for (size_t i = 0; i < acc[0].size(); ++i) acc[0][i] += acc[size_t(part)][i];
+    for (int64_t o = 0; o < g.o; ++o)
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t p = 0; p < P; ++p) y[b * g.y_n + o * g.y_c + yoff[size_t(p)]] = acc[0][size_t(o * cols_n + b * P + p)];
+  }
+};
+
+// Runs a float convolution with a GEMM form, or returns false (other dtypes, empty operands).
+bool fast_conv(std::span<const View> in, const View& out, const Params& params, int isa, int threads) {
+  const DType d = out.dtype();
+  if ((d != DType::float32 && d != DType::float64) || in[0].dtype() != d) return false;
+  const conv::ConvGeometry g = conv::conv_geometry(in[0].shape(), in[1].shape(), conv::conv_params(params));
+  if (out.size() == 0 || g.ci * g.k_size() == 0) return false;
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    ConvRun<T> r{in[0].as<T>(), in[1].as<T>(), out.as<T>(), g, conv::window_offsets(g), conv::kernel_offsets(g),
+                 conv::output_offsets(g), isa, threads};
+    // By feature when the window is larger than the output and the columns of all images at once stay small.
+    if (g.groups == 1 && g.batch_groups == 1 && g.k_size() > g.out_size() &&
+        g.k_size() * g.out_n * g.out_size() <= (int64_t(1) << 22)) {
+      r.im2col_by_feature();
+      g_runs[int(ConvAlgorithm::im2col_by_feature)].fetch_add(1, std::memory_order_relaxed);
+    } else {
+      r.im2col();
+      g_runs[int(ConvAlgorithm::im2col)].fetch_add(1, std::memory_order_relaxed);
+    }
+  };
+  if (d == DType::float32) run(float{});
+  else run(double{});
+  return true;
+}
+
+}  // namespace
+}  // namespace fluxion::runtime
+
+using namespace fluxion;
+
+extern "C" void fluxion_rt_windowed(int64_t* a) {
+  const Prim prim = Prim(a[0]);
+  const int64_t n_in = a[1], n_out = a[2];
+  const int isa = int(a[3]), threads = int(a[4]);
+  const int64_t* p = a + 5;
+  const Params params = runtime::decode_window_params(prim, p);
+  std::vector<AbstractArray> avals(size_t(n_in + n_out));
+  std::vector<View> views(size_t(n_in + n_out));
+  for (size_t i = 0; i < avals.size(); ++i) {
+    const DType d = DType(*p++);
+    const int64_t rank = *p++;
+    Shape s;
+    for (int64_t k = 0; k < rank; ++k) s.push_back(*p++);
+    avals[i] = AbstractArray{s, d, false};
+    views[i] = View{reinterpret_cast<void*>(*p++), nullptr};
+  }
+  for (size_t i = 0; i < avals.size(); ++i) views[i].aval = &avals[i];
+  const std::span<const View> ins(views.data(), size_t(n_in)), outs(views.data() + n_in, size_t(n_out));
+  if (prim == Prim::conv_general_dilated && runtime::fast_conv(ins, outs[0], params, isa, threads)) return;
+  if (prim == Prim::conv_general_dilated) runtime::g_runs[int(runtime::ConvAlgorithm::reference)]++;
+  eval_rules(prim).kernel(ins, outs, params);
+}
