@@ -75,7 +75,7 @@ def conv3x3_grads(x, w, g):
     """The forward convolution (oneDNN) and the gradients of sum(conv * g) with respect to x and w."""
     x, w = x.detach().requires_grad_(), w.detach().requires_grad_()
     y = F.conv2d(x, w, padding=1)
-    return torch.autograd.grad(y, (x, w), g)
+    return (y.detach(), *torch.autograd.grad(y, (x, w), g))
 
 
 def tensors(tree):
