@@ -4,6 +4,7 @@
 // other cases through the reference kernel. docs/nn.md records the measurements behind the choice
 // (linalg's convolution ops, tiled and vectorized, against the library call).
 #include "ir/error.h"
+#include "lowering/library_arrays.h"
 #include "lowering/lower.h"
 #include "lowering/target.h"
 #include "runtime/conv.h"
@@ -20,22 +21,7 @@ std::vector<Value> windowed_rule(LowerCtx& c, const Eqn& e, std::span<const Oper
   std::vector<LibraryArg> layout{{int64_t(e.prim)}, {int64_t(in.size())}, {int64_t(out.size())},
                                  {cpu_target().isa_level}, {c.num_threads}};
   for (int64_t v : params) layout.push_back({v});
-  std::vector<Value> tensors;
-  std::vector<AbstractArray> in_avals;
-  int buffer = 0;
-  auto describe = [&](const AbstractArray& a) {
-    layout.push_back({int64_t(a.dtype)});
-    layout.push_back({int64_t(a.ndim())});
-    for (int64_t d : a.shape) layout.push_back({d});
-    layout.push_back({0, buffer++});
-  };
-  for (const Operand& o : in) {
-    tensors.push_back(as_tensor(c, o));
-    in_avals.push_back(o.aval);
-    describe(o.aval);
-  }
-  for (const AbstractArray& a : out) describe(a);
-  return library_call(c, "fluxion_rt_windowed", tensors, in_avals, out, layout);
+  return call_on_arrays(c, "fluxion_rt_windowed", std::move(layout), in, out);
 }
 
 }  // namespace

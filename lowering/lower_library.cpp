@@ -11,6 +11,7 @@
 #include <mlir/Dialect/MemRef/IR/MemRef.h>
 
 #include "ir/error.h"
+#include "lowering/library_arrays.h"
 #include "lowering/lower.h"
 #include "runtime/library_calls.h"
 
@@ -79,6 +80,26 @@ std::vector<Value> library_call(LowerCtx& c, const std::string& symbol, std::spa
   return results;
 }
 
+std::vector<Value> call_on_arrays(LowerCtx& c, const std::string& symbol, std::vector<LibraryArg> layout,
+                                  std::span<const Operand> in, std::span<const AbstractArray> out) {
+  std::vector<Value> tensors;
+  std::vector<AbstractArray> in_avals;
+  int buffer = 0;
+  auto describe = [&](const AbstractArray& a) {
+    layout.push_back({int64_t(a.dtype)});
+    layout.push_back({int64_t(a.ndim())});
+    for (int64_t d : a.shape) layout.push_back({d});
+    layout.push_back({0, buffer++});
+  };
+  for (const Operand& o : in) {
+    tensors.push_back(as_tensor(c, o));
+    in_avals.push_back(o.aval);
+    describe(o.aval);
+  }
+  for (const AbstractArray& a : out) describe(a);
+  return library_call(c, symbol, tensors, in_avals, out, layout);
+}
+
 namespace {
 
 // A param by key, or nullptr.
@@ -104,22 +125,7 @@ std::vector<Value> call_reference_kernel(LowerCtx& c, const Eqn& e, std::span<co
     if (!v) throw CompileError("CompileError: jit: " + std::string(prim_name(e.prim)) + " lacks the param " + k.name);
     layout.push_back({std::holds_alternative<bool>(*v) ? int64_t(std::get<bool>(*v)) : std::get<int64_t>(*v)});
   }
-  std::vector<Value> tensors;
-  std::vector<AbstractArray> in_avals;
-  int buffer = 0;
-  auto describe = [&](const AbstractArray& a) {
-    layout.push_back({int64_t(a.dtype)});
-    layout.push_back({int64_t(a.ndim())});
-    for (int64_t d : a.shape) layout.push_back({d});
-    layout.push_back({0, buffer++});
-  };
-  for (const Operand& o : in) {
-    tensors.push_back(as_tensor(c, o));
-    in_avals.push_back(o.aval);
-    describe(o.aval);
-  }
-  for (const AbstractArray& a : out) describe(a);
-  return library_call(c, "fluxion_rt_call_prim", tensors, in_avals, out, layout);
+  return call_on_arrays(c, "fluxion_rt_call_prim", std::move(layout), in, out);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 
 #include "ir/eval_rules.h"
 #include "prims/conv_geometry.h"
+#include "runtime/call_arrays.h"
 #include "runtime/matmul.h"
 #include "runtime/openmp.h"
 
@@ -255,17 +256,8 @@ extern "C" void fluxion_rt_windowed(int64_t* a) {
   const int isa = int(a[3]), threads = int(a[4]);
   const int64_t* p = a + 5;
   const Params params = runtime::decode_window_params(prim, p);
-  std::vector<AbstractArray> avals(size_t(n_in + n_out));
-  std::vector<View> views(size_t(n_in + n_out));
-  for (size_t i = 0; i < avals.size(); ++i) {
-    const DType d = DType(*p++);
-    const int64_t rank = *p++;
-    Shape s;
-    for (int64_t k = 0; k < rank; ++k) s.push_back(*p++);
-    avals[i] = AbstractArray{s, d, false};
-    views[i] = View{reinterpret_cast<void*>(*p++), nullptr};
-  }
-  for (size_t i = 0; i < avals.size(); ++i) views[i].aval = &avals[i];
+  const runtime::CallArrays arrays = runtime::read_call_arrays(p, n_in + n_out);
+  const std::vector<View>& views = arrays.views;
   const std::span<const View> ins(views.data(), size_t(n_in)), outs(views.data() + n_in, size_t(n_out));
   if (prim == Prim::conv_general_dilated && runtime::fast_conv(ins, outs[0], params, isa, threads)) return;
   if (prim == Prim::conv_general_dilated) runtime::g_runs[int(runtime::ConvAlgorithm::reference)]++;
