@@ -124,6 +124,32 @@ T* scratch(std::vector<T>& v, int64_t n) {
   return v.data();
 }
 
+// A row of the window table as runs of consecutive input elements: positions [p, p + len) read
+// input elements [src, src + len). With unit strides along the input's innermost dim (NCHW at
+// stride 1) a row is a few long runs, which copy much faster than an element-wise gather.
+struct Run {
+  int64_t p, src, len;
+};
+struct RowRuns {
+  std::vector<Run> runs;
+  std::vector<size_t> first;  // per kernel offset: its runs are [first[k], first[k + 1])
+};
+RowRuns row_runs(const std::vector<int64_t>& table, int64_t K, int64_t P) {
+  RowRuns r;
+  for (int64_t k = 0; k < K; ++k) {
+    r.first.push_back(r.runs.size());
+    const int64_t* t = table.data() + k * P;
+    for (int64_t p = 0; p < P; ++p) {
+      if (t[p] < 0) continue;
+      const int64_t start = p;
+      while (p + 1 < P && t[p + 1] == t[p] + 1) ++p;
+      r.runs.push_back({start, t[start], p - start + 1});
+    }
+  }
+  r.first.push_back(r.runs.size());
+  return r;
+}
+
 template <class T>
 struct ConvRun {
   const T* x;
@@ -132,6 +158,9 @@ struct ConvRun {
   const conv::ConvGeometry& g;
   std::vector<int64_t> table, koff, yoff;
   int isa, threads;
+  RowRuns runs = row_runs(table, g.k_size(), g.out_size());
+  // Runs pay off when they are long (at least 4 elements on average); else the gather.
+  bool by_runs = int64_t(runs.runs.size()) * 4 <= int64_t(std::count_if(table.begin(), table.end(), [](int64_t t) { return t >= 0; }));
 
   void gemm(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k) const {
     Matmul mm;
@@ -149,7 +178,18 @@ struct ConvRun {
       for (int64_t k = 0; k < K; ++k) {
         const int64_t* t = table.data() + k * P;
         T* row = cols + (i * K + k) * P;
-        for (int64_t p = 0; p < P; ++p) row[p] = t[p] >= 0 ? src[t[p]] : T(0);
+        if (!by_runs) {
+          for (int64_t p = 0; p < P; ++p) row[p] = t[p] >= 0 ? src[t[p]] : T(0);
+          continue;
+        }
+        int64_t at = 0;  // zeros where no run reads
+        for (size_t r = runs.first[size_t(k)]; r < runs.first[size_t(k) + 1]; ++r) {
+          const Run& run = runs.runs[r];
+          std::fill(row + at, row + run.p, T(0));
+          std::copy(src + run.src, src + run.src + run.len, row + run.p);
+          at = run.p + run.len;
+        }
+        std::fill(row + at, row + P, T(0));
       }
     }
   }
