@@ -260,15 +260,44 @@ struct ConvRun {
   }
 };
 
-// Runs a float convolution with a GEMM form, or returns false (other dtypes, empty operands).
+// The elements of a float view as C (a copy), for the 16-bit floats and mixed precision.
+template <class C>
+std::vector<C> widened(const View& v) {
+  std::vector<C> r(size_t(v.size()));
+  dispatch_dtype(v.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<compute_t<T>>)
+      for (size_t i = 0; i < r.size(); ++i) r[i] = C(compute_t<T>(v.as<T>()[i]));
+  });
+  return r;
+}
+
+// Stores computed values into a float view of another dtype (rounding once).
+template <class C>
+void narrow_into(const std::vector<C>& from, const View& v) {
+  dispatch_dtype(v.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<compute_t<T>>)
+      for (size_t i = 0; i < from.size(); ++i) v.as<T>()[i] = T(compute_t<T>(from[i]));
+  });
+}
+
+// Runs a float convolution with a GEMM form, or returns false (integers, empty operands). float16
+// and bfloat16 operands (and a preferred_element_type output) are computed in float32 -- as the
+// reference kernel accumulates them -- through widened copies, rounded once at the end.
 bool fast_conv(std::span<const View> in, const View& out, const Params& params, int isa, int threads) {
-  const DType d = out.dtype();
-  if ((d != DType::float32 && d != DType::float64) || in[0].dtype() != d) return false;
+  const DType d = in[0].dtype(), od = out.dtype();
+  if (!is_float(d) || !is_float(od)) return false;
   const conv::ConvGeometry g = conv::conv_geometry(in[0].shape(), in[1].shape(), conv::conv_params(params));
   if (out.size() == 0 || g.ci * g.k_size() == 0) return false;
   auto run = [&](auto tag) {
     using T = decltype(tag);
-    ConvRun<T> r{in[0].as<T>(), in[1].as<T>(), out.as<T>(), g, conv::window_offsets(g), conv::kernel_offsets(g),
+    const DType t = dtype_of_v<T>;
+    std::vector<T> xw, ww, yw;
+    if (d != t) xw = widened<T>(in[0]), ww = widened<T>(in[1]);
+    if (od != t) yw.resize(size_t(out.size()));
+    ConvRun<T> r{d == t ? in[0].as<T>() : xw.data(), d == t ? in[1].as<T>() : ww.data(),
+                 od == t ? out.as<T>() : yw.data(), g, conv::window_offsets(g), conv::kernel_offsets(g),
                  conv::output_offsets(g), isa, threads};
     // By feature when the window is larger than the output and the columns of all images at once stay small.
     if (g.groups == 1 && g.batch_groups == 1 && g.k_size() > g.out_size() &&
@@ -279,9 +308,10 @@ bool fast_conv(std::span<const View> in, const View& out, const Params& params, 
       r.im2col();
       g_runs[int(ConvAlgorithm::im2col)].fetch_add(1, std::memory_order_relaxed);
     }
+    if (od != t) narrow_into(yw, out);
   };
-  if (d == DType::float32) run(float{});
-  else run(double{});
+  if (d == DType::float64 || od == DType::float64) run(double{});
+  else run(float{});
   return true;
 }
 

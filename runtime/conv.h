@@ -2,7 +2,8 @@
 // family, prims/conv.cpp and prims/reduce_window.cpp): lowering/lower_conv.cpp encodes the eqn's
 // params and buffers into one int64 array, and fluxion_rt_windowed runs it -- a float32/float64
 // convolution as im2col + the ISA-dispatched GEMM of runtime/matmul.h on the kernel's threads,
-// everything else through the primitive's reference kernel.
+// float16/bfloat16 in float32 the same way, everything else through the primitive's reference
+// kernel.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -25,8 +26,7 @@ void encode_window_params(Prim p, const Params& params, std::vector<int64_t>& ou
 /// Reads them back from `*cursor`, advancing it.
 Params decode_window_params(Prim p, const int64_t*& cursor);
 
-/// The algorithms a convolution can take: the reference kernel (dtypes other than float32/float64,
-/// empty operands), im2col (per image and feature group, one GEMM of the packed kernel with the
+/// The algorithms a convolution can take: the reference kernel (integers, empty operands), im2col (per image and feature group, one GEMM of the packed kernel with the
 /// image's window columns), or im2col by feature (per input feature, one GEMM of that feature's
 /// kernel slice with its columns over all images, summed: for windows larger than the output, as
 /// the kernel gradient's are).

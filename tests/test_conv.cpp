@@ -213,3 +213,20 @@ TEST_CASE("nn dot-product attention: one head written out, causal masking, jit a
   auto loss = [&](const fx::Array& qq) { return fx::sum(fx::nn::dot_product_attention(qq, k, v, std::nullopt, std::nullopt, true)); };
   CHECK(max_abs_diff(fx::jit(fx::grad(loss))(q), fx::grad(loss)(q)) < 1e-12);
 }
+
+TEST_CASE("conv mixed precision: bfloat16 operands accumulate in float32, to a float32 output when asked") {
+  const fx::Array x = wave({2, 8, 9, 9}, 0.5, fx::bfloat16), w = wave({8, 8, 3, 3}, 0.7, fx::bfloat16);
+  auto f = [](const fx::Array& a, const fx::Array& k) {
+    return fx::conv_general_dilated(a, k, {1, 1}, "SAME", {}, {}, std::nullopt, 1, 1, fx::float32);
+  };
+  const fx::Array want = fx::conv_general_dilated(fx::astype(x, fx::float32), fx::astype(w, fx::float32), {1, 1}, "SAME");
+  const fx::Array eager = f(x, w), compiled = fx::jit(f)(x, w);
+  CHECK(eager.dtype() == fx::float32);
+  CHECK(compiled.dtype() == fx::float32);
+  CHECK(rel_diff(eager, want) < 1e-6);
+  CHECK(rel_diff(compiled, want) < 1e-6);
+  // Without the preference the output is bfloat16: the float32 sums rounded once.
+  auto g = [](const fx::Array& a, const fx::Array& k) { return fx::conv_general_dilated(a, k, {1, 1}, "SAME"); };
+  CHECK(rel_diff(fx::jit(g)(x, w), fx::astype(want, fx::bfloat16)) < 1e-2);
+  CHECK(rel_diff(fx::jit(g)(x, w), g(x, w)) < 1e-2);
+}
