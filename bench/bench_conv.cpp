@@ -277,5 +277,19 @@ int main(int argc, char** argv) {
     for (size_t i = 1; i < r.best.size(); ++i) std::printf(" %8.1f (%4.2fx)", r.best[i], r.best[i] / r.best[0]);
     std::printf(" %9.1f\n", (&r == &rows[0] ? 1 : 3) * gflop / r.best[0] * 1e3);
   }
+  // Where the step's time goes: each gradient alone (no baseline splits the same way).
+  g_repeats = rounds;
+  auto input_grad = fx::jit(fx::grad<0>([&](const fx::Array& a, const fx::Array& k, const fx::Array& ct) {
+    return fx::sum(fx::multiply(conv(a, k), ct));
+  }));
+  auto kernel_grad = fx::jit(fx::grad<1>([&](const fx::Array& a, const fx::Array& k, const fx::Array& ct) {
+    return fx::sum(fx::multiply(conv(a, k), ct));
+  }));
+  fx::Array part = input_grad(x, w, g);
+  part = kernel_grad(x, w, g);
+  const double t_input = best_ms([&] { part = input_grad(x, w, g); });
+  const double t_kernel = best_ms([&] { part = kernel_grad(x, w, g); });
+  std::printf("  of which alone: input gradient %.1f ms, kernel gradient %.1f ms (best of %d)\n", t_input, t_kernel,
+              g_repeats);
   return 0;
 }

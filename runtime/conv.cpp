@@ -150,6 +150,28 @@ RowRuns row_runs(const std::vector<int64_t>& table, int64_t K, int64_t P) {
   return r;
 }
 
+// Whether runs pay off for a table: at least 4 elements per run on average.
+bool long_runs(const RowRuns& r, const std::vector<int64_t>& table) {
+  return int64_t(r.runs.size()) * 4 <= int64_t(std::count_if(table.begin(), table.end(), [](int64_t t) { return t >= 0; }));
+}
+
+// row[0, n) = the input elements that table row `t` reads from `src` (zeros where it reads none):
+// by the row's runs [r0, r1) when `by_runs`, else element by element.
+template <class T>
+void fill_row(T* row, const T* src, const int64_t* t, int64_t n, const Run* r0, const Run* r1, bool by_runs) {
+  if (!by_runs) {
+    for (int64_t p = 0; p < n; ++p) row[p] = t[p] >= 0 ? src[t[p]] : T(0);
+    return;
+  }
+  int64_t at = 0;
+  for (const Run* run = r0; run != r1; ++run) {
+    std::fill(row + at, row + run->p, T(0));
+    std::copy(src + run->src, src + run->src + run->len, row + run->p);
+    at = run->p + run->len;
+  }
+  std::fill(row + at, row + n, T(0));
+}
+
 template <class T>
 struct ConvRun {
   const T* x;
@@ -159,13 +181,13 @@ struct ConvRun {
   std::vector<int64_t> table, koff, yoff;
   int isa, threads;
   RowRuns runs = row_runs(table, g.k_size(), g.out_size());
-  // Runs pay off when they are long (at least 4 elements on average); else the gather.
-  bool by_runs = int64_t(runs.runs.size()) * 4 <= int64_t(std::count_if(table.begin(), table.end(), [](int64_t t) { return t >= 0; }));
+  bool by_runs = long_runs(runs, table);
 
-  void gemm(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k) const {
+  void gemm(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k, bool trans_rhs = false) const {
     Matmul mm;
     mm.is_double = std::is_same_v<T, double>;
     mm.m = m, mm.n = n, mm.k = k;
+    mm.trans_rhs = trans_rhs;
     mm.lhs = a, mm.rhs = b, mm.out = c;
     matmul(mm, isa, 1);
   }
@@ -177,19 +199,8 @@ struct ConvRun {
       const T* src = x + n_in * g.x_n + (c0 + i) * g.x_c;
       for (int64_t k = 0; k < K; ++k) {
         const int64_t* t = table.data() + k * P;
-        T* row = cols + (i * K + k) * P;
-        if (!by_runs) {
-          for (int64_t p = 0; p < P; ++p) row[p] = t[p] >= 0 ? src[t[p]] : T(0);
-          continue;
-        }
-        int64_t at = 0;  // zeros where no run reads
-        for (size_t r = runs.first[size_t(k)]; r < runs.first[size_t(k) + 1]; ++r) {
-          const Run& run = runs.runs[r];
-          std::fill(row + at, row + run.p, T(0));
-          std::copy(src + run.src, src + run.src + run.len, row + run.p);
-          at = run.p + run.len;
-        }
-        std::fill(row + at, row + P, T(0));
+        const Run* r = runs.runs.data();
+        fill_row(cols + (i * K + k) * P, src, t, P, r + runs.first[size_t(k)], r + runs.first[size_t(k) + 1], by_runs);
       }
     }
   }
@@ -226,38 +237,44 @@ struct ConvRun {
     });
   }
 
+  // The columns are laid out [(b, p), k] -- one row per image and output position, along the
+  // window -- where a window row of the input is one run (the kernel gradient's window is a whole
+  // image), and the product is out[(b, p), o] = cols[(b, p), K] x W_c[O, K]^T.
   void im2col_by_feature() const {
-    const int64_t K = g.k_size(), P = g.out_size(), B = g.out_n, cols_n = B * P;
+    const int64_t K = g.k_size(), P = g.out_size(), B = g.out_n, rows = B * P;
+    std::vector<int64_t> by_position(table.size());  // [p * K + k]
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t p = 0; p < P; ++p) by_position[size_t(p * K + k)] = table[size_t(k * P + p)];
+    const RowRuns pruns = row_runs(by_position, P, K);
+    const bool pruns_long = long_runs(pruns, by_position);
     const int64_t parts = std::clamp<int64_t>(threads, 1, g.c);
     std::vector<std::vector<T>> acc(static_cast<size_t>(parts));
     parallel_chunks(int(parts), parts, [&](int64_t part) {
       thread_local std::vector<T> cols_buf, w_buf, out_buf;
       std::vector<T>& sum = acc[size_t(part)];
-      sum.assign(size_t(g.o * cols_n), T(0));
-      T* cols = scratch(cols_buf, K * cols_n);
+      sum.assign(size_t(rows * g.o), T(0));
+      T* cols = scratch(cols_buf, rows * K);
       T* wc = scratch(w_buf, g.o * K);
-      T* out = scratch(out_buf, g.o * cols_n);
+      T* out = scratch(out_buf, rows * g.o);
+      const Run* r = pruns.runs.data();
       for (int64_t c = g.c * part / parts; c < g.c * (part + 1) / parts; ++c) {
-        for (int64_t k = 0; k < K; ++k) {
-          const int64_t* t = table.data() + k * P;
-          for (int64_t b = 0; b < B; ++b) {
-            const T* src = x + b * g.x_n + c * g.x_c;
-            T* row = cols + k * cols_n + b * P;
-            for (int64_t p = 0; p < P; ++p) row[p] = t[p] >= 0 ? src[t[p]] : T(0);
-          }
-        }
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t p = 0; p < P; ++p)
+            fill_row(cols + (b * P + p) * K, x + b * g.x_n + c * g.x_c, by_position.data() + p * K, K,
+                     r + pruns.first[size_t(p)], r + pruns.first[size_t(p) + 1], pruns_long);
         for (int64_t o = 0; o < g.o; ++o)
           for (int64_t k = 0; k < K; ++k) wc[o * K + k] = w[o * g.w_o + c * g.w_i + koff[size_t(k)]];
-        gemm(wc, cols, out, g.o, cols_n, K);
-        for (int64_t i = 0; i < g.o * cols_n; ++i) sum[size_t(i)] += out[i];
+        gemm(cols, wc, out, rows, g.o, K, /*trans_rhs=*/true);
+        for (int64_t i = 0; i < rows * g.o; ++i) sum[size_t(i)] += out[i];
       }
     });
     for (int64_t part = 1; part < parts; ++part)
       for (size_t i = 0; i < acc[0].size(); ++i) acc[0][i] += acc[size_t(part)][i];
-    for (int64_t o = 0; o < g.o; ++o)
-      for (int64_t b = 0; b < B; ++b)
-        for (int64_t p = 0; p < P; ++p) y[b * g.y_n + o * g.y_c + yoff[size_t(p)]] = acc[0][size_t(o * cols_n + b * P + p)];
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t p = 0; p < P; ++p)
+        for (int64_t o = 0; o < g.o; ++o) y[b * g.y_n + o * g.y_c + yoff[size_t(p)]] = acc[0][size_t((b * P + p) * g.o + o)];
   }
+
 };
 
 // The elements of a float view as C (a copy), for the 16-bit floats and mixed precision.
