@@ -5,7 +5,7 @@
 // those input elements into columns turns it into matrix products, which runtime/matmul.h computes
 // with the Eigen build of the kernel's ISA level:
 //   im2col             per (image, feature group): out[O_g, P] = W_g[O_g, I K] x cols[I K, P]
-//   im2col_by_feature  per input feature c: out[O, (B, P)] += W_c[O, K] x cols_c[K, (B, P)]
+//   im2col_by_feature  per input feature c: out[(B, P), O] += cols_c[(B, P), K] x W_c[O, K]^T
 // The first is the forward convolution's natural form (K = kernel offsets is small, P = output
 // positions large). The second suits the kernel gradient, whose "window" is the whole image and
 // whose output is the small kernel: per feature, its product has a long inner dimension, where the
@@ -14,7 +14,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstring>
 
 #include "ir/eval_rules.h"
 #include "prims/conv_geometry.h"
