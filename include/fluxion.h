@@ -6,6 +6,7 @@
 // This umbrella header pulls in the whole user API and no MLIR, LLVM or CUDA header.
 #pragma once
 
+#include "api/conv.h"
 #include "api/creation.h"
 #include "api/debug.h"
 #include "api/elementwise.h"

@@ -41,6 +41,12 @@ namespace fluxion {
   X(sort, "sort")                                                                                  \
   /* linear algebra (prims/dot_general.cpp) */                                                     \
   X(dot_general, "dot_general")                                                                    \
+  /* convolution (prims/conv.cpp) */                                                               \
+  X(conv_general_dilated, "conv_general_dilated")                                                  \
+  /* windowed reductions and the max-pool gradient (prims/reduce_window.cpp) */                     \
+  X(reduce_window_sum, "reduce_window_sum") X(reduce_window_max, "reduce_window_max")              \
+  X(reduce_window_min, "reduce_window_min") X(select_and_gather_add, "select_and_gather_add")      \
+  X(select_and_scatter_add, "select_and_scatter_add")                                              \
   /* random bits (prims/random.cpp) */                                                             \
   X(threefry2x32, "threefry2x32")                                                                  \
   /* host callbacks with an effect: debug printing (prims/debug.cpp) */                           \

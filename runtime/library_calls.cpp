@@ -7,6 +7,7 @@
 
 #include "ir/eval_rules.h"
 #include "ir/primitive.h"
+#include "runtime/call_arrays.h"
 
 namespace fluxion::runtime {
 
@@ -26,6 +27,19 @@ void rethrow_library_call_error() {
   std::rethrow_exception(e);
 }
 
+CallArrays read_call_arrays(const int64_t*& p, int64_t count) {
+  CallArrays r{std::vector<AbstractArray>(size_t(count)), std::vector<View>(size_t(count))};
+  for (size_t i = 0; i < size_t(count); ++i) {
+    const DType d = DType(*p++);
+    const int64_t rank = *p++;
+    Shape s;
+    for (int64_t k = 0; k < rank; ++k) s.push_back(*p++);
+    r.avals[i] = AbstractArray{s, d, false};
+    r.views[i] = View{reinterpret_cast<void*>(*p++), &r.avals[i]};
+  }
+  return r;
+}
+
 }  // namespace fluxion::runtime
 
 using namespace fluxion;
@@ -41,18 +55,9 @@ void call_prim(int64_t* a) {
     if (k.is_bool) params.set(k.name, a[4 + i] != 0);
     else params.set(k.name, a[4 + i]);
   }
-  int64_t* p = a + 4 + n_params;
-  std::vector<AbstractArray> avals(size_t(n_in + n_out));
-  std::vector<View> views(size_t(n_in + n_out));
-  for (size_t i = 0; i < avals.size(); ++i) {
-    const DType d = DType(*p++);
-    const int64_t rank = *p++;
-    Shape s;
-    for (int64_t k = 0; k < rank; ++k) s.push_back(*p++);
-    avals[i] = AbstractArray{s, d, false};
-    views[i] = View{reinterpret_cast<void*>(*p++), nullptr};
-  }
-  for (size_t i = 0; i < avals.size(); ++i) views[i].aval = &avals[i];
+  const int64_t* p = a + 4 + n_params;
+  const runtime::CallArrays arrays = runtime::read_call_arrays(p, n_in + n_out);
+  const std::vector<View>& views = arrays.views;
   eval_rules(prim).kernel(std::span<const View>(views.data(), size_t(n_in)),
                      std::span<const View>(views.data() + n_in, size_t(n_out)), params);
 }
