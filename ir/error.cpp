@@ -20,6 +20,7 @@ std::string_view error_kind_name(ErrorKind k) {
     case ErrorKind::Device: return "DeviceError";
     case ErrorKind::Parse: return "ParseError";
     case ErrorKind::Value: return "ValueError";
+    case ErrorKind::IO: return "IOError";
   }
   return "Error";
 }
@@ -34,6 +35,7 @@ void throw_error(ErrorKind kind, const std::string& msg) {
     case ErrorKind::Device: throw DeviceError(msg);
     case ErrorKind::Parse: throw ParseError(msg);
     case ErrorKind::Value: throw ValueError(msg);
+    case ErrorKind::IO: throw IOError(msg);
   }
   throw Error(kind, msg);
 }
