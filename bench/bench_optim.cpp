@@ -1,7 +1,7 @@
 // The optimizer update against the memory-bandwidth bound, measured in the same run: an AdamW step
 // (with a cosine schedule) over ResNet-18's 11.2M parameters in its 62 leaves, jitted, against
-//   * the bound: the bytes the update must move at the copy bandwidth measured now (memcpy, and
-//     a stream "triad", on 1 thread and on every hardware thread; the fastest is the bound);
+//   * the bound: the bytes the update must move at the memory bandwidth measured now (memcpy, a
+//     triad, an in-place update; on 1 thread and on every hardware thread; the fastest is the bound);
 //   * a hand-written fused C++ loop over the same leaves (one pass, the same float math).
 // Bytes per parameter: reads p, g, m, v and writes p, m, v: 7 x 4 = 28. Target: >= 0.8x the bound.
 //
@@ -61,8 +61,10 @@ std::vector<fx::Shape> resnet18_shapes() {
   return s;
 }
 
-// Copy bandwidth in bytes per second (read + write), best of memcpy and a triad, over `threads`.
-double copy_bandwidth(size_t bytes, int threads) {
+// Memory bandwidth in bytes per second over `threads`: the best of memcpy (8 B per element), a
+// triad into a touched output (12 B) and an in-place update a += s * b (12 B, the optimizer's own
+// pattern). On this machine memcpy is the slowest of the three, the in-place update the fastest.
+double memory_bandwidth(size_t bytes, int threads) {
   const size_t n = bytes / sizeof(float);
   std::unique_ptr<float[]> a(new float[n]), b(new float[n]), c(new float[n]);
   std::fill_n(a.get(), n, 1.f), std::fill_n(b.get(), n, 2.f), std::fill_n(c.get(), n, 3.f);
@@ -78,7 +80,14 @@ double copy_bandwidth(size_t bytes, int threads) {
       for (size_t i = lo; i < hi; ++i) pa[i] = pb[i] + 0.5f * pc[i];
     });
   });
-  return std::max(2.0 * double(bytes) / (copy_ms * 1e-3), 3.0 * double(bytes) / (triad_ms * 1e-3));
+  double update_ms = best_ms([&] {
+    parallel([&](size_t lo, size_t hi) {
+      float *pa = a.get(), *pb = b.get();
+      for (size_t i = lo; i < hi; ++i) pa[i] += 1e-7f * pb[i];
+    });
+  });
+  return std::max({2.0 * double(bytes) / (copy_ms * 1e-3), 3.0 * double(bytes) / (triad_ms * 1e-3),
+                   3.0 * double(bytes) / (update_ms * 1e-3)});
 }
 
 // AdamW by hand over flat leaves: the fused loop a C++ programmer would write.
@@ -114,10 +123,10 @@ int main(int argc, char** argv) {
               bytes / 1e6);
 
   const int hw = int(std::max(1u, std::thread::hardware_concurrency()));
-  double bw1 = copy_bandwidth(size_t(256) << 20, 1), bwn = hw > 1 ? copy_bandwidth(size_t(256) << 20, hw) : bw1;
+  double bw1 = memory_bandwidth(size_t(256) << 20, 1), bwn = hw > 1 ? memory_bandwidth(size_t(256) << 20, hw) : bw1;
   double bw = std::max(bw1, bwn);
-  const double bound_ms = bytes / bw * 1e3;
-  std::printf("copy bandwidth: %.1f GB/s on 1 thread, %.1f GB/s on %d -> bound %.2f ms per step\n", bw1 / 1e9,
+  double bound_ms = bytes / bw * 1e3;
+  std::printf("memory bandwidth: %.1f GB/s on 1 thread, %.1f GB/s on %d -> bound %.2f ms per step\n", bw1 / 1e9,
               bwn / 1e9, hw, bound_ms);
 
   auto opt = fx::optim::adamw(fx::optim::cosine_decay(1e-3, 10000), 1e-4);
@@ -126,7 +135,11 @@ int main(int argc, char** argv) {
     auto [u, next] = opt.update(g, s, p);
     return std::pair{fx::optim::apply_updates(p, u), next};
   });
+  auto fused = fx::jit([&](const std::vector<fx::Array>& p, const fx::optim::State& s, const std::vector<fx::Array>& g) {
+    return opt.step(g, s, p);
+  });
   double jit_ms = best_ms([&] { std::tie(params, state) = step(params, state, grads); });
+  double fused_ms = best_ms([&] { std::tie(params, state) = fused(params, state, grads); });
 
   std::vector<std::vector<float>> hp, hg, hm, hv;
   for (size_t i = 0; i < params.size(); ++i) {
@@ -138,11 +151,15 @@ int main(int argc, char** argv) {
   int hand_step = 0;
   double hand_ms = best_ms([&] { hand_adamw(hp, hg, hm, hv, ++hand_step, 1e-3f); });
 
+  // The hand loop moves the same bytes: when it beats the measured bandwidth, it is the bound.
+  bound_ms = std::min(bound_ms, hand_ms);
   std::printf("%-34s %9s %12s\n", "", "ms/step", "x bound");
-  std::printf("%-34s %9.2f %12.2f\n", "bound (28 B/param at copy speed)", bound_ms, 1.0);
+  std::printf("%-34s %9.2f %12.2f\n", "bound (28 B/param, fastest pass)", bound_ms, 1.0);
   std::printf("%-34s %9.2f %12.2f\n", "hand-fused C++ loop (1 thread)", hand_ms, bound_ms / hand_ms);
-  std::printf("%-34s %9.2f %12.2f   target >= 0.80  %s\n", "fx::jit(adamw update)", jit_ms, bound_ms / jit_ms,
-              bound_ms / jit_ms >= 0.8 ? "MET" : "NOT MET");
-  std::printf("compilations: %lld\n", (long long)step.compilations());
+  std::printf("%-34s %9.2f %12.2f\n", "jit(update, then apply_updates)", jit_ms, bound_ms / jit_ms);
+  std::printf("%-34s %9.2f %12.2f   target >= 0.80  %s\n", "jit(step: fused update + apply)", fused_ms,
+              bound_ms / fused_ms, bound_ms / fused_ms >= 0.8 ? "MET" : "NOT MET");
+  std::printf("%-34s %9s %12.2f\n", "  step vs the hand-fused loop", "", hand_ms / fused_ms);
+  std::printf("compilations: %lld and %lld\n", (long long)step.compilations(), (long long)fused.compilations());
   return 0;
 }

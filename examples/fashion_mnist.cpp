@@ -105,8 +105,8 @@ int main(int argc, char** argv) {
                                 const fx::Array& labels) {
     auto loss_fn = [&](const Model& p) { return fx::mean(fx::nn::softmax_cross_entropy(logits(p, images), labels)); };
     auto [loss, grads] = fx::value_and_grad(loss_fn)(m);
-    auto [updates, next] = opt.update(grads, s, m);
-    return std::tuple{fx::optim::apply_updates(m, updates), next, loss};
+    auto [params, next] = opt.step(grads, s, m);  // update + apply_updates, fused per parameter
+    return std::tuple{params, next, loss};
   });
   auto correct = fx::jit([](const Model& m, const fx::Array& images, const fx::Array& labels) {
     return fx::sum(fx::astype(fx::equal(fx::argmax(logits(m, images), 1), labels), fx::int32));

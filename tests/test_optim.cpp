@@ -157,21 +157,38 @@ TEST_CASE("optim: a schedule drives the step size; clip_by_global_norm in a chai
 TEST_CASE("optim: the jitted train step equals the eager one, and compiles once") {
   auto opt = fx::optim::chain(fx::optim::clip_by_global_norm(1.0),
                               fx::optim::adamw(fx::optim::warmup_cosine_decay(0.0, 0.01, 2, 10), 1e-2));
-  auto step = [&](const P& p, const fx::optim::State& s, const P& g) {
-    auto [u, next] = opt.update(g, s, p);
-    return std::pair{fx::optim::apply_updates(p, u), next};
-  };
+  auto step = [&](const P& p, const fx::optim::State& s, const P& g) { return opt.step(g, s, p); };
   auto jitted = fx::jit(step);
   P pe = make_params(), pj = pe;
   auto se = opt.init(pe), sj = se;
   for (int k = 0; k < 4; ++k) {
-    std::tie(pe, se) = step(pe, se, grads_at(k));
+    auto [u, next] = opt.update(grads_at(k), se, pe);  // eager, unfused
+    pe = fx::optim::apply_updates(pe, u);
+    se = next;
     std::tie(pj, sj) = jitted(pj, sj, grads_at(k));
   }
   std::vector<double> e = flat(pe), j = flat(pj);
   for (size_t i = 0; i < e.size(); ++i) CHECK(j[i] == doctest::Approx(e[i]).epsilon(1e-5));
   CHECK(jitted.compilations() == 1);
   CHECK(sj[0][0].item<int32_t>() == 4);  // the adam step count
+}
+
+TEST_CASE("optim: step() is update() then apply_updates(), with a global stage mid-chain") {
+  // clip_by_global_norm after momentum needs every leaf's momentum first: two passes over the leaves.
+  auto opt = fx::optim::chain(fx::optim::trace(0.9), fx::optim::clip_by_global_norm(0.5),
+                              fx::optim::adamw(0.01, 0.1, 0.9, 0.999, 1e-8, fx::optim::matrices_only()));
+  P pa = make_params(), pb = pa;
+  auto sa = opt.init(pa), sb = sa;
+  for (int k = 0; k < 3; ++k) {
+    auto [u, next] = opt.update(grads_at(k), sa, pa);
+    pa = fx::optim::apply_updates(pa, u);
+    sa = next;
+    std::tie(pb, sb) = opt.step(grads_at(k), sb, pb);
+    CHECK(flat(pa) == flat(pb));
+  }
+  REQUIRE(sa.size() == sb.size());
+  for (size_t i = 0; i < sa.size(); ++i)
+    for (size_t j = 0; j < sa[i].size(); ++j) CHECK(sa[i][j].to_vector<float>() == sb[i][j].to_vector<float>());
 }
 
 TEST_CASE("optim: a state from another optimizer or model is a ValueError") {

@@ -13,19 +13,12 @@ namespace fluxion::optim {
 
 namespace {
 
-// A state that does not fit the transformation (another optimizer's, or another model's) is a
-// ValueError rather than a misread.
-void check_state(std::string_view who, const State& state, size_t parts, const Leaves& updates, size_t per_leaf) {
-  bool ok = state.size() == parts;
-  for (size_t i = 0; ok && i < per_leaf; ++i) ok = state[state.size() - 1 - i].size() == updates.size();
-  if (!ok)
-    throw ValueError("ValueError: optim::" + std::string(who) + ": the state does not match (expected " +
-                     std::to_string(parts) + " parts for " + std::to_string(updates.size()) +
-                     " parameters, got " + std::to_string(state.size()) + " parts): was it made by this optimizer's "
-                     "init for these parameters?");
+[[noreturn]] void state_mismatch(const std::string& detail) {
+  throw ValueError("ValueError: optim: the state does not match this optimizer and these parameters (" + detail +
+                   "): was it made by this optimizer's init for these parameters?");
 }
 
-Leaves zeros_like_all(const Leaves& params, double fill = 0.0) {
+Leaves full_like_all(const Leaves& params, double fill = 0.0) {
   Leaves out;
   out.reserve(params.size());
   for (const Array& p : params) out.push_back(full_like(p, fill));
@@ -33,22 +26,95 @@ Leaves zeros_like_all(const Leaves& params, double fill = 0.0) {
 }
 
 Array zero_count() { return scalar(int32_t(0)); }
-
+Array next_count(const Array& count) { return add(count, scalar(int32_t(1))); }
 Array as_dtype_of(const Array& x, const Array& like) { return astype(x, like.dtype()); }
+
+// A stage with no state and nothing shared: a function of each leaf's update (and parameter).
+Stage stateless(std::function<void(Array& update, const Array& param)> f) {
+  return Stage{0, 0, false, [](const Leaves&) { return State{}; },
+               [](const Leaves&, const Leaves&) { return std::pair<Leaves, Leaves>{}; },
+               [f](Array& u, const Leaves&, const Array& p, const Leaves&, size_t, size_t) {
+                 f(u, p);
+                 return Leaves{};
+               }};
+}
+
+GradientTransformation one(Stage s) { return GradientTransformation{{std::move(s)}}; }
 
 }  // namespace
 
-std::vector<bool> Mask::resolve(const Leaves& params) const {
-  if (has_flags_) {
-    if (flags_.size() != params.size())
-      throw ValueError("ValueError: optim::Mask: " + std::to_string(flags_.size()) + " flags for " +
-                       std::to_string(params.size()) + " parameters");
-    return flags_;
+int GradientTransformation::parts() const {
+  int n = 0;
+  for (const Stage& s : stages) n += s.scalar_parts + s.leaf_parts;
+  return n;
+}
+
+State GradientTransformation::init_leaves(const Leaves& params) const {
+  State out;
+  for (const Stage& s : stages) {
+    State part = s.init(params);
+    out.insert(out.end(), part.begin(), part.end());
   }
-  std::vector<bool> out(params.size(), true);
-  if (pred_)
-    for (size_t i = 0; i < params.size(); ++i) out[i] = pred_(params[i]);
   return out;
+}
+
+State GradientTransformation::update_leaves(Leaves& updates, const State& state, const Leaves& params,
+                                            Leaves* new_params) const {
+  const size_t n = updates.size();
+  if (state.size() != size_t(parts()))
+    state_mismatch(std::to_string(state.size()) + " parts, expected " + std::to_string(parts()));
+  if (!params.empty() && params.size() != n)
+    state_mismatch(std::to_string(params.size()) + " parameters for " + std::to_string(n) + " updates");
+  std::vector<size_t> offset;  // where each stage's parts start
+  for (size_t at = 0; const Stage& s : stages) {
+    for (int k = 0; k < s.scalar_parts + s.leaf_parts; ++k)
+      if (state[at + size_t(k)].size() != (k < s.scalar_parts ? 1 : n))
+        state_mismatch("part " + std::to_string(at + size_t(k)) + " holds " + std::to_string(state[at + size_t(k)].size()) +
+                       " arrays for " + std::to_string(n) + " parameters");
+    offset.push_back(at);
+    at += size_t(s.scalar_parts + s.leaf_parts);
+  }
+  State next(state.size());
+  for (size_t at = 0; at < state.size(); ++at) next[at].resize(state[at].size());
+  if (new_params) new_params->assign(n, Array());
+  // Segments of stages run leaf by leaf; a global stage starts a new segment.
+  for (size_t begin = 0; begin < stages.size();) {
+    size_t end = begin + 1;
+    while (end < stages.size() && !stages[end].global) ++end;
+    std::vector<Leaves> shared(end - begin);
+    for (size_t s = begin; s < end; ++s) {
+      const Stage& st = stages[s];
+      Leaves scalars;
+      for (int k = 0; k < st.scalar_parts; ++k) scalars.push_back(state[offset[s] + size_t(k)][0]);
+      auto [values, new_scalars] = st.prepare(scalars, updates);
+      shared[s - begin] = std::move(values);
+      for (int k = 0; k < st.scalar_parts; ++k) next[offset[s] + size_t(k)][0] = new_scalars.at(size_t(k));
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const Array param = params.empty() ? Array() : params[i];
+      for (size_t s = begin; s < end; ++s) {
+        const Stage& st = stages[s];
+        const size_t first = offset[s] + size_t(st.scalar_parts);
+        Leaves leaf_state;
+        for (int k = 0; k < st.leaf_parts; ++k) leaf_state.push_back(state[first + size_t(k)][i]);
+        Leaves out = st.leaf(updates[i], leaf_state, param, shared[s - begin], i, n);
+        for (int k = 0; k < st.leaf_parts; ++k) next[first + size_t(k)][i] = out.at(size_t(k));
+      }
+      if (new_params && end == stages.size()) (*new_params)[i] = apply_update(param, updates[i]);
+    }
+    begin = end;
+  }
+  return next;
+}
+
+bool Mask::selects(size_t index, size_t count, const Array& param) const {
+  if (has_flags_) {
+    if (flags_.size() != count)
+      throw ValueError("ValueError: optim::Mask: " + std::to_string(flags_.size()) + " flags for " +
+                       std::to_string(count) + " parameters");
+    return flags_[index];
+  }
+  return !pred_ || pred_(param);
 }
 
 Mask matrices_only() {
@@ -64,162 +130,115 @@ Array global_norm(const Leaves& leaves) {
 }
 
 GradientTransformation chain(std::vector<GradientTransformation> ts) {
-  int parts = 0;
-  for (const auto& t : ts) parts += t.parts;
   GradientTransformation out;
-  out.parts = parts;
-  out.init_leaves = [ts](const Leaves& params) {
-    State s;
-    for (const auto& t : ts) {
-      State part = t.init_leaves(params);
-      s.insert(s.end(), part.begin(), part.end());
-    }
-    return s;
-  };
-  out.update_leaves = [ts, parts](Leaves& updates, const State& state, const Leaves& params) {
-    if (state.size() != size_t(parts))
-      throw ValueError("ValueError: optim::chain: the state has " + std::to_string(state.size()) + " parts, the chain " +
-                       std::to_string(parts));
-    State next;
-    size_t at = 0;
-    for (const auto& t : ts) {
-      State mine(state.begin() + long(at), state.begin() + long(at + size_t(t.parts)));
-      State part = t.update_leaves(updates, mine, params);
-      next.insert(next.end(), part.begin(), part.end());
-      at += size_t(t.parts);
-    }
-    return next;
-  };
+  for (auto& t : ts) out.stages.insert(out.stages.end(), t.stages.begin(), t.stages.end());
   return out;
 }
 
 GradientTransformation scale(double factor) {
-  return {0, [](const Leaves&) { return State{}; },
-          [factor](Leaves& u, const State&, const Leaves&) {
-            for (Array& x : u) x = multiply(x, factor);
-            return State{};
-          }};
+  return one(stateless([factor](Array& u, const Array&) { u = multiply(u, factor); }));
 }
 
 GradientTransformation scale_by_learning_rate(Schedule learning_rate) {
-  return {1, [](const Leaves&) { return State{{zero_count()}}; },
-          [learning_rate](Leaves& u, const State& s, const Leaves&) {
-            if (s.size() != 1 || s[0].size() != 1)
-              throw ValueError("ValueError: optim::scale_by_learning_rate: the state must be one part holding the step "
-                               "count: was it made by this optimizer's init?");
-            const Array& count = s[0][0];
-            Array step = negative(learning_rate(count));
-            for (Array& x : u) x = multiply(x, as_dtype_of(step, x));
-            return State{{add(count, scalar(int32_t(1)))}};
-          }};
+  return one(Stage{1, 0, false, [](const Leaves&) { return State{{zero_count()}}; },
+                   [learning_rate](const Leaves& count, const Leaves&) {
+                     return std::pair{Leaves{negative(learning_rate(count[0]))}, Leaves{next_count(count[0])}};
+                   },
+                   [](Array& u, const Leaves&, const Array&, const Leaves& step, size_t, size_t) {
+                     u = multiply(u, as_dtype_of(step[0], u));
+                     return Leaves{};
+                   }});
 }
 
 GradientTransformation trace(double decay, bool nesterov) {
-  return {1, [](const Leaves& p) { return State{zeros_like_all(p)}; },
-          [=](Leaves& u, const State& s, const Leaves&) {
-            check_state("trace", s, 1, u, 1);
-            Leaves t(u.size());
-            for (size_t i = 0; i < u.size(); ++i) {
-              t[i] = add(u[i], multiply(s[0][i], decay));
-              u[i] = nesterov ? add(u[i], multiply(t[i], decay)) : t[i];
-            }
-            return State{t};
-          }};
+  return one(Stage{0, 1, false, [](const Leaves& p) { return State{full_like_all(p)}; },
+                   [](const Leaves&, const Leaves&) { return std::pair<Leaves, Leaves>{}; },
+                   [=](Array& u, const Leaves& t, const Array&, const Leaves&, size_t, size_t) {
+                     Array next = add(u, multiply(t[0], decay));
+                     u = nesterov ? add(u, multiply(next, decay)) : next;
+                     return Leaves{next};
+                   }});
 }
 
 GradientTransformation scale_by_adam(double b1, double b2, double eps) {
-  return {3, [](const Leaves& p) { return State{{zero_count()}, zeros_like_all(p), zeros_like_all(p)}; },
-          [=](Leaves& u, const State& s, const Leaves&) {
-            check_state("scale_by_adam", s, 3, u, 2);
-            Array count = add(s[0][0], scalar(int32_t(1)));
-            Array t = astype(count, float32);
-            // Bias corrections 1 / (1 - b^t), one scalar each for the whole step.
-            Array c1 = divide(1.f, subtract(1.f, power(scalar(float(b1)), t)));
-            Array c2 = divide(1.f, subtract(1.f, power(scalar(float(b2)), t)));
-            Leaves mu(u.size()), nu(u.size());
-            for (size_t i = 0; i < u.size(); ++i) {
-              const Array& g = u[i];
-              mu[i] = add(multiply(s[1][i], b1), multiply(g, 1.0 - b1));
-              nu[i] = add(multiply(s[2][i], b2), multiply(square(g), 1.0 - b2));
-              Array m_hat = multiply(mu[i], as_dtype_of(c1, g)), v_hat = multiply(nu[i], as_dtype_of(c2, g));
-              u[i] = divide(m_hat, add(sqrt(v_hat), eps));
-            }
-            return State{{count}, mu, nu};
-          }};
+  return one(Stage{1, 2, false,
+                   [](const Leaves& p) { return State{{zero_count()}, full_like_all(p), full_like_all(p)}; },
+                   [=](const Leaves& count, const Leaves&) {
+                     // Bias corrections 1 / (1 - b^t), one scalar each for the whole step.
+                     Array c = next_count(count[0]), t = astype(c, float32);
+                     Array c1 = divide(1.f, subtract(1.f, power(scalar(float(b1)), t)));
+                     Array c2 = divide(1.f, subtract(1.f, power(scalar(float(b2)), t)));
+                     return std::pair{Leaves{c1, c2}, Leaves{c}};
+                   },
+                   [=](Array& g, const Leaves& mv, const Array&, const Leaves& c, size_t, size_t) {
+                     Array mu = add(multiply(mv[0], b1), multiply(g, 1.0 - b1));
+                     Array nu = add(multiply(mv[1], b2), multiply(square(g), 1.0 - b2));
+                     Array m_hat = multiply(mu, as_dtype_of(c[0], g)), v_hat = multiply(nu, as_dtype_of(c[1], g));
+                     g = divide(m_hat, add(sqrt(v_hat), eps));
+                     return Leaves{mu, nu};
+                   }});
 }
 
 GradientTransformation scale_by_rms(double decay, double eps, double initial_scale) {
-  return {1, [initial_scale](const Leaves& p) { return State{zeros_like_all(p, initial_scale)}; },
-          [=](Leaves& u, const State& s, const Leaves&) {
-            check_state("scale_by_rms", s, 1, u, 1);
-            Leaves nu(u.size());
-            for (size_t i = 0; i < u.size(); ++i) {
-              nu[i] = add(multiply(s[0][i], decay), multiply(square(u[i]), 1.0 - decay));
-              u[i] = multiply(u[i], rsqrt(add(nu[i], eps)));
-            }
-            return State{nu};
-          }};
+  return one(Stage{0, 1, false, [initial_scale](const Leaves& p) { return State{full_like_all(p, initial_scale)}; },
+                   [](const Leaves&, const Leaves&) { return std::pair<Leaves, Leaves>{}; },
+                   [=](Array& g, const Leaves& s, const Array&, const Leaves&, size_t, size_t) {
+                     Array nu = add(multiply(s[0], decay), multiply(square(g), 1.0 - decay));
+                     g = multiply(g, rsqrt(add(nu, eps)));
+                     return Leaves{nu};
+                   }});
 }
 
 GradientTransformation scale_by_rss(double initial_accumulator, double eps) {
-  return {1, [initial_accumulator](const Leaves& p) { return State{zeros_like_all(p, initial_accumulator)}; },
-          [=](Leaves& u, const State& s, const Leaves&) {
-            check_state("scale_by_rss", s, 1, u, 1);
-            Leaves sos(u.size());
-            for (size_t i = 0; i < u.size(); ++i) {
-              sos[i] = add(s[0][i], square(u[i]));
-              Array inv = where(greater(sos[i], 0.0), rsqrt(add(sos[i], eps)), zeros_like(sos[i]));
-              u[i] = multiply(u[i], inv);
-            }
-            return State{sos};
-          }};
+  return one(Stage{0, 1, false,
+                   [initial_accumulator](const Leaves& p) { return State{full_like_all(p, initial_accumulator)}; },
+                   [](const Leaves&, const Leaves&) { return std::pair<Leaves, Leaves>{}; },
+                   [=](Array& g, const Leaves& s, const Array&, const Leaves&, size_t, size_t) {
+                     Array sos = add(s[0], square(g));
+                     g = multiply(g, where(greater(sos, 0.0), rsqrt(add(sos, eps)), zeros_like(sos)));
+                     return Leaves{sos};
+                   }});
 }
 
 GradientTransformation scale_by_lion(double b1, double b2) {
-  return {1, [](const Leaves& p) { return State{zeros_like_all(p)}; },
-          [=](Leaves& u, const State& s, const Leaves&) {
-            check_state("scale_by_lion", s, 1, u, 1);
-            Leaves mu(u.size());
-            for (size_t i = 0; i < u.size(); ++i) {
-              const Array g = u[i];
-              u[i] = sign(add(multiply(s[0][i], b1), multiply(g, 1.0 - b1)));
-              mu[i] = add(multiply(s[0][i], b2), multiply(g, 1.0 - b2));
-            }
-            return State{mu};
-          }};
+  return one(Stage{0, 1, false, [](const Leaves& p) { return State{full_like_all(p)}; },
+                   [](const Leaves&, const Leaves&) { return std::pair<Leaves, Leaves>{}; },
+                   [=](Array& g, const Leaves& m, const Array&, const Leaves&, size_t, size_t) {
+                     Array mu = add(multiply(m[0], b2), multiply(g, 1.0 - b2));
+                     g = sign(add(multiply(m[0], b1), multiply(g, 1.0 - b1)));
+                     return Leaves{mu};
+                   }});
 }
 
 GradientTransformation add_decayed_weights(double weight_decay, Mask mask) {
-  return {0, [](const Leaves&) { return State{}; },
-          [=](Leaves& u, const State&, const Leaves& params) {
-            if (weight_decay == 0) return State{};
-            if (params.size() != u.size())
-              throw ValueError("ValueError: optim::add_decayed_weights needs the parameters: call "
-                               "update(grads, state, params)");
-            std::vector<bool> on = mask.resolve(params);
-            for (size_t i = 0; i < u.size(); ++i)
-              if (on[i]) u[i] = add(u[i], multiply(astype(params[i], u[i].dtype()), weight_decay));
-            return State{};
-          }};
+  return one(Stage{0, 0, false, [](const Leaves&) { return State{}; },
+                   [](const Leaves&, const Leaves&) { return std::pair<Leaves, Leaves>{}; },
+                   [=](Array& u, const Leaves&, const Array& p, const Leaves&, size_t index, size_t count) {
+                     if (weight_decay == 0) return Leaves{};
+                     if (!p.valid())
+                       throw ValueError("ValueError: optim::add_decayed_weights needs the parameters: call "
+                                        "update(grads, state, params)");
+                     if (mask.selects(index, count, p)) u = add(u, multiply(astype(p, u.dtype()), weight_decay));
+                     return Leaves{};
+                   }});
 }
 
 GradientTransformation clip_by_global_norm(double max_norm) {
-  return {0, [](const Leaves&) { return State{}; },
-          [=](Leaves& u, const State&, const Leaves&) {
-            Array norm = global_norm(u);
-            // One factor for every leaf: 1 below the threshold, max_norm / norm above it.
-            Array factor = where(less(norm, max_norm), scalar(1.f), divide(float(max_norm), norm));
-            for (Array& x : u) x = multiply(x, as_dtype_of(factor, x));
-            return State{};
-          }};
+  return one(Stage{0, 0, true, [](const Leaves&) { return State{}; },
+                   [=](const Leaves&, const Leaves& updates) {
+                     // One factor for every leaf: 1 below the threshold, max_norm / norm above it.
+                     Array norm = global_norm(updates);
+                     Array factor = where(less(norm, max_norm), scalar(1.f), divide(float(max_norm), norm));
+                     return std::pair{Leaves{factor}, Leaves{}};
+                   },
+                   [](Array& u, const Leaves&, const Array&, const Leaves& factor, size_t, size_t) {
+                     u = multiply(u, as_dtype_of(factor[0], u));
+                     return Leaves{};
+                   }});
 }
 
 GradientTransformation clip(double max_delta) {
-  return {0, [](const Leaves&) { return State{}; },
-          [=](Leaves& u, const State&, const Leaves&) {
-            for (Array& x : u) x = fluxion::clip(x, -max_delta, max_delta);
-            return State{};
-          }};
+  return one(stateless([max_delta](Array& u, const Array&) { u = fluxion::clip(u, -max_delta, max_delta); }));
 }
 
 GradientTransformation sgd(Schedule learning_rate, double momentum, bool nesterov) {

@@ -10,6 +10,7 @@
 //   fx::optim::State state = opt.init(params);
 //   auto [updates, state2] = opt.update(grads, state, params);
 //   params = fx::optim::apply_updates(params, updates);
+//   std::tie(params, state) = opt.step(grads, state, params);   // the same, fused per parameter
 //
 // A State is a tree (a list of parts, each a list of Arrays): it passes through jit, grad and
 // fx::save/fx::load like parameters do.
@@ -36,7 +37,8 @@ class Mask {
   Mask() = default;  // every leaf
   Mask(std::function<bool(const Array& param)> pred) : pred_(std::move(pred)) {}  // NOLINT
   Mask(std::vector<bool> flags) : flags_(std::move(flags)), has_flags_(true) {}  // NOLINT
-  std::vector<bool> resolve(const Leaves& params) const;
+  /// Whether leaf `index` of `count` (the parameter `param`) is selected.
+  bool selects(size_t index, size_t count, const Array& param) const;
 
  private:
   std::function<bool(const Array&)> pred_;
@@ -47,12 +49,35 @@ class Mask {
 /// Mask that selects parameters of rank >= 2 (weights, not biases or normalisation scales).
 Mask matrices_only();
 
+/// One building block: per step it first computes what all leaves share (a step count, bias
+/// corrections, a global norm), then rewrites each leaf's update. Its state is `scalar_parts`
+/// parts of one Array each (counts) followed by `leaf_parts` parts of one Array per parameter.
+struct Stage {
+  int scalar_parts = 0, leaf_parts = 0;
+  /// Reads every leaf's incoming update before any leaf can go on (clip_by_global_norm): the
+  /// stages before it finish all leaves first.
+  bool global = false;
+  std::function<State(const Leaves& params)> init;
+  /// (its scalar parts, the incoming updates) -> (values shared by the leaves, new scalar parts).
+  std::function<std::pair<Leaves, Leaves>(const Leaves& scalars, const Leaves& updates)> prepare;
+  /// Rewrites the update of leaf `index` of `count`; returns the leaf's new entries of the per-leaf
+  /// parts. `param` is empty when update() was called without parameters.
+  std::function<Leaves(Array& update, const Leaves& leaf_state, const Array& param, const Leaves& shared,
+                       size_t index, size_t count)>
+      leaf;
+};
+
+/// A chain of stages. The update is emitted leaf by leaf -- every stage for leaf 1, then leaf 2,
+/// ... -- so that under jit each parameter's arithmetic is one run of elementwise ops, which the
+/// jit fuses into one loop; step() adds the parameter update to that run.
 struct GradientTransformation {
-  int parts = 0;  // how many entries of a State this transformation owns
-  std::function<State(const Leaves& params)> init_leaves;
-  /// Rewrites `updates` in place and returns the new state. `params` may be empty for
-  /// transformations that do not read them.
-  std::function<State(Leaves& updates, const State& state, const Leaves& params)> update_leaves;
+  std::vector<Stage> stages;
+
+  int parts() const;
+  State init_leaves(const Leaves& params) const;
+  /// Rewrites `updates` in place and returns the new state; with `new_params`, also writes
+  /// params + updates there, each right after its leaf's update.
+  State update_leaves(Leaves& updates, const State& state, const Leaves& params, Leaves* new_params = nullptr) const;
 
   template <class T>
   State init(const T& params) const {
@@ -72,6 +97,15 @@ struct GradientTransformation {
     State next = update_leaves(u, state, {});
     const Array* it = u.data();
     return {tree::rebuild(grads, it), std::move(next)};
+  }
+  /// update + apply_updates in one: (new params, new state). The same values; under jit each
+  /// parameter's whole step is one fused loop (reads p, g and the moments once, writes each once).
+  template <class T>
+  std::pair<T, State> step(const T& grads, const State& state, const T& params) const {
+    Leaves u = tree::leaves(grads), p = tree::leaves(params), out;
+    State next = update_leaves(u, state, p, &out);
+    const Array* it = out.data();
+    return {tree::rebuild(params, it), std::move(next)};
   }
 };
 
