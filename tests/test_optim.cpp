@@ -191,6 +191,33 @@ TEST_CASE("optim: step() is update() then apply_updates(), with a global stage m
     for (size_t j = 0; j < sa[i].size(); ++j) CHECK(sa[i][j].to_vector<float>() == sb[i][j].to_vector<float>());
 }
 
+TEST_CASE("optim: step() emits each parameter's whole update as one run of ops (what the jit fuses)") {
+  // The jit fuses consecutive elementwise ops over one shape: in the traced step, the ops over each
+  // parameter's shape must form one contiguous run, the scalar ops (counts, bias corrections)
+  // coming first.
+  auto opt = fx::optim::chain(fx::optim::clip_by_global_norm(1.0), fx::optim::adamw(0.01, 0.1));
+  P params = make_params();
+  auto state = opt.init(params);
+  fx::Program prog = fx::make_ir([&](const P& p, const fx::optim::State& s, const P& g) {
+    return opt.step(g, s, p);
+  })(params, state, grads_at(0));
+  auto run_of = [&](const fx::Shape& shape, size_t from) {
+    std::vector<size_t> at;
+    for (size_t i = from; i < prog.eqns.size(); ++i)
+      if (prog.types[size_t(prog.eqns[i].outputs[0])].shape == shape) at.push_back(i);
+    return at;
+  };
+  // After the global norm (its reductions come first), each leaf's ops are contiguous.
+  size_t after_norm = 0;
+  for (size_t i = 0; i < prog.eqns.size(); ++i)
+    if (prog.eqns[i].prim == fx::Prim::reduce_sum) after_norm = i + 1;
+  for (const fx::Shape& shape : {fx::Shape{2, 2}, fx::Shape{1}}) {
+    std::vector<size_t> at = run_of(shape, after_norm);
+    REQUIRE(at.size() > 8);
+    CHECK(at.back() - at.front() + 1 == at.size());
+  }
+}
+
 TEST_CASE("optim: a state from another optimizer or model is a ValueError") {
   P params = make_params();
   auto adam = fx::optim::adam(0.1);
