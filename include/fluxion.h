@@ -36,3 +36,12 @@
 #include "transforms/onnx.h"
 #include "transforms/make_ir.h"
 #include "transforms/vmap_api.h"
+// the training library: layers, losses, optimizers, mixed precision, checkpoints, data
+#include "train/checkpoint.h"
+#include "train/data.h"
+#include "train/initializers.h"
+#include "train/layers.h"
+#include "train/losses.h"
+#include "train/mixed_precision.h"
+#include "train/optim.h"
+#include "train/schedules.h"

@@ -21,6 +21,7 @@ std::string_view error_kind_name(ErrorKind k) {
     case ErrorKind::Parse: return "ParseError";
     case ErrorKind::Value: return "ValueError";
     case ErrorKind::FloatingPoint: return "FloatingPointError";
+    case ErrorKind::IO: return "IOError";
   }
   return "Error";
 }
@@ -36,6 +37,7 @@ void throw_error(ErrorKind kind, const std::string& msg) {
     case ErrorKind::Parse: throw ParseError(msg);
     case ErrorKind::Value: throw ValueError(msg);
     case ErrorKind::FloatingPoint: throw FloatingPointError(msg);
+    case ErrorKind::IO: throw IOError(msg);
   }
   throw Error(kind, msg);
 }

@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 summary() { echo "$1 passed, $2 failed"; [ "$2" -eq 0 ]; exit $?; }
 
 scripts/setup.sh || { echo "setup failed"; summary 0 1; }
+scripts/data.sh || { echo "data setup failed"; summary 0 1; }  # Fashion-MNIST for the examples' short runs
 ninja -C build >build/ninja.log 2>&1 || { tail -n 60 build/ninja.log; echo "build failed"; summary 0 1; }
 
 passed=0 failed=0
