@@ -6,6 +6,7 @@
 // This umbrella header pulls in the whole user API and no MLIR, LLVM or CUDA header.
 #pragma once
 
+#include "api/collectives.h"
 #include "api/creation.h"
 #include "api/elementwise.h"
 #include "api/indexing.h"
@@ -26,4 +27,6 @@
 #include "transforms/custom_derivatives.h"
 #include "transforms/jit.h"
 #include "transforms/make_ir.h"
+#include "runtime/distributed.h"
+#include "transforms/pmap.h"
 #include "transforms/vmap_api.h"

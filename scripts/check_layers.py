@@ -31,6 +31,7 @@ FLOORS = [
         "transforms/custom_derivatives.h",
         "transforms/jit.",
         "transforms/make_ir.h",
+        "transforms/pmap.",
         "transforms/vmap_api.",
     ]),
 ]

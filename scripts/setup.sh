@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(meson ninja-build g++ pkg-config libeigen3-dev doctest-dev libbenchmark-dev
-          llvm-19-dev libmlir-19-dev mlir-19-tools libomp-dev)
+          llvm-19-dev libmlir-19-dev mlir-19-tools libomp-dev
+          libopenmpi-dev openmpi-bin)  # MPI: optional for the library, used by the multi-process tests
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 for p in "${packages[@]}"; do
