@@ -2,7 +2,6 @@
 
 #include "ir/spmd.h"
 #include "ir/trace.h"
-#include "prims/collectives.h"
 #include "transforms/axis_env.h"
 
 namespace fluxion {
@@ -25,7 +24,7 @@ Params axis_params(std::string_view op, std::string_view name, SourceLoc loc) {
 Array collective(Prim p, const Array& x, const std::string& name, SourceLoc loc, std::initializer_list<Params::Entry> more = {}) {
   Params params = axis_params(prim_name(p), name, loc);
   for (const auto& [k, v] : more) params.set(k, v);
-  return bind_collective(p, x, params, loc);
+  return bind1(p, {x}, params, loc);
 }
 
 // A negative dimension counted from the end of a rank-`rank` array (left as it is when out of

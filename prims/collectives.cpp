@@ -24,17 +24,9 @@
 #include "ir/spmd.h"
 #include "lax/lax.h"
 #include "prims/elementwise.h"
-#include "prims/collectives.h"
 #include "transforms/axis_env.h"
 
 namespace fluxion {
-
-Array bind_collective(Prim p, const Array& x, const Params& params, SourceLoc loc) {
-  if (!is_tracing() || x.is_tracer() || x.ndim() != 0) return bind1(p, {x}, params, loc);
-  const AbstractArray scalar = x.aval();
-  const Shape out = abstract_eval(p, std::span<const AbstractArray>(&scalar, 1), params, loc)[0].shape;
-  return lax::reshape(bind1(p, {lax::reshape(x, Shape{1})}, params, loc), out);
-}
 
 namespace {
 using namespace elementwise;
@@ -89,7 +81,7 @@ bool failed(Communicator& c, std::span<const View> out) {
   return false;
 }
 
-Array bind_like(Prim p, A x, const Params& params) { return bind_collective(p, x, params, SourceLoc{}); }
+Array bind_like(Prim p, A x, const Params& params) { return bind1(p, {x}, params, SourceLoc{}); }
 
 // The int params compiled code passes to each kernel (runtime/library_calls.h).
 constexpr KernelParam kAxisKernelParams[] = {{"axis_key"}, {"axis_size"}};
@@ -280,8 +272,8 @@ std::vector<BatchedArray> all_gather_batch(std::span<const BatchedArray> args, c
   // Every member's result is the whole batch: the batch dimension, moved to `axis`.
   Array stacked = batch_at(args[0], axis, n, loc);
   if (!params.get_bool("tiled")) return {{stacked, kNotMapped}};
-  Shape s = without(stacked.shape(), axis + 1);
-  s[size_t(axis)] *= n;
+  Shape s = without(stacked.shape(), axis + 1);  // the batch (at axis) and the dimension after it merge
+  s[size_t(axis)] *= stacked.shape()[size_t(axis + 1)];
   return {{lax::reshape(stacked, s), kNotMapped}};
 }
 

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <string>
 #include <thread>
 
@@ -131,9 +132,42 @@ TEST_CASE("pmap: every collective, pmap against vmap with the axis name against 
   }
 }
 
+TEST_CASE("pmap: every linear collective's transpose is its adjoint across the devices") {
+  // sum_r <c(v)_r, u_r> == sum_r <c^T(u)_r, v_r>, with c^T from vjp inside pmap.
+  const int64_t n = ndev();
+  std::vector<std::pair<int64_t, int64_t>> shift;
+  for (int64_t r = 0; r < n; ++r) shift.push_back({r, (r + 2) % n});
+  std::vector<std::pair<std::string, std::function<fx::Array(const fx::Array&)>>> ops{
+      {"psum", [](const fx::Array& x) { return fx::psum(x, "i"); }},
+      {"pmean", [](const fx::Array& x) { return fx::pmean(x, "i"); }},
+      {"all_gather", [](const fx::Array& x) { return fx::all_gather(x, "i", 1); }},
+      {"all_gather tiled", [](const fx::Array& x) { return fx::all_gather(x, "i", 1, true); }},
+      {"psum_scatter", [](const fx::Array& x) { return fx::psum_scatter(x, "i"); }},
+      {"psum_scatter tiled", [](const fx::Array& x) { return fx::psum_scatter(x, "i", 0, true); }},
+      {"ppermute", [shift](const fx::Array& x) { return fx::ppermute(x, "i", shift); }},
+      {"all_to_all", [](const fx::Array& x) { return fx::all_to_all(x, "i", 0, 1); }},
+  };
+  fx::Array v = fx::random::normal(fx::random::key(1), {n, n, 3});
+  for (const auto& [name, op] : ops) {
+    CAPTURE(name);
+    fx::Array out = fx::pmap(op, "i")(v);
+    fx::Array u = fx::random::normal(fx::random::key(2), out.shape());
+    auto both = fx::pmap(
+        [op](const fx::Array& v, const fx::Array& u) {
+          auto [y, back] = fx::vjp(op, v);
+          return std::pair{fx::sum(y * u), back(u)};
+        },
+        "i");
+    auto [forward, transposed] = both(v, u);
+    const float lhs = fx::sum(forward).item<float>(), rhs = fx::sum(transposed * v).item<float>();
+    CHECK(std::fabs(lhs - rhs) <= 1e-4f * (1 + std::fabs(lhs)));
+    check_same(fx::pmap(op, "i")(v), fx::vmap(op, fx::in_axes(0), fx::axis_name("i"))(v));
+  }
+}
+
 TEST_CASE("pmap: in_axes none, out_axes none and 1, sharded inputs reused") {
   const int64_t n = ndev();
-  fx::Array xs = fx::reshape(fx::arange(float(3 * n)), {n, 3});
+  fx::Array xs = fx::reshape(fx::astype(fx::arange(3 * n), fx::float32), {n, 3});
   fx::Array w = fx::array({1.f, 2.f, 3.f});
   auto f = fx::pmap([](const fx::Array& x, const fx::Array& w) { return std::pair{x * w, fx::psum(fx::sum(x * w), "i")}; },
                     "i", fx::in_axes(0, fx::none), fx::out_axes(1, fx::none));
@@ -151,7 +185,7 @@ TEST_CASE("pmap: in_axes none, out_axes none and 1, sharded inputs reused") {
 
 TEST_CASE("pmap: grad inside pmap and pmap inside grad follow JAX") {
   const int64_t n = ndev();
-  fx::Array xs = fx::reshape(fx::arange(float(2 * n)) * 0.25f - 1.f, {n, 2});
+  fx::Array xs = fx::reshape(fx::astype(fx::arange(2 * n), fx::float32) * 0.25f - 1.f, {n, 2});
   // pmap of grad: psum's transpose is psum, so each device's gradient is 2 x n.
   auto loss_psum = [](const fx::Array& x) { return fx::psum(fx::sum(x * x), "i"); };
   fx::Array g = fx::pmap(fx::grad(loss_psum), "i")(xs);
@@ -169,7 +203,7 @@ TEST_CASE("pmap: grad inside pmap and pmap inside grad follow JAX") {
 
 TEST_CASE("pmap: jit, control flow and a nested named vmap inside pmap") {
   const int64_t n = ndev();
-  fx::Array xs = fx::reshape(fx::arange(float(4 * n)), {n, 2, 2});
+  fx::Array xs = fx::reshape(fx::astype(fx::arange(4 * n), fx::float32), {n, 2, 2});
   auto f = [](const fx::Array& x) {
     fx::Array first = fx::cond(fx::axis_index("i") == 0, [&] { return x * 10.f; }, [&] { return -x; });
     fx::Array rows = fx::vmap([](const fx::Array& r) { return fx::psum(fx::psum(r, "j"), "i"); }, fx::in_axes(0),

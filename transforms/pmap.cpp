@@ -65,7 +65,6 @@ Array shard_of(const Array& x, int64_t axis, size_t k, const Device& d) {
   for (int64_t d = 0; d < int64_t(piece.shape.size()); ++d)
     if (d != axis) rest.push_back(piece.shape[size_t(d)]);
   piece.shape = rest;
-  piece.weak_type = false;
   Array out = make_uninitialized(piece);
   const Split s = split_of(x.aval(), axis);
   const char* src = static_cast<const char*>(x.data());
