@@ -1,5 +1,6 @@
 #include "transforms/pmap.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "ir/spmd.h"
@@ -20,7 +21,8 @@ Placement place(const std::vector<Device>& devices, const std::string& axis, Sou
   if (distributed::process_count() > 1 && chosen != all)
     throw DeviceError("DeviceError: pmap over '" + axis + "' at " + loc.str() +
                       ": across processes pmap runs on every device (fx::devices()); a subset is not supported yet");
-  for (const Device& d : chosen) runtime::check_local(d, "pmap over '" + axis + "'", loc);
+  for (const Device& d : chosen)
+    if (std::find(all.begin(), all.end(), d) == all.end()) runtime::check_local(d, "pmap over '" + axis + "'", loc);
   if (at.local.empty())
     throw DeviceError("DeviceError: pmap over '" + axis + "' at " + loc.str() + ": no devices");
   return at;
