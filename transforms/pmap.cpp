@@ -7,7 +7,6 @@
 #include "memory/buffer.h"
 #include "runtime/collectives_local.h"
 #include "runtime/distributed.h"
-#include "transforms/jit_passes.h"
 
 namespace fluxion::pmap_detail {
 
@@ -30,19 +29,10 @@ Placement place(const std::vector<Device>& devices, const std::string& axis, Sou
 
 std::shared_ptr<const jit_detail::Compiled> compile(jit_detail::JitCache& cache, const std::string& key, Program program,
                                                     std::shared_ptr<const void> out_like, size_t local_devices) {
-  auto c = std::make_shared<jit_detail::Compiled>();
-  c->out_like = std::move(out_like);
-  const std::string stem = jit_dump_stem(program);
-  program = jit_passes(std::move(program), stem);
-  c->consts = program.consts;
   // The devices run at once: each kernel gets its share of the cores.
   runtime::Device target = runtime::cpu_device();
   target.num_threads = std::max(1, target.num_threads / int(local_devices));
-  c->executable = runtime::compile(program, target, stem);
-  std::lock_guard<std::mutex> lock(cache.mutex);
-  auto [it, inserted] = cache.entries.try_emplace(key, c);
-  if (inserted) ++cache.compilations;
-  return it->second;
+  return jit_detail::compile_signature(cache, key, std::move(program), std::move(out_like), target);
 }
 
 namespace {

@@ -74,19 +74,11 @@ class Pmapped {
     ((key += typeid(Args).name(), key += '|', jit_detail::signature(args, key)), ...);
     for (int64_t d : plan.dims) key += std::to_string(d) + ',';
     pmap_detail::check_processes_agree(key, axis_, loc_);
-    std::shared_ptr<const jit_detail::Compiled> compiled;
-    {
-      std::lock_guard<std::mutex> lock(cache_->mutex);
-      auto it = cache_->entries.find(key);
-      if (it != cache_->entries.end()) compiled = it->second;
-    }
+    std::shared_ptr<const jit_detail::Compiled> compiled = jit_detail::lookup(*cache_, key);
     if (!compiled) {
       AxisEnvScope bound(axis_, at.axis_size);
       auto [program, out] = detail::trace_with_avals(f_, plan.example_avals, args...);
-      std::vector<Array> no_leaves(tree::leaves(out).size());
-      const Array* empty_it = no_leaves.data();
-      auto like = std::make_shared<const R>(tree::rebuild(out, empty_it));
-      compiled = pmap_detail::compile(*cache_, key, std::move(program), like, at.local.size());
+      compiled = pmap_detail::compile(*cache_, key, std::move(program), jit_detail::structure_of<R>(out), at.local.size());
     }
     std::vector<Array> results = pmap_detail::run(*compiled, flat.leaves, plan.dims, at, axis_, out_, loc_);
     const Array* it = results.data();
