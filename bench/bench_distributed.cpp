@@ -8,14 +8,17 @@
 //                                                                                   target >= 1.6x
 //   (d) pmap dispatch overhead with 8 devices: pmap of x + 1 minus one jit call of it;  target <= 5 us
 // One process: FLUXION_CPU_DEVICES is set to 8 here. Times are the best of several repetitions.
+// An argument picks parts: `fluxion_bench_distributed cd` runs (c) and (d).
 #include <fluxion.h>
 
 #include <algorithm>
-#include <barrier>
+#include <condition_variable>
+#include <mutex>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -50,21 +53,29 @@ std::vector<fx::Device> first(size_t n) {
 }
 
 // The baseline: persistent threads, one per device, each reducing its slice of every input into
-// every output, between two barriers.
+// every output; the caller starts a round and waits for it with a mutex and a condition variable
+// (as the runtime's workers are woken).
 class ThreadedAllReduce {
  public:
   ThreadedAllReduce(std::vector<const float*> ins, std::vector<float*> outs, int64_t count)
-      : ins_(std::move(ins)), outs_(std::move(outs)), count_(count), start_(int(ins_.size()) + 1), done_(int(ins_.size()) + 1) {
+      : ins_(std::move(ins)), outs_(std::move(outs)), count_(count) {
     for (size_t r = 0; r < ins_.size(); ++r) threads_.emplace_back([this, r] { loop(r); });
   }
   ~ThreadedAllReduce() {
-    stop_ = true;
-    start_.arrive_and_wait();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+      ++round_;
+    }
+    cv_.notify_all();
     for (auto& t : threads_) t.join();
   }
   void run() {
-    start_.arrive_and_wait();
-    done_.arrive_and_wait();
+    std::unique_lock<std::mutex> lock(mu_);
+    remaining_ = threads_.size();
+    ++round_;
+    cv_.notify_all();
+    done_.wait(lock, [&] { return remaining_ == 0; });
   }
 
  private:
@@ -72,9 +83,14 @@ class ThreadedAllReduce {
     const int64_t n = int64_t(ins_.size()), begin = count_ * int64_t(r) / n, end = count_ * int64_t(r + 1) / n;
     constexpr int64_t kChunk = 2048;
     float acc[kChunk];
+    int64_t seen = 0;
     for (;;) {
-      start_.arrive_and_wait();
-      if (stop_) return;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return round_ != seen; });
+        seen = round_;
+        if (stop_) return;
+      }
       for (int64_t at = begin; at < end; at += kChunk) {
         const int64_t m = std::min(kChunk, end - at);
         for (int64_t i = 0; i < m; ++i) acc[i] = ins_[0][at + i];
@@ -82,15 +98,19 @@ class ThreadedAllReduce {
           for (int64_t i = 0; i < m; ++i) acc[i] += ins_[j][at + i];
         for (float* o : outs_) std::copy(acc, acc + m, o + at);
       }
-      done_.arrive_and_wait();
+      std::lock_guard<std::mutex> lock(mu_);
+      if (--remaining_ == 0) done_.notify_one();
     }
   }
   std::vector<const float*> ins_;
   std::vector<float*> outs_;
   int64_t count_;
-  std::barrier<> start_, done_;
-  std::vector<std::thread> threads_;
+  std::mutex mu_;
+  std::condition_variable cv_, done_;
+  int64_t round_ = 0;
+  size_t remaining_ = 0;
   bool stop_ = false;
+  std::vector<std::thread> threads_;
 };
 
 void all_reduce_4_devices() {
@@ -174,7 +194,9 @@ void all_reduce_2_processes() {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const std::string only = argc > 1 ? argv[1] : "acd";  // which parts to run
+
   if (!std::getenv("OMPI_COMM_WORLD_SIZE")) setenv("FLUXION_CPU_DEVICES", "8", 0);
   fx::distributed::initialize();
 #ifdef FLUXION_BENCH_MPI
@@ -185,9 +207,9 @@ int main() {
 #endif
   std::printf("==== bench_distributed: %zu CPU devices on %u cores; baselines measured in the same run ====\n",
               fx::devices().size(), std::thread::hardware_concurrency());
-  all_reduce_4_devices();
-  data_parallel_step();
-  dispatch_overhead();
+  if (only.find('a') != std::string::npos) all_reduce_4_devices();
+  if (only.find('c') != std::string::npos) data_parallel_step();
+  if (only.find('d') != std::string::npos) dispatch_overhead();
   std::printf("(b) needs 2 processes: mpirun -np 2 --oversubscribe build/bench/fluxion_bench_distributed\n");
   return 0;
 }

@@ -110,18 +110,23 @@ void run_on_devices(std::span<const fluxion::Device> devs, const std::function<v
     std::exception_ptr error;
   } launch;
   launch.remaining = devs.size();
-  for (size_t k = 0; k < devs.size(); ++k)
-    worker(devs[k]).submit([&launch, &task, k] {
-      std::exception_ptr e;
-      try {
-        task(k);
-      } catch (...) {
-        e = std::current_exception();
-      }
-      std::lock_guard<std::mutex> lock(launch.mu);
-      if (e && !launch.error) launch.error = e;
-      if (--launch.remaining == 0) launch.cv.notify_one();
-    });
+  auto run = [&launch, &task](size_t k) {
+    std::exception_ptr e;
+    try {
+      task(k);
+    } catch (...) {
+      e = std::current_exception();
+    }
+    std::lock_guard<std::mutex> lock(launch.mu);
+    if (e && !launch.error) launch.error = e;
+    if (--launch.remaining == 0) launch.cv.notify_one();
+  };
+  for (size_t k = 1; k < devs.size(); ++k) worker(devs[k]).submit([&run, k] { run(k); });
+  // The first device's share runs here, as its default device: the caller would only wait, and a
+  // launch on one device then costs no thread handoff.
+  push_default_device(devs[0]);
+  run(0);
+  pop_default_device();
   std::unique_lock<std::mutex> lock(launch.mu);
   launch.cv.wait(lock, [&] { return launch.remaining == 0; });
   if (launch.error) std::rethrow_exception(launch.error);

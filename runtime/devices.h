@@ -52,6 +52,7 @@ int cpu_devices_per_process();
 void check_local(const fluxion::Device& d, std::string_view what, SourceLoc loc);
 /// Runs task(k) on the worker thread of devs[k], for every k at once, with devs[k] as that
 /// thread's default device; returns when all have returned. The first exception is rethrown.
+/// (devs[0]'s share runs on the calling thread, which would otherwise only wait.)
 void run_on_devices(std::span<const fluxion::Device> devs, const std::function<void(size_t)>& task);
 }  // namespace runtime
 
