@@ -253,3 +253,23 @@ TEST_CASE("pmap: collectives fail with DeviceError instead of hanging") {
   waiter.join();
   CHECK(group.failed());
 }
+
+TEST_CASE("pmap: the api.md lines compile and run as written") {
+  const int64_t n = ndev();
+  std::vector<std::pair<int64_t, int64_t>> ring;
+  for (int64_t r = 0; r < n; ++r) ring.push_back({r, (r + 1) % n});
+  auto f = [&](const fx::Array& x, const fx::Array& w) {
+    fx::Array a = fx::psum(x, "i") + fx::pmean(x, "i") + fx::pmax(x, "i") + fx::pmin(x, "i") + w;
+    fx::Array g = fx::sum(fx::all_gather(x, "i")) + fx::sum(fx::all_gather(x, "i", /*axis=*/0, /*tiled=*/true));
+    fx::Array s = fx::psum_scatter(fx::broadcast_to(x, {fx::axis_size("i"), 2}), "i");
+    fx::Array p = fx::ppermute(x, "i", {{0, 0}}) + fx::ppermute(x, "i", ring);
+    fx::Array t = fx::all_to_all(fx::broadcast_to(x, {fx::axis_size("i"), 2}), "i", /*split=*/0, /*concat=*/0);
+    return fx::sum(a) + fx::sum(g) + fx::sum(s) + fx::sum(p) + fx::sum(t) + fx::astype(fx::axis_index("i"), fx::float32);
+  };
+  fx::Array xs = fx::astype(fx::reshape(fx::arange(2 * n), {n, 2}), fx::float32), w = fx::ones({2});
+  fx::Array by_pmap = fx::pmap(f, "i", fx::in_axes(0, fx::none))(xs, w);
+  fx::Array by_vmap = fx::vmap(f, fx::in_axes(0, fx::none), fx::axis_name("i"))(xs, w);
+  check_same(by_pmap, by_vmap);
+  CHECK(fx::distributed::process_index() == 0);
+  CHECK(fx::distributed::process_count() == 1);
+}
