@@ -94,6 +94,10 @@ struct JitCache {
   std::mutex mutex;
   std::unordered_map<std::string, std::shared_ptr<const Compiled>> entries;
   int64_t compilations = 0;
+  int64_t count() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return compilations;
+  }
 };
 
 /// The compiled signature `key` of the callable, or null.
@@ -110,6 +114,13 @@ std::shared_ptr<const void> structure_of(const R& out) {
   std::vector<Array> no_leaves(tree::leaves(out).size());
   const Array* empty_it = no_leaves.data();
   return std::make_shared<const R>(tree::rebuild(out, empty_it));
+}
+
+/// A call's results, rebuilt into the output tree of f's result type R.
+template <class R>
+R rebuild_results(const Compiled& c, const std::vector<Array>& results) {
+  const Array* it = results.data();
+  return tree::rebuild(*static_cast<const R*>(c.out_like.get()), it);
 }
 
 /// Compiles a traced program (runtime::compile, for `target`) and counts it for the callable.
@@ -145,16 +156,11 @@ class Jitted {
       auto [program, out] = detail::trace_to_program(f_, args...);
       compiled = jit_detail::compile_signature(*cache_, key, std::move(program), jit_detail::structure_of<R>(out));
     }
-    std::vector<Array> results = jit_detail::run_compiled(*compiled, leaves);
-    const Array* it = results.data();
-    return tree::rebuild(*static_cast<const R*>(compiled->out_like.get()), it);
+    return jit_detail::rebuild_results<R>(*compiled, jit_detail::run_compiled(*compiled, leaves));
   }
 
   /// How many signatures this callable (and its copies) compiled.
-  int64_t compilations() const {
-    std::lock_guard<std::mutex> lock(cache_->mutex);
-    return cache_->compilations;
-  }
+  int64_t compilations() const { return cache_->count(); }
 
  private:
   F f_;

@@ -80,16 +80,11 @@ class Pmapped {
       auto [program, out] = detail::trace_with_avals(f_, plan.example_avals, args...);
       compiled = pmap_detail::compile(*cache_, key, std::move(program), jit_detail::structure_of<R>(out), at.local.size());
     }
-    std::vector<Array> results = pmap_detail::run(*compiled, flat.leaves, plan.dims, at, axis_, out_, loc_);
-    const Array* it = results.data();
-    return tree::rebuild(*static_cast<const R*>(compiled->out_like.get()), it);
+    return jit_detail::rebuild_results<R>(*compiled, pmap_detail::run(*compiled, flat.leaves, plan.dims, at, axis_, out_, loc_));
   }
 
   /// How many signatures this callable compiled.
-  int64_t compilations() const {
-    std::lock_guard<std::mutex> lock(cache_->mutex);
-    return cache_->compilations;
-  }
+  int64_t compilations() const { return cache_->count(); }
 
  private:
   F f_;
