@@ -7,6 +7,7 @@
 #pragma once
 
 #include "api/conv.h"
+#include "api/collectives.h"
 #include "api/creation.h"
 #include "api/debug.h"
 #include "api/elementwise.h"
@@ -35,6 +36,8 @@
 #include "transforms/jit.h"
 #include "transforms/onnx.h"
 #include "transforms/make_ir.h"
+#include "runtime/distributed.h"
+#include "transforms/pmap.h"
 #include "transforms/vmap_api.h"
 // the training library: layers, losses, optimizers, mixed precision, checkpoints, data
 #include "train/checkpoint.h"

@@ -55,7 +55,11 @@ namespace fluxion {
   X(custom_jvp_call, "custom_jvp_call") X(custom_vjp_call, "custom_vjp_call")                      \
   X(custom_vjp_linear, "custom_vjp_linear") X(checkpoint, "checkpoint")                          \
   /* control flow (prims/cond.cpp, while_loop.cpp, scan.cpp) */                                   \
-  X(cond, "cond") X(while_, "while") X(scan, "scan")
+  X(cond, "cond") X(while_, "while") X(scan, "scan")                                             \
+  /* collectives over a named axis (prims/collectives.cpp) */                                    \
+  X(psum, "psum") X(pmean, "pmean") X(pmax, "pmax") X(pmin, "pmin") X(all_gather, "all_gather")    \
+  X(psum_scatter, "psum_scatter") X(ppermute, "ppermute") X(all_to_all, "all_to_all")             \
+  X(axis_index, "axis_index")
 
 enum class Prim : uint16_t {
 #define FLUXION_X(id, name) id,

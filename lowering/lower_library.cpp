@@ -148,6 +148,10 @@ void add_library_lowerings(LowerTable& t) {
   t[size_t(Prim::sort)] = &call_reference_kernel;
   t[size_t(Prim::polygamma)] = &call_reference_kernel;
   t[size_t(Prim::debug_callback)] = &call_reference_kernel;  // calls back into the process (prims/debug.h)
+  // Collectives (prims/collectives.cpp): their kernels meet the other devices' through ir/spmd.h.
+  for (Prim p : {Prim::psum, Prim::pmean, Prim::pmax, Prim::pmin, Prim::all_gather, Prim::psum_scatter, Prim::ppermute,
+                 Prim::all_to_all, Prim::axis_index})
+    t[size_t(p)] = &call_reference_kernel;
 }
 
 }  // namespace fluxion::lowering

@@ -68,7 +68,7 @@ std::vector<Array> Executable::run(std::span<const Array> inputs) const {
       throw TypeError("TypeError: jit: argument " + std::to_string(i) + " has type " +
                       (inputs[i].valid() ? inputs[i].aval().str() : std::string("<empty>")) +
                       ", the executable expects " + in_avals_[i].str());
-    ptrs[i] = const_cast<void*>(inputs[i].data());
+    ptrs[i] = host_data(*inputs[i].impl());
   }
   for (size_t i = 0; i < outs.size(); ++i) ptrs[inputs.size() + i] = outs[i].impl()->buffer->data;
   for (size_t i = 0; i < n; ++i) args[i] = &ptrs[i];

@@ -35,6 +35,7 @@ FLOORS = [
         "transforms/onnx",
         "transforms/jit.",
         "transforms/make_ir.h",
+        "transforms/pmap.",
         "transforms/vmap_api.",
     ]),
 ]

@@ -10,6 +10,7 @@ packages=(meson ninja-build g++ pkg-config libeigen3-dev doctest-dev libbenchmar
           nlohmann-json3-dev  # tests only (parsing the profiler's trace files)
           clang-tools-19 python3-ipykernel python3-jupyter-client python3-nbclient python3-matplotlib  # notebooks/
           zlib1g-dev
+          libopenmpi-dev openmpi-bin  # MPI: optional for the library, used by the multi-process tests
           "$@")  # extra packages a caller needs (scripts/data.sh: the datasets)
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }

@@ -316,6 +316,11 @@ TEST_CASE("vjp op table: transpose_program of each linear primitive satisfies th
 TEST_CASE("vjp op table: every primitive linear in listed operands has a transpose case") {
   std::vector<fx::Prim> covered;
   for (const LinearCase& lc : linear_cases()) covered.push_back(lc.prim);
+  // The collectives need devices to evaluate: their adjoint identity is checked across the devices
+  // by tests/test_pmap.cpp ("every linear collective's transpose is its adjoint").
+  for (fx::Prim p : {fx::Prim::psum, fx::Prim::pmean, fx::Prim::all_gather, fx::Prim::psum_scatter, fx::Prim::ppermute,
+                     fx::Prim::all_to_all})
+    covered.push_back(p);
   for (int i = 0; i < fx::kNumPrims; ++i) {
     const fx::PrimitiveRules& r = fx::rules(fx::Prim(i));
     if (r.linear.operands == 0) continue;

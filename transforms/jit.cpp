@@ -6,13 +6,13 @@
 namespace fluxion::jit_detail {
 
 std::shared_ptr<const Compiled> compile_signature(JitCache& cache, const std::string& key, Program program,
-                                                  std::shared_ptr<const void> out_like) {
+                                                  std::shared_ptr<const void> out_like, const runtime::Device& target) {
   auto c = std::make_shared<Compiled>();
   c->out_like = std::move(out_like);
   const std::string stem = jit_dump_stem(program);
   program = jit_passes(std::move(program), stem);
   c->consts = program.consts;  // after the passes: inlined bodies may bring their own
-  c->executable = runtime::compile(program, runtime::cpu_device(), stem);  // throws CompileError; cached by fingerprint
+  c->executable = runtime::compile(program, target, stem);  // throws CompileError; cached by fingerprint
   c->program = std::move(program);
   c->stem = stem;
   std::lock_guard<std::mutex> lock(cache.mutex);

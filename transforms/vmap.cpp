@@ -4,6 +4,7 @@
 
 #include "ir/profiler.h"
 #include "ir/trace.h"
+#include "transforms/axis_env.h"
 
 namespace fluxion {
 
@@ -121,7 +122,7 @@ std::vector<BatchedArray> vmap_eval(const Program& p, std::span<const BatchedArr
       ins.push_back(read(a));
       mapped = mapped || ins.back().dim != kNotMapped;
     }
-    if (!mapped) {
+    if (!mapped && !over_batched_axis(e)) {
       plain.clear();
       for (const BatchedArray& b : ins) plain.push_back(b.value);
       std::vector<Array> o = bind(e.prim, plain, e.params, e.loc);
