@@ -8,6 +8,8 @@
 // (lowering/accurate_math.cpp). lgamma calls libm, the function the reference kernel calls.
 #include "lowering/lower.h"
 
+#include <algorithm>
+
 namespace fluxion::lowering {
 
 using namespace mlir;
@@ -53,38 +55,25 @@ std::vector<Value> unary(LowerCtx& c, const Eqn& e, std::span<const Operand> in,
   });
 }
 
+// A libm name as a template argument, so that a math primitive's lowering is one table row.
+template <size_t N>
+struct LibmName {
+  char s[N];
+  constexpr LibmName(const char (&name)[N]) { std::copy_n(name, N, s); }
+};
+
 // f32 and f64: a math op, which fx-accurate-math turns into a call of glibc's vector libm (or of
 // libm); other types (never reached: f16/bf16 compute in f32): libm.
-#define FLUXION_MATH_UNARY(Name, Op, fn)                                              \
-  Value Name(LowerCtx& c, OpBuilder& b, Location l, Value x, DType, const Params&) { \
-    return approx_or_libm<Op>(c, b, l, fn, x);                                        \
-  }
-FLUXION_MATH_UNARY(exp_, math::ExpOp, "exp")
-FLUXION_MATH_UNARY(log_, math::LogOp, "log")
-FLUXION_MATH_UNARY(tanh_, math::TanhOp, "tanh")
-FLUXION_MATH_UNARY(erf_, math::ErfOp, "erf")
-FLUXION_MATH_UNARY(sin_, math::SinOp, "sin")
-FLUXION_MATH_UNARY(cos_, math::CosOp, "cos")
-FLUXION_MATH_UNARY(exp2_, math::Exp2Op, "exp2")
-FLUXION_MATH_UNARY(log1p_, math::Log1pOp, "log1p")
-FLUXION_MATH_UNARY(expm1_, math::ExpM1Op, "expm1")
-FLUXION_MATH_UNARY(tan_, math::TanOp, "tan")
-FLUXION_MATH_UNARY(asin_, math::AsinOp, "asin")
-FLUXION_MATH_UNARY(acos_, math::AcosOp, "acos")
-FLUXION_MATH_UNARY(atan_, math::AtanOp, "atan")
-FLUXION_MATH_UNARY(sinh_, math::SinhOp, "sinh")
-FLUXION_MATH_UNARY(cosh_, math::CoshOp, "cosh")
-FLUXION_MATH_UNARY(asinh_, math::AsinhOp, "asinh")
-FLUXION_MATH_UNARY(acosh_, math::AcoshOp, "acosh")
-FLUXION_MATH_UNARY(atanh_, math::AtanhOp, "atanh")
-FLUXION_MATH_UNARY(cbrt_, math::CbrtOp, "cbrt")
-#undef FLUXION_MATH_UNARY
+template <class Op, LibmName fn>
+Value math_unary(LowerCtx& c, OpBuilder& b, Location l, Value x, DType, const Params&) {
+  return approx_or_libm<Op>(c, b, l, fn.s, x);
+}
 Value lgamma_(LowerCtx& c, OpBuilder& b, Location l, Value x, DType, const Params&) { return libm(c, b, l, "lgamma", {x}); }
 
 // 1 / (1 + exp(-x)), as the reference.
 Value logistic_(LowerCtx& c, OpBuilder& b, Location l, Value x, DType d, const Params& p) {
   Value one = constant(b, l, d, 1.0);
-  Value ex = exp_(c, b, l, b.create<arith::NegFOp>(l, x), d, p);
+  Value ex = math_unary<math::ExpOp, "exp">(c, b, l, b.create<arith::NegFOp>(l, x), d, p);
   return b.create<arith::DivFOp>(l, one, b.create<arith::AddFOp>(l, one, ex));
 }
 Value sqrt_(LowerCtx&, OpBuilder& b, Location l, Value x, DType, const Params&) { return b.create<math::SqrtOp>(l, x); }
@@ -278,30 +267,30 @@ void add_elementwise_lowerings(LowerTable& t) {
   set(Prim::ceil, &unary<ceil_>);
   set(Prim::round, &unary<round_>);
   set(Prim::is_finite, &unary<is_finite_>);
-  set(Prim::exp, &unary<exp_>);
-  set(Prim::exp2, &unary<exp2_>);
-  set(Prim::log, &unary<log_>);
-  set(Prim::log1p, &unary<log1p_>);
-  set(Prim::expm1, &unary<expm1_>);
-  set(Prim::tanh, &unary<tanh_>);
+  set(Prim::exp, &unary<math_unary<math::ExpOp, "exp">>);
+  set(Prim::exp2, &unary<math_unary<math::Exp2Op, "exp2">>);
+  set(Prim::log, &unary<math_unary<math::LogOp, "log">>);
+  set(Prim::log1p, &unary<math_unary<math::Log1pOp, "log1p">>);
+  set(Prim::expm1, &unary<math_unary<math::ExpM1Op, "expm1">>);
+  set(Prim::tanh, &unary<math_unary<math::TanhOp, "tanh">>);
   set(Prim::logistic, &unary<logistic_>);
-  set(Prim::sin, &unary<sin_>);
-  set(Prim::cos, &unary<cos_>);
-  set(Prim::tan, &unary<tan_>);
-  set(Prim::asin, &unary<asin_>);
-  set(Prim::acos, &unary<acos_>);
-  set(Prim::atan, &unary<atan_>);
-  set(Prim::sinh, &unary<sinh_>);
-  set(Prim::cosh, &unary<cosh_>);
-  set(Prim::asinh, &unary<asinh_>);
-  set(Prim::acosh, &unary<acosh_>);
-  set(Prim::atanh, &unary<atanh_>);
+  set(Prim::sin, &unary<math_unary<math::SinOp, "sin">>);
+  set(Prim::cos, &unary<math_unary<math::CosOp, "cos">>);
+  set(Prim::tan, &unary<math_unary<math::TanOp, "tan">>);
+  set(Prim::asin, &unary<math_unary<math::AsinOp, "asin">>);
+  set(Prim::acos, &unary<math_unary<math::AcosOp, "acos">>);
+  set(Prim::atan, &unary<math_unary<math::AtanOp, "atan">>);
+  set(Prim::sinh, &unary<math_unary<math::SinhOp, "sinh">>);
+  set(Prim::cosh, &unary<math_unary<math::CoshOp, "cosh">>);
+  set(Prim::asinh, &unary<math_unary<math::AsinhOp, "asinh">>);
+  set(Prim::acosh, &unary<math_unary<math::AcoshOp, "acosh">>);
+  set(Prim::atanh, &unary<math_unary<math::AtanhOp, "atanh">>);
   set(Prim::sqrt, &unary<sqrt_>);
   set(Prim::rsqrt, &unary<rsqrt_>);
-  set(Prim::cbrt, &unary<cbrt_>);
+  set(Prim::cbrt, &unary<math_unary<math::CbrtOp, "cbrt">>);
   set(Prim::abs, &unary<abs_>);
   set(Prim::not_, &unary<not_>);
-  set(Prim::erf, &unary<erf_>);
+  set(Prim::erf, &unary<math_unary<math::ErfOp, "erf">>);
   set(Prim::lgamma, &unary<lgamma_>);
   set(Prim::integer_pow, &unary<integer_pow_>);
   set(Prim::stop_gradient, &unary<identity_>);

@@ -5,14 +5,7 @@
 namespace fluxion {
 
 Program fold_transposed_products(Program in) {
-  std::vector<int> uses(in.types.size(), 0), producer(in.types.size(), -1);
-  for (size_t k = 0; k < in.eqns.size(); ++k) {
-    for (const Atom& a : in.eqns[k].inputs)
-      if (!a.is_literal()) ++uses[size_t(a.var)];
-    for (int32_t v : in.eqns[k].outputs) producer[size_t(v)] = int(k);
-  }
-  for (const Atom& a : in.outvars)
-    if (!a.is_literal()) ++uses[size_t(a.var)];
+  const std::vector<int> uses = in.use_counts(), producer = in.producers();
   Program p = std::move(in);
   for (Eqn& e : p.eqns)  // bodies of scans and branches too (an RNN's gradient is one)
     rewrite_subprograms(e, [](const Program& q) { return std::optional<Program>(fold_transposed_products(q)); });

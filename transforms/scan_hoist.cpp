@@ -207,14 +207,7 @@ IntList shifted(const IntList& dims, bool contract_steps) {
 bool hoist_accumulators(Scan& s, Program& outer, std::vector<Eqn>& post) {
   Program& b = s.body;
   if (s.length == 0) return false;  // the carry passes through unchanged; nothing to move
-  std::vector<int> def(b.types.size(), -1), uses(b.types.size(), 0);
-  for (size_t i = 0; i < b.eqns.size(); ++i) {
-    for (const Atom& a : b.eqns[i].inputs)
-      if (!a.is_literal()) ++uses[size_t(a.var)];
-    for (int32_t o : b.eqns[i].outputs) def[size_t(o)] = int(i);
-  }
-  for (const Atom& a : b.outvars)
-    if (!a.is_literal()) ++uses[size_t(a.var)];
+  const std::vector<int> def = b.producers(), uses = b.use_counts();
 
   struct Acc {
     size_t carry, add, dot;
