@@ -1,6 +1,7 @@
 #include "runtime/compile_cache.h"
 
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <mutex>
 #include <unordered_map>
@@ -65,7 +66,11 @@ std::shared_ptr<const Executable> compile(const Program& p, const Device& device
       options.matmul = device.matmul == "eigen"       ? lowering::MatmulPath::eigen
                        : device.matmul == "generated" ? lowering::MatmulPath::generated
                                                       : lowering::MatmulPath::automatic;
-      if (const char* dir = std::getenv("FLUXION_DUMP")) options.dump_dir = dir;
+      if (const char* dir = std::getenv("FLUXION_DUMP")) {
+        options.dump_dir = dir;
+        std::error_code ignored;  // unwritable: no dumps, never a failed compile
+        std::filesystem::create_directories(options.dump_dir, ignored);
+      }
       options.dump_name = dump_stem.empty() ? lowering::hex_hash(key) : dump_stem;
       // Not for programs with host callbacks: their ids mean something only in this process.
       if (const char* dir = std::getenv("FLUXION_CACHE_DIR"); dir && *dir && !has_effect(p)) {

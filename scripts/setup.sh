@@ -9,6 +9,7 @@ packages=(meson ninja-build g++ pkg-config libeigen3-dev doctest-dev libbenchmar
           llvm-19-dev libmlir-19-dev mlir-19-tools libomp-dev
           nlohmann-json3-dev  # tests only (parsing the profiler's trace files)
           clang-tools-19 python3-ipykernel python3-jupyter-client python3-nbclient python3-matplotlib  # notebooks/
+          python3-venv  # tests: onnxruntime from PyPI (scripts/onnxruntime.sh)
           zlib1g-dev
           libopenmpi-dev openmpi-bin  # MPI: optional for the library, used by the multi-process tests
           "$@")  # extra packages a caller needs (scripts/data.sh: the datasets)

@@ -1,5 +1,6 @@
 // fx::onnx::export_: models run by onnxruntime (Python, from PyPI) against Fluxion's results. The
-// test is skipped, not passed, where `python3 -c "import onnxruntime"` fails.
+// test is skipped, not passed, where `$FLUXION_TEST_PYTHON -c "import onnxruntime"` fails (the
+// interpreter scripts/onnxruntime.sh installs it into; python3 when the variable is not set).
 #include <doctest/doctest.h>
 #include <fluxion.h>
 
@@ -14,8 +15,13 @@ namespace fx = fluxion;
 
 namespace {
 
+std::string python() {
+  const char* p = std::getenv("FLUXION_TEST_PYTHON");
+  return p && *p ? p : "python3";
+}
+
 bool have_onnxruntime() {
-  static const bool have = std::system("python3 -c 'import onnxruntime, numpy' >/dev/null 2>&1") == 0;
+  static const bool have = std::system((python() + " -c 'import onnxruntime, numpy' >/dev/null 2>&1").c_str()) == 0;
   return have;
 }
 
@@ -37,7 +43,7 @@ std::vector<float> run_onnxruntime(const std::string& model, const std::vector<f
                              "y = s.run(['out0'], {" + feeds + "})[0]\n"
                              "np.asarray(y, dtype=np.float32).tofile('" + out + "')\n";
   std::ofstream((dir / "run.py").string()) << script;
-  if (std::system(("python3 " + (dir / "run.py").string() + " >" + (dir / "log.txt").string() + " 2>&1").c_str()) != 0) {
+  if (std::system((python() + " " + (dir / "run.py").string() + " >" + (dir / "log.txt").string() + " 2>&1").c_str()) != 0) {
     std::ifstream log((dir / "log.txt").string());
     MESSAGE(std::string(std::istreambuf_iterator<char>(log), {}));
     return {};
@@ -100,6 +106,27 @@ TEST_CASE("onnx: shape ops, reductions, indexing, comparisons, batched products"
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("onnx: convolutions (layouts, strides, padding, dilation, groups) and pooling" * doctest::skip(!have_onnxruntime())) {
+  const auto dir = fresh_dir();
+  fx::Array k1 = fx::array(ramp(4 * 2 * 3 * 3, -0.4f, 0.5f), fx::Shape{4, 2, 3, 3});  // OIHW
+  fx::Array k2 = fx::array(ramp(3 * 3 * 2 * 4, 0.3f, -0.2f), fx::Shape{3, 3, 2, 4});  // HWIO, 2 groups of 2
+  fx::Array w = fx::array(ramp(4 * 6, -0.2f, 0.2f), fx::Shape{4, 6});
+  auto net = [&](const fx::Array& x) {  // x: NCHW [2, 2, 9, 9]
+    fx::Array a = fx::nn::relu(fx::conv_general_dilated(x, k1, {1, 1}, "SAME"));                   // [2, 4, 9, 9]
+    a = fx::nn::max_pool(a, {2, 2}, {2, 2}, {{0, 1}, {0, 1}});                                   // [2, 4, 5, 5]
+    fx::Array h = fx::transpose(a, {0, 2, 3, 1});                                               // NHWC
+    fx::Array b = fx::conv_general_dilated(h, k2, {2, 2}, {{1, 0}, {0, 1}}, {}, {1, 2},
+                                           fx::conv_dimension_numbers("NHWC", "HWIO", "NHWC"), 2);  // [2, 2, 1, 4]
+    b = fx::nn::avg_pool(fx::transpose(b, {0, 3, 1, 2}), {2, 1}, {1, 1});                      // [2, 4, 1, 1]
+    return fx::matmul(fx::reshape(fx::tanh(b), {2, 4}), w);
+  };
+  fx::Array x = fx::array(ramp(2 * 2 * 9 * 9, -1.f, 1.5f), fx::Shape{2, 2, 9, 9});
+  const std::string model = (dir / "convnet.onnx").string();
+  fx::onnx::export_(net, x, model);
+  check_same(run_onnxruntime(model, {x}), net(x));
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("onnx: a primitive without an ONNX form is a CompileError naming it") {
   auto sorts = [](const fx::Array& a) { return fx::sort(a); };
   try {
@@ -109,4 +136,9 @@ TEST_CASE("onnx: a primitive without an ONNX form is a CompileError naming it") 
     CHECK(std::string(e.what()).find("sort(f32[4])") != std::string::npos);
     CHECK(std::string(e.what()).find("test_onnx.cpp") != std::string::npos);
   }
+  auto dilated_input = [](const fx::Array& a, const fx::Array& k) {  // a transposed convolution's form
+    return fx::conv_general_dilated(a, k, {1, 1}, "VALID", {2, 2});
+  };
+  CHECK_THROWS_AS(fx::onnx::export_(dilated_input, fx::zeros({1, 1, 4, 4}), fx::zeros({1, 1, 2, 2}), "/tmp/never.onnx"),
+                  fx::CompileError);
 }

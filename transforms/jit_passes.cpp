@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
@@ -30,6 +31,10 @@ void dump(const std::string& dir, const std::string& name, const Program& p) {
 
 Program jit_passes(Program p, const std::string& dump_stem) {
   const char* dir = std::getenv("FLUXION_DUMP");
+  if (dir) {
+    std::error_code ignored;  // an unwritable directory shows as missing dumps, never as a failed jit
+    std::filesystem::create_directories(dir, ignored);
+  }
   if (dir) dump(dir, dump_stem + ".0-traced", p);
   int k = 0;
   for (const JitPass& pass : jit_pass_list()) {

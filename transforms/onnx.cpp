@@ -1,8 +1,10 @@
 #include "transforms/onnx.h"
 
+#include <algorithm>
 #include <fstream>
 
 #include "ir/trace.h"
+#include "prims/conv_geometry.h"
 #include "transforms/jit_passes.h"
 #include "transforms/onnx_proto.h"
 
@@ -167,6 +169,14 @@ class GraphWriter {
 
   void eqn(const Eqn& e);
   std::string einsum(const Eqn& e);
+  bool conv(const Eqn& e, const std::vector<std::string>& in, const std::vector<std::string>& out);
+  bool pool(const Eqn& e, const std::vector<std::string>& in, const std::vector<std::string>& out);
+  std::string transposed(const std::string& x, const IntList& perm) {
+    if (std::is_sorted(perm.begin(), perm.end())) return x;
+    const std::string t = fresh();
+    node("Transpose", {x}, {t}, {ints_attr("perm", perm)});
+    return t;
+  }
 
   const Program& p_;
   std::vector<std::string> names_;
@@ -190,6 +200,69 @@ std::string GraphWriter::einsum(const Eqn& e) {
   for (char& c : r)
     if (c == ' ') c = next, out += next++;
   return l + "," + r + "->" + out;
+}
+
+// conv_general_dilated as Conv: operands transposed into ONNX's (N, C, spatial...) and
+// (O, I, spatial...) from their dimension numbers, the result back into out_spec's layout. ONNX has
+// no input dilation, batch groups or negative (cropping) padding: those stay errors.
+bool GraphWriter::conv(const Eqn& e, const std::vector<std::string>& in, const std::vector<std::string>& out) {
+  const conv::ConvParams c = conv::conv_params(e.params);
+  const auto ones = [](const IntList& v) { return std::all_of(v.begin(), v.end(), [](int64_t x) { return x == 1; }); };
+  const bool negative = std::any_of(c.padding.begin(), c.padding.end(), [](int64_t x) { return x < 0; });
+  if (!ones(c.lhs_dilation) || c.batch_group_count != 1 || negative) return false;
+  IntList pads;  // ONNX: all begins, then all ends
+  for (size_t i = 0; i < c.padding.size(); i += 2) pads.push_back(c.padding[i]);
+  for (size_t i = 1; i < c.padding.size(); i += 2) pads.push_back(c.padding[i]);
+  const std::string y = fresh();
+  node("Conv", {transposed(in[0], c.lhs_spec), transposed(in[1], c.rhs_spec)}, {y},
+       {ints_attr("strides", c.window_strides), ints_attr("pads", pads), ints_attr("dilations", c.rhs_dilation),
+        int_attr("group", c.feature_group_count)});
+  IntList back(c.out_spec.size());  // role j lives in dim out_spec[j]
+  for (size_t j = 0; j < c.out_spec.size(); ++j) back[size_t(c.out_spec[j])] = int64_t(j);
+  node("Identity", {transposed(y, back)}, out);
+  return true;
+}
+
+// reduce_window_max as MaxPool, reduce_window_sum as AveragePool (padding counted) times the window
+// size: when exactly two dims have a trivial window (size 1, stride 1, no padding), which become
+// ONNX's N and C, and nothing is base-dilated (and, for the sum, window-dilated: opset 17's
+// AveragePool has no dilations).
+bool GraphWriter::pool(const Eqn& e, const std::vector<std::string>& in, const std::vector<std::string>& out) {
+  const Params& ps = e.params;
+  const IntList &wdim = ps.get_ints("window_dimensions"), &st = ps.get_ints("window_strides"),
+                &pad = ps.get_ints("padding"), &bd = ps.get_ints("base_dilation"), &wd = ps.get_ints("window_dilation");
+  IntList perm, kernel, strides, lo, hi, dil;
+  for (size_t d = 0; d < wdim.size(); ++d)
+    if (wdim[d] == 1 && st[d] == 1 && pad[2 * d] == 0 && pad[2 * d + 1] == 0 && perm.size() < 2) perm.push_back(int64_t(d));
+  if (perm.size() != 2) return false;
+  for (size_t d = 0; d < wdim.size(); ++d) {
+    if (bd[d] != 1 || pad[2 * d] < 0 || pad[2 * d + 1] < 0) return false;
+    if (int64_t(d) == perm[0] || int64_t(d) == perm[1]) continue;
+    perm.push_back(int64_t(d));
+    kernel.push_back(wdim[d]), strides.push_back(st[d]), lo.push_back(pad[2 * d]), hi.push_back(pad[2 * d + 1]);
+    dil.push_back(wd[d]);
+  }
+  IntList pads = lo;
+  pads.insert(pads.end(), hi.begin(), hi.end());
+  const bool sum = e.prim == Prim::reduce_window_sum;
+  if (sum && !std::all_of(dil.begin(), dil.end(), [](int64_t x) { return x == 1; })) return false;
+  const std::string y = fresh();
+  std::vector<Message> attrs = {ints_attr("kernel_shape", kernel), ints_attr("strides", strides), ints_attr("pads", pads)};
+  if (sum) attrs.push_back(int_attr("count_include_pad", 1));
+  else attrs.push_back(ints_attr("dilations", dil));
+  node(sum ? "AveragePool" : "MaxPool", {transposed(in[0], perm)}, {y}, attrs);
+  IntList back(perm.size());
+  for (size_t j = 0; j < perm.size(); ++j) back[size_t(perm[j])] = int64_t(j);
+  std::string r = transposed(y, back);
+  if (sum) {
+    int64_t n = 1;
+    for (int64_t k : kernel) n *= k;
+    const std::string t = fresh();
+    node("Mul", {r, scalar(double(n), p_.aval(e.inputs[0]).dtype)}, {t});
+    r = t;
+  }
+  node("Identity", {r}, out);
+  return true;
 }
 
 void GraphWriter::eqn(const Eqn& e) {
@@ -252,6 +325,12 @@ void GraphWriter::eqn(const Eqn& e) {
       const std::string t = initializer(v.aval(), v.data());
       return node("Identity", {t}, out);
     }
+    case Prim::conv_general_dilated:
+      if (conv(e, in, out)) return;
+      break;
+    case Prim::reduce_window_max: case Prim::reduce_window_sum:
+      if (pool(e, in, out)) return;
+      break;
     default: break;
   }
   std::vector<AbstractArray> types;
