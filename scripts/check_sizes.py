@@ -19,12 +19,7 @@ MAX_FUNCTION_LINES = 80
 
 # (path, function name or None for the whole file): exceptions, each explained in
 # docs/architecture.md ("Size budget").
-EXCEPTIONS = {
-    # The jit pipeline's scan hoisting (transforms/scan_hoist.cpp, in the jit-pipeline part of
-    # issue 11): two passes over a scan body that want splitting into named steps.
-    ("transforms/scan_hoist.cpp", "hoist_invariants"),
-    ("transforms/scan_hoist.cpp", "hoist_accumulators"),
-}
+EXCEPTIONS: set = set()
 
 
 def strip_comments_and_strings(text):

@@ -96,11 +96,10 @@ bool worth_stacking(const Eqn& e, int64_t out, int64_t scanned_in, int64_t lengt
   return length * out <= (int64_t(1) << 26);
 }
 
-// Moves the body's eqns that read no carry out of the loop (see the header). The batched eqns are
-// appended to `outer`; the scan gets the values it still needs as new consts or scanned inputs.
-bool hoist_invariants(Scan& s, Program& outer) {
+// Step 1: each body eqn's role -- hoisted (reads no carry, and is constant or worth stacking),
+// copied (a constant made of literals) or staying. False when nothing worth moving was found.
+bool classify_invariants(const Scan& s, std::vector<Role>& role) {
   const Program& b = s.body;
-  if (s.length < 2) return false;
   std::vector<int> level(b.types.size(), kConst);
   std::vector<char> outside(b.types.size(), 0);  // computable before the loop
   for (int32_t v : s.in_consts) outside[size_t(v)] = 1;
@@ -108,7 +107,7 @@ bool hoist_invariants(Scan& s, Program& outer) {
   for (int32_t v : s.in_carries) level[size_t(v)] = kCarried;
   for (int32_t v : s.in_xs) level[size_t(v)] = kScanned, outside[size_t(v)] = 1;
 
-  std::vector<Role> role(b.eqns.size(), Role::stay);
+  role.assign(b.eqns.size(), Role::stay);
   bool worth = false;
   for (size_t i = 0; i < b.eqns.size(); ++i) {
     const Eqn& e = b.eqns[i];
@@ -136,9 +135,11 @@ bool hoist_invariants(Scan& s, Program& outer) {
     role[i] = Role::hoist;
     worth = worth || lvl == kConst || e.prim == Prim::dot_general;
   }
-  if (!worth) return false;
+  return worth;
+}
 
-  // The values the loop still reads: outputs of hoisted eqns used by the eqns that stay.
+// Step 2: the values the loop still reads -- outputs of hoisted eqns used by the eqns that stay.
+std::vector<int32_t> boundary_values(const Program& b, const std::vector<Role>& role) {
   std::vector<char> read_inside(b.types.size(), 0);
   for (size_t i = 0; i < b.eqns.size(); ++i)
     if (role[i] != Role::hoist)
@@ -151,9 +152,15 @@ bool hoist_invariants(Scan& s, Program& outer) {
     if (role[i] == Role::hoist)
       for (int32_t o : b.eqns[i].outputs)
         if (read_inside[size_t(o)]) boundary.push_back(o);
-  if (boundary.empty()) return false;
+  return boundary;
+}
 
-  // The hoisted part as a program of the body's consts and scanned inputs, batched over the steps.
+// Step 3: the hoisted part as a program of the scan's consts and scanned inputs, batched over the
+// steps with vmap and appended to `outer`; the boundary values' batch dims go to `dims`. Empty
+// when a batching rule captured an array (the loop is then left as it is).
+std::vector<Atom> batch_hoisted(const Scan& s, Program& outer, const std::vector<Role>& role,
+                                const std::vector<int32_t>& boundary, std::vector<int64_t>& dims) {
+  const Program& b = s.body;
   Program h = b;
   h.eqns.clear();
   for (size_t i = 0; i < b.eqns.size(); ++i)
@@ -163,7 +170,6 @@ bool hoist_invariants(Scan& s, Program& outer) {
   h.outvars.assign(boundary.begin(), boundary.end());
   h = dce(std::move(h));
 
-  std::vector<int64_t> dims;
   Program g;
   {
     TraceScope scope;
@@ -178,11 +184,23 @@ bool hoist_invariants(Scan& s, Program& outer) {
     }
     g = scope.finish(outs);
   }
-  if (!g.constvars.empty()) return false;  // a batching rule captured an array: leave the loop as it is
-
+  if (!g.constvars.empty()) return {};
   std::vector<Atom> operands = s.consts;
   operands.insert(operands.end(), s.xs.begin(), s.xs.end());
-  std::vector<Atom> values = append_program(outer, g, operands);
+  return append_program(outer, g, operands);
+}
+
+// Moves the body's eqns that read no carry out of the loop (see the header). The batched eqns are
+// appended to `outer`; the scan gets the values it still needs as new consts or scanned inputs.
+bool hoist_invariants(Scan& s, Program& outer) {
+  if (s.length < 2) return false;
+  std::vector<Role> role;
+  if (!classify_invariants(s, role)) return false;
+  const std::vector<int32_t> boundary = boundary_values(s.body, role);
+  if (boundary.empty()) return false;
+  std::vector<int64_t> dims;
+  const std::vector<Atom> values = batch_hoisted(s, outer, role, boundary, dims);
+  if (values.empty()) return false;
   for (size_t k = 0; k < boundary.size(); ++k) {
     if (dims[k] == kNotMapped) s.consts.push_back(values[k]), s.in_consts.push_back(boundary[k]);
     else s.xs.push_back(values[k]), s.in_xs.push_back(boundary[k]);
@@ -202,16 +220,16 @@ IntList shifted(const IntList& dims, bool contract_steps) {
   return r;
 }
 
-// Carries that only accumulate a dot_general leave the loop (see the header). The eqns computing
-// their final values are appended to `post`, to follow the scan.
-bool hoist_accumulators(Scan& s, Program& outer, std::vector<Eqn>& post) {
-  Program& b = s.body;
-  if (s.length == 0) return false;  // the carry passes through unchanged; nothing to move
-  const std::vector<int> def = b.producers(), uses = b.use_counts();
+// A carry that only accumulates a product: carry index, and the body's add and dot_general eqns.
+struct Acc {
+  size_t carry, add, dot;
+};
 
-  struct Acc {
-    size_t carry, add, dot;
-  };
+// Step 1: the carries whose update is `carry + dot_general(a, b)`, read nowhere else, with
+// factors that can be had outside the loop.
+std::vector<Acc> find_accumulators(const Scan& s) {
+  const Program& b = s.body;
+  const std::vector<int> def = b.producers(), uses = b.use_counts();
   std::vector<Acc> accs;
   for (size_t k = 0; k < s.in_carries.size(); ++k) {
     const int32_t c = s.in_carries[k];
@@ -252,6 +270,15 @@ bool hoist_accumulators(Scan& s, Program& outer, std::vector<Eqn>& post) {
     }
     accs.push_back({k, size_t(def[size_t(o.var)]), size_t(def[size_t(t.var)])});
   }
+  return accs;
+}
+
+// Carries that only accumulate a dot_general leave the loop (see the header). The eqns computing
+// their final values are appended to `post`, to follow the scan.
+bool hoist_accumulators(Scan& s, Program& outer, std::vector<Eqn>& post) {
+  Program& b = s.body;
+  if (s.length == 0) return false;  // the carry passes through unchanged; nothing to move
+  const std::vector<Acc> accs = find_accumulators(s);
   if (accs.empty()) return false;
 
   // Each factor outside the loop: a const as it is, a scanned input as it is (stacked), any other
