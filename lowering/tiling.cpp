@@ -31,6 +31,7 @@
 
 #include <mlir/Dialect/Linalg/IR/Linalg.h>
 
+#include <optional>
 #include <sstream>
 
 namespace fluxion::lowering {
@@ -97,6 +98,53 @@ struct Plan {
   bool swap = false;          // interchange the two loops first (column reductions)
 };
 
+// A large matmul-like contraction (M, N, then one reduction K innermost) also gets cache tiles: up
+// to 64 x 256 x 128, multiples of the register tile (the notes' td_mm schedule). Without them the
+// generated 1024^3 matmul ran at 0.30x of Eigen. `m` and `nl` are the loops of M and N.
+void add_cache_tiles(Plan& plan, size_t m, size_t nl, int64_t M, int64_t N, int64_t K, const VectorShape& vs,
+                     int num_threads) {
+  auto cache_tile = [](int64_t extent, int64_t cap, int64_t unit) {
+    for (int64_t t = cap; t >= unit; t -= unit)
+      if (extent % t == 0) return t;
+    return unit;
+  };
+  plan.cache.assign(plan.tile.size(), 0);
+  // Mc small enough that threads still get a chunk each when M is the threaded loop (64 x 1024 x
+  // 4096 lost its threads to Mc = 64).
+  int64_t mc = cache_tile(M, 64, vs.mr);
+  if (m == 0 && num_threads > 1)
+    while (mc > vs.mr && M / mc < num_threads) mc = cache_tile(M, mc - vs.mr, vs.mr);
+  plan.cache[m] = mc;
+  plan.cache[nl] = cache_tile(N, 256, vs.nr);
+  // K untiled when it has no divisor of a useful size (a prime K gave K tiles of 1: the C tile
+  // loaded and stored once per k; fluxion_bench_jit matmul times 512 x 521 x 512).
+  const int64_t kc = largest_divisor_at_most(K, 128);
+  plan.cache.back() = kc >= 32 ? kc : 0;
+}
+
+// Threads: chunks of the outermost loop (of `extent`), for ops big enough to pay for a fork and
+// join -- 1M elements of work (the caller checks). At 64K, kernels made of many mid-size ops (the
+// MLP training step: a dozen 128K-400K-element loops) ran 2-3x slower with 2 threads than with one
+// on a shared VM, where each join waits for a descheduled thread (docs/jit.md). 0: no chunking.
+int64_t thread_chunk(const Plan& plan, int64_t extent, int num_threads) {
+  const int64_t unit = !plan.cache.empty() && plan.cache[0] ? plan.cache[0] : plan.tile[0];
+  const int64_t units = extent / unit;
+  for (int64_t k = int64_t(num_threads); k <= std::min<int64_t>(units, int64_t(num_threads) * 16); ++k)
+    if (units % k == 0) return (units / k) * unit;
+  return 0;
+}
+
+// Whether every input of a (parallel, reduction) generic is contiguous along the parallel loop.
+bool columns_contiguous(linalg::GenericOp g) {
+  for (OpOperand* in : g.getDpsInputOperands()) {
+    AffineMap m = g.getMatchingIndexingMap(in);
+    if (m.getNumResults() == 0 || !m.isFunctionOfDim(0)) continue;  // one value per row of the reduction
+    auto last = dyn_cast<AffineDimExpr>(m.getResult(m.getNumResults() - 1));
+    if (!last || last.getPosition() != 0) return false;
+  }
+  return true;
+}
+
 Plan plan_for(linalg::GenericOp g, int num_threads) {
   Plan plan;
   SmallVector<int64_t> ranges = g.getStaticLoopRanges();
@@ -140,14 +188,7 @@ Plan plan_for(linalg::GenericOp g, int num_threads) {
   // loop and each step adds one contiguous vector of columns to the accumulator. Tiled as is, it
   // vectorized across rows into vector<32x1> pieces (thousands of 1-lane ops to compile, slow).
   if (n == 2 && is_par(0) && !is_par(1)) {
-    bool columns_contiguous = true;
-    for (OpOperand* in : g.getDpsInputOperands()) {
-      AffineMap m = g.getMatchingIndexingMap(in);
-      if (m.getNumResults() == 0 || !m.isFunctionOfDim(0)) continue;  // one value per row of the reduction
-      auto last = dyn_cast<AffineDimExpr>(m.getResult(m.getNumResults() - 1));
-      if (!last || last.getPosition() != 0) columns_contiguous = false;
-    }
-    if (columns_contiguous && !contiguous) {
+    if (columns_contiguous(g) && !contiguous) {
       plan.swap = true;
       plan.tile = {1, largest_divisor_at_most(ranges[0], vs.vec)};
       return plan;
@@ -171,44 +212,12 @@ Plan plan_for(linalg::GenericOp g, int num_threads) {
           if (ranges[size_t(i)] % vs.mr == 0) plan.tile[size_t(i)] = vs.mr, m = i;
           break;
         }
-      // A large matmul-like contraction (M, N, then one reduction K innermost) also gets cache
-      // tiles: up to 64 x 256 x 128, multiples of the register tile (the notes' td_mm schedule).
-      // Without them the generated 1024^3 matmul ran at 0.30x of Eigen.
       const int64_t M = m >= 0 ? ranges[size_t(m)] : 0, N = ranges[size_t(last_par)], K = ranges[n - 1];
-      if (m >= 0 && num_red == 1 && plan.tile[size_t(last_par)] == vs.nr && M * N * K >= (int64_t(1) << 21)) {
-        auto cache_tile = [](int64_t extent, int64_t cap, int64_t unit) {
-          for (int64_t t = cap; t >= unit; t -= unit)
-            if (extent % t == 0) return t;
-          return unit;
-        };
-        plan.cache.assign(n, 0);
-        // Mc small enough that threads still get a chunk each when M is the threaded loop (64 x
-        // 1024 x 4096 lost its threads to Mc = 64).
-        int64_t mc = cache_tile(M, 64, vs.mr);
-        if (m == 0 && num_threads > 1)
-          while (mc > vs.mr && M / mc < num_threads) mc = cache_tile(M, mc - vs.mr, vs.mr);
-        plan.cache[size_t(m)] = mc;
-        plan.cache[size_t(last_par)] = cache_tile(N, 256, vs.nr);
-        // K untiled when it has no divisor of a useful size (a prime K gave K tiles of 1: the C
-        // tile loaded and stored once per k; fluxion_bench_jit matmul times 512 x 521 x 512).
-        const int64_t kc = largest_divisor_at_most(K, 128);
-        plan.cache[n - 1] = kc >= 32 ? kc : 0;
-      }
+      if (m >= 0 && num_red == 1 && plan.tile[size_t(last_par)] == vs.nr && M * N * K >= (int64_t(1) << 21))
+        add_cache_tiles(plan, size_t(m), size_t(last_par), M, N, K, vs, num_threads);
     }
   }
-  // Threads: chunks of the outermost loop when it is parallel and the op is big enough to pay
-  // for a fork and join: 1M elements of work. At 64K, kernels made of many mid-size ops (the MLP
-  // training step: a dozen 128K-400K-element loops) ran 2-3x slower with 2 threads than with one on
-  // a shared VM, where each join waits for a descheduled thread (docs/jit.md).
-  if (num_threads > 1 && is_par(0) && work >= (int64_t(1) << 20)) {
-    const int64_t extent = ranges[0], unit = !plan.cache.empty() && plan.cache[0] ? plan.cache[0] : plan.tile[0];
-    const int64_t units = extent / unit;
-    for (int64_t k = int64_t(num_threads); k <= std::min<int64_t>(units, int64_t(num_threads) * 16); ++k)
-      if (units % k == 0) {
-        plan.forall_chunk = (units / k) * unit;
-        break;
-      }
-  }
+  if (num_threads > 1 && is_par(0) && work >= (int64_t(1) << 20)) plan.forall_chunk = thread_chunk(plan, ranges[0], num_threads);
   return plan;
 }
 
@@ -244,9 +253,10 @@ const char* kVectorizeFunction =
 
 }  // namespace
 
-std::string row_fusion_script(ModuleOp module, int num_threads) {
+// The module's generics, when nothing but generics (and the function's plumbing) computes.
+std::optional<std::vector<linalg::GenericOp>> only_generics(ModuleOp module) {
   std::vector<linalg::GenericOp> generics;
-  bool only_generics = true;
+  bool only = true;
   module.walk<WalkOrder::PreOrder>([&](Operation* op) {
     if (auto g = dyn_cast<linalg::GenericOp>(op)) {
       generics.push_back(g);
@@ -255,10 +265,17 @@ std::string row_fusion_script(ModuleOp module, int num_threads) {
     const llvm::StringRef name = op->getName().getStringRef();
     if (!(isa<ModuleOp>(op) || name == "func.func" || name == "func.return" || name == "tensor.empty" ||
           name == "arith.constant" || name == "bufferization.to_tensor" || name == "bufferization.materialize_in_destination"))
-      only_generics = false;
+      only = false;
     return WalkResult::advance();
   });
-  if (!only_generics || generics.size() < 3) return {};
+  if (!only) return std::nullopt;
+  return generics;
+}
+
+std::string row_fusion_script(ModuleOp module, int num_threads) {
+  std::optional<std::vector<linalg::GenericOp>> found = only_generics(module);
+  if (!found || found->size() < 3) return {};
+  std::vector<linalg::GenericOp>& generics = *found;  // MLIR's op handles are used non-const
   int64_t rows = -1, work = 0;
   bool multi_use = false;
   for (linalg::GenericOp g : generics) {
