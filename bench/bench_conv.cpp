@@ -28,6 +28,8 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #endif
 
+#include "bench/timing.h"
+
 namespace fx = fluxion;
 using Clock = std::chrono::steady_clock;
 
@@ -35,15 +37,7 @@ namespace {
 
 int g_repeats = 5;
 
-double best_ms(const std::function<void()>& f) {
-  double best = 1e300;
-  for (int r = 0; r < g_repeats; ++r) {
-    auto t = Clock::now();
-    f();
-    best = std::min(best, std::chrono::duration<double, std::milli>(Clock::now() - t).count());
-  }
-  return best;
-}
+double best_ms(const std::function<void()>& f) { return fluxion_bench::best_ms(f, g_repeats); }
 
 fx::Array filled(const fx::Shape& s, float lo, float hi, int salt) {
   std::vector<float> v(size_t(s.numel()));

@@ -26,6 +26,8 @@
 // Eigen is the baseline of the matmul and MLP benchmarks (this file is built -march=native).
 #include <eigen3/Eigen/Core>
 
+#include "bench/timing.h"
+
 namespace fx = fluxion;
 using Clock = std::chrono::steady_clock;
 
@@ -33,15 +35,7 @@ namespace {
 
 int g_repeats = 10;
 
-double best_ms(const std::function<void()>& f) {
-  double best = 1e300;
-  for (int r = 0; r < g_repeats; ++r) {
-    auto t = Clock::now();
-    f();
-    best = std::min(best, std::chrono::duration<double, std::milli>(Clock::now() - t).count());
-  }
-  return best;
-}
+double best_ms(const std::function<void()>& f) { return fluxion_bench::best_ms(f, g_repeats); }
 
 // Runs body(lo, hi) over [0, n) on `threads` std::threads.
 void parallel(int threads, int64_t n, const std::function<void(int64_t, int64_t)>& body) {

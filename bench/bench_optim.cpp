@@ -19,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "bench/timing.h"
+
 namespace fx = fluxion;
 using Clock = std::chrono::steady_clock;
 
@@ -28,13 +30,7 @@ int g_repeats = 20;
 
 double best_ms(const std::function<void()>& f) {
   f();  // warm: first touch, compilation
-  double best = 1e300;
-  for (int r = 0; r < g_repeats; ++r) {
-    auto t = Clock::now();
-    f();
-    best = std::min(best, std::chrono::duration<double, std::milli>(Clock::now() - t).count());
-  }
-  return best;
+  return fluxion_bench::best_ms(f, g_repeats);
 }
 
 // ResNet-18 for CIFAR (3x3 stem, no max-pool, 10 classes): conv weights OIHW, batch-norm scale and
