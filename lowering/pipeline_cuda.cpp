@@ -20,6 +20,7 @@
 #include <mlir/IR/Diagnostics.h>
 #include <mlir/IR/Matchers.h>
 #include <mlir/IR/Verifier.h>
+#include <mlir/Interfaces/ViewLikeInterface.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -157,6 +158,9 @@ class CudaPipeline {
     out.num_buffers = int(fn.getNumArguments());
     std::map<Operation*, int> temporaries;
     auto param = [&](Value v, gpu::LaunchFuncOp l) {
+      // A view (reshape, cast, subview) passes its source's pointer: with bare pointers the
+      // kernel's memref type carries the static offset and strides itself.
+      while (auto view = v.getDefiningOp<ViewLikeOpInterface>()) v = view.getViewSource();
       if (auto arg = dyn_cast<BlockArgument>(v); arg && arg.getOwner()->getParentOp() == fn)
         return runtime::GpuParam{runtime::GpuParam::Kind::buffer, int(arg.getArgNumber())};
       if (auto it = temporaries.find(v.getDefiningOp()); it != temporaries.end())
@@ -173,7 +177,7 @@ class CudaPipeline {
       return uint32_t(x.getZExtValue());
     };
     for (Operation& op : fn.getBody().front()) {
-      if (isa<arith::ConstantOp, func::ReturnOp>(op)) continue;
+      if (isa<arith::ConstantOp, func::ReturnOp, ViewLikeOpInterface>(op)) continue;
       if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
         auto t = alloc.getType();
         if (!t.hasStaticShape()) fail("planning a temporary of dynamic shape");

@@ -145,7 +145,7 @@ TEST_CASE("gpu op table: programs run on the GPU match eager results on the CPU"
     exe.run(buffers);
     std::vector<char> host(out_bytes);
     gpu.copy_to_host(host.data(), buffers.back(), out_bytes);
-    const fx::Array got = fx::array_from_host(host.data(), want.dtype(), want.shape(), size_t(want.size()), {});
+    const fx::Array got = fx::detail::array_from_host(host.data(), want.dtype(), want.shape(), size_t(want.size()), {});
     for (cuda::DevicePtr b : buffers) gpu.release(b);
     const Tolerance tol = op.tolerance(Check::jit, d);
     const std::vector<double> g = to_host(got).data, w = to_host(want).data;

@@ -69,7 +69,7 @@ TEST_CASE("cuda devices: without a GPU none is listed and device_put to cuda:0 i
     CHECK_MESSAGE(contains(e.what(), "cuda:0 is not a device"), e.what());
     CHECK_MESSAGE(contains(e.what(), "test_gpu_runtime.cpp"), e.what());  // the user's line
   }
-  CHECK_THROWS_AS(fx::default_device_scope(gpu), fx::DeviceError);
+  CHECK_THROWS_AS([&] { fx::default_device_scope scope(gpu); }(), fx::DeviceError);
 }
 
 TEST_CASE("cuda allocator: steady state reuses blocks; size classes; out of memory trims the cache") {
