@@ -4,6 +4,8 @@
 #include <llvm/Support/raw_ostream.h>
 #include <mlir/Pass/PassRegistry.h>
 #include <mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h>
+#include <mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h>
+#include <mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h>
 #include <mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h>
 #include <mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h>
 
@@ -30,17 +32,25 @@ MlirSession& mlir_session() {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
     llvm::InitializeNativeTargetAsmParser();
+    // The GPU pipeline's PTX comes from LLVM's NVPTX back end (pipeline_cuda.cpp).
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
     mlir::DialectRegistry registry;
     register_all_mlir(registry);
     mlir::registerBuiltinDialectTranslation(registry);
     mlir::registerLLVMDialectTranslation(registry);
     mlir::registerOpenMPDialectTranslation(registry);
+    mlir::registerGPUDialectTranslation(registry);
+    mlir::registerNVVMDialectTranslation(registry);
     register_group_elementwise_pass();
     register_fuse_elementwise_pass();
     register_scalarize_rank0_pass();
     register_lower_copies_pass();
     register_accurate_math_pass();
     register_math_approx_pass();
+    register_gpu_passes();
     return new MlirSession(registry);
   }();
   return *s;

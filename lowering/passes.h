@@ -20,6 +20,13 @@ void register_accurate_math_pass();
 /// fx-accurate-math left (exp, log, tanh, erf; sin and cos without libmvec).
 void register_math_approx_pass();
 
+/// fx-gpu-copies and fx-gpu-parallel (gpu_passes.cpp): the GPU pipeline's mapping of bufferized
+/// functions to parallel loops, every memory access inside one.
+void register_gpu_passes();
+
+/// The fusion passes both pipelines run first (pipeline_cpu.cpp).
+extern const char* const kFusionPasses;
+
 /// Loads libmvec (once) so that kernels calling it link -- also kernels read back from the disk
 /// cache, which skip the pass -- and names the variant in use ("libmvec x86-64 e" for AVX-512,
 /// or "no libmvec"), which is part of a cached kernel's identity.

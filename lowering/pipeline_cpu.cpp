@@ -36,19 +36,18 @@ namespace fluxion::lowering {
 
 using namespace mlir;
 
-namespace {
-
 // ---- the pass lists -----------------------------------------------------------------------------------
 // Before tiling: named ops become generics so that elementwise producers fuse into each other and
 // into reductions (runs of elementwise ops grouped first, in linear time); outputs written by materialize_in_destination take over the tensor.empty of the
-// op that computes them (no copy).
-const char* kFusion =
+// op that computes them (no copy). The GPU pipeline (pipeline_cuda.cpp) runs the same list.
+const char* const kFusionPasses =
     "linalg-generalize-named-ops,"
     "func.func(fx-group-elementwise),"
     "fx-fuse-elementwise,"
     "eliminate-empty-tensors,"
     "canonicalize,cse,"
     "func.func(fx-scalarize-rank0)";
+namespace {
 
 // After it: hoist vector accumulators out of loops (on tensors, or they bounce through memory),
 // bufferize, free the temporaries (inline+symbol-dce remove the dealloc helper that the bare-pointer
@@ -161,7 +160,7 @@ class CpuPipeline {
   void fuse() {
     profiler::Scope prof("mlir", "fusion passes");
     auto t = Clock::now();
-    run(kFusion, "fusion");
+    run(kFusionPasses, "fusion");
     dump_module("fused.mlir");
     passes_ms_ += ms_since(t);
   }

@@ -12,6 +12,7 @@
 
 #include "ir/trace.h"
 #include "memory/buffer.h"
+#include "runtime/cuda_driver.h"
 #include "runtime/distributed.h"
 
 namespace fluxion {
@@ -95,12 +96,27 @@ Worker& worker(const fluxion::Device& d) {
 
 void check_local(const fluxion::Device& d, std::string_view what, SourceLoc loc) {
   if (is_local(d)) return;
-  const bool exists = d.platform == Platform::cpu && d.id < int(fluxion::devices().size());
-  throw DeviceError("DeviceError: " + std::string(what) + (loc.known() ? " at " + loc.str() : std::string()) + ": " +
-                    d.str() + (exists ? " belongs to another process" : " is not a device") +
+  const bool exists = d.platform == Platform::cpu && d.id < int(fluxion::devices("cpu").size());
+  const std::string where = "DeviceError: " + std::string(what) + (loc.known() ? " at " + loc.str() : std::string()) + ": ";
+  // A GPU that is not there: say why (no driver, the stub library, no device) in the driver's words.
+  const std::string no_gpu = d.platform != Platform::cuda ? std::string()
+                             : cuda::driver() ? " (the CUDA driver sees " + std::to_string(cuda::device_count()) + " GPU(s))"
+                                              : " (" + cuda::unavailable_reason() + ")";
+  throw DeviceError(where + d.str() + (exists ? " belongs to another process" : " is not a device") + no_gpu +
                     "; this process has " + device_list(local_devices()) +
                     " (FLUXION_CPU_DEVICES sets the number of CPU devices)");
 }
+
+namespace {
+// check_local, and that arrays can be placed on d: DeviceError for a GPU until GPU arrays exist.
+void check_placeable(const fluxion::Device& d, std::string_view what, SourceLoc loc) {
+  check_local(d, what, loc);
+  if (d.platform == Platform::cuda)
+    throw DeviceError("DeviceError: " + std::string(what) + (loc.known() ? " at " + loc.str() : std::string()) + ": " +
+                      d.str() + " (" + cuda::device_name(d.id) +
+                      ") is present, but arrays on GPUs are not implemented yet (docs/gpu.md)");
+}
+}  // namespace
 
 void run_on_devices(std::span<const fluxion::Device> devs, const std::function<void(size_t)>& task) {
   struct Launch {
@@ -134,17 +150,30 @@ void run_on_devices(std::span<const fluxion::Device> devs, const std::function<v
 
 }  // namespace runtime
 
-std::vector<Device> devices() {
-  const int per = runtime::cpu_devices_per_process(), procs = distributed::process_count();
+namespace {
+// The GPUs of this process (the driver's, loaded with dlopen: none without a driver or GPU).
+std::vector<Device> cuda_devices() {
   std::vector<Device> ds;
-  for (int i = 0; i < per * procs; ++i) ds.push_back(Device{Platform::cpu, i});
-  runtime::check_env_default();
+  for (int i = 0; i < runtime::cuda::device_count(); ++i) ds.push_back(Device{Platform::cuda, i});
+  return ds;
+}
+}  // namespace
+
+std::vector<Device> devices() {
+  std::vector<Device> ds = devices("cpu");
+  for (const Device& d : cuda_devices()) ds.push_back(d);
   return ds;
 }
 
 std::vector<Device> devices(std::string_view platform) {
-  if (platform == "cpu") return devices();
-  if (platform == "cuda") return {};  // no CUDA backend yet (issue 12)
+  if (platform == "cpu") {
+    const int per = runtime::cpu_devices_per_process(), procs = distributed::process_count();
+    std::vector<Device> ds;
+    for (int i = 0; i < per * procs; ++i) ds.push_back(Device{Platform::cpu, i});
+    runtime::check_env_default();
+    return ds;
+  }
+  if (platform == "cuda") return cuda_devices();
   throw DeviceError("DeviceError: devices(\"" + std::string(platform) + "\"): the platforms are \"cpu\" and \"cuda\"");
 }
 
@@ -152,10 +181,12 @@ std::vector<Device> local_devices() {
   const int per = runtime::cpu_devices_per_process(), first = distributed::process_index() * per;
   std::vector<Device> ds;
   for (int i = 0; i < per; ++i) ds.push_back(Device{Platform::cpu, first + i});
+  for (const Device& d : cuda_devices()) ds.push_back(d);
   return ds;
 }
 
 bool is_local(const Device& d) {
+  if (d.platform == Platform::cuda) return d.id >= 0 && d.id < runtime::cuda::device_count();
   const int per = runtime::cpu_devices_per_process(), first = distributed::process_index() * per;
   return d.platform == Platform::cpu && d.id >= first && d.id < first + per;
 }
@@ -163,7 +194,7 @@ bool is_local(const Device& d) {
 Array device_put(const Array& x, const Device& d, std::source_location loc) {
   if (!x.valid()) throw ValueError("ValueError: device_put at " + SourceLoc(loc).str() + ": an empty Array handle");
   if (x.is_tracer()) return x;
-  runtime::check_local(d, "device_put", loc);
+  runtime::check_placeable(d, "device_put", loc);
   Array out = make_concrete(x.aval(), x.data(loc));
   out.impl()->buffer->device = d;
   out.impl()->buffer->committed = true;
@@ -171,7 +202,7 @@ Array device_put(const Array& x, const Device& d, std::source_location loc) {
 }
 
 default_device_scope::default_device_scope(const Device& d, std::source_location loc) {
-  runtime::check_local(d, "default_device_scope", loc);
+  runtime::check_placeable(d, "default_device_scope", loc);
   push_default_device(d);
 }
 default_device_scope::~default_device_scope() { pop_default_device(); }

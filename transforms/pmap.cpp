@@ -11,7 +11,7 @@
 namespace fluxion::pmap_detail {
 
 Placement place(const std::vector<Device>& devices, const std::string& axis, SourceLoc loc) {
-  const std::vector<Device> all = fluxion::devices();
+  const std::vector<Device> all = fluxion::devices("cpu");  // pmap's arrays are host arrays (no GPU arrays yet)
   const std::vector<Device>& chosen = devices.empty() ? all : devices;
   Placement at;
   at.axis_size = int64_t(chosen.size());

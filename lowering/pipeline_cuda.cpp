@@ -1,0 +1,257 @@
+// The CUDA pipeline: the second visible list of stages beside the CPU one (pipeline_cpu.cpp), with
+// the same dumps under FLUXION_DUMP.
+//
+//   check      every primitive is one the GPU pipeline lowers, else CompileError naming it and the
+//              user's line (never a silent CPU fallback)
+//   lower      Program -> func + linalg on tensors (lower_program.cpp, shared with the CPU)   .input.mlir
+//   fuse       the CPU's fusion passes (elementwise producers into consumers)                 .fused.mlir
+//   map        bufferize; linalg -> scf.parallel; serial leftovers into one-thread loops;
+//              tile 1x..x256; parallel loops -> gpu.launch; outline the kernels               .gpu.mlir
+//   ptx        NVVM, then gpu-module-to-binary{format=isa}: NVPTX code generation with libdevice
+//              for the math functions                                                          .ptx
+//   plan       read the host function: temporaries (memref.alloc) and, per gpu.launch_func, the
+//              kernel's name, grid, block and which buffer each parameter is (runtime/gpu_program.h)
+//
+// What this does not do yet (docs/gpu.md): block reductions (a reduced row is one thread's loop),
+// vectorized loads, dot_general through cuBLAS, control flow, indexing, random bits.
+#include <mlir/Dialect/Arith/IR/Arith.h>
+#include <mlir/Dialect/GPU/IR/GPUDialect.h>
+#include <mlir/Dialect/MemRef/IR/MemRef.h>
+#include <mlir/IR/Diagnostics.h>
+#include <mlir/IR/Matchers.h>
+#include <mlir/IR/Verifier.h>
+#include <mlir/Interfaces/ViewLikeInterface.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+
+#include "ir/error.h"
+#include "ir/profiler.h"
+#include "lowering/compile_cuda.h"
+#include "lowering/lower.h"
+#include "lowering/mlir_session.h"
+#include "lowering/passes.h"
+
+#include "fluxion_cuda_config.h"  // FLUXION_CUDA_HOME: the toolkit meson found, or "" (meson.build)
+
+namespace fluxion::lowering {
+
+using namespace mlir;
+
+namespace {
+
+// The primitives whose lowering (lower_*.cpp) is plain linalg on tensors with arith/math bodies,
+// which the list below maps to the GPU. Each is checked through ptxas by the op-table test
+// (tests/test_gpu_ptx.cpp); a primitive not listed raises CompileError.
+bool gpu_lowers(Prim p) {
+  switch (p) {
+    case Prim::neg: case Prim::sign: case Prim::floor: case Prim::ceil: case Prim::round: case Prim::is_finite:
+    case Prim::exp: case Prim::exp2: case Prim::log: case Prim::log1p: case Prim::expm1: case Prim::tanh:
+    case Prim::logistic: case Prim::sin: case Prim::cos: case Prim::tan: case Prim::asin: case Prim::acos:
+    case Prim::atan: case Prim::sinh: case Prim::cosh: case Prim::asinh: case Prim::acosh: case Prim::atanh:
+    case Prim::sqrt: case Prim::rsqrt: case Prim::cbrt: case Prim::abs: case Prim::not_: case Prim::erf:
+    case Prim::integer_pow: case Prim::stop_gradient:
+    case Prim::add: case Prim::sub: case Prim::mul: case Prim::div: case Prim::rem: case Prim::pow: case Prim::max:
+    case Prim::min: case Prim::atan2: case Prim::and_: case Prim::or_: case Prim::xor_: case Prim::add_any:
+    case Prim::eq: case Prim::ne: case Prim::lt: case Prim::le: case Prim::gt: case Prim::ge: case Prim::select:
+    case Prim::clamp: case Prim::convert_element_type:
+    case Prim::broadcast_in_dim: case Prim::reshape: case Prim::transpose: case Prim::squeeze: case Prim::rev:
+    case Prim::iota: case Prim::slice: case Prim::concatenate: case Prim::pad:
+    case Prim::reduce_sum: case Prim::reduce_max: case Prim::reduce_min: case Prim::reduce_prod: case Prim::argmax:
+    case Prim::argmin: case Prim::reduce_and: case Prim::reduce_or:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// After the CPU's fusion passes (kFusionPasses, passes.h): bufferize without freeing (the runtime
+// owns temporaries: each memref.alloc left in the host function is one), make every op a parallel
+// loop, and map the loops to blocks and threads.
+const char* kMapToGpu =
+    "canonicalize,cse,"
+    "empty-tensor-to-alloc-tensor,"
+    "one-shot-bufferize{allow-return-allocs-from-loops},"
+    "canonicalize,cse,"
+    "func.func(fx-gpu-copies),"
+    "func.func(convert-linalg-to-parallel-loops),"
+    "func.func(fx-gpu-parallel),"
+    "func.func(gpu-map-parallel-loops),"
+    "func.func(convert-parallel-loops-to-gpu),"
+    "canonicalize,cse,"
+    "func.func(gpu-launch-sink-index-computations),"
+    "gpu-kernel-outlining,"
+    "lower-affine,canonicalize,cse";
+
+// The kernels to PTX for sm_90 (H100/H200), with libdevice from the toolkit for the math.
+std::string to_ptx_passes(const std::string& chip, const std::string& toolkit) {
+  return "nvvm-attach-target{chip=" + chip + " features=+ptx80 O=3},"
+         "gpu.module(convert-scf-to-cf,arith-expand{include-bf16=1},"
+         "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},canonicalize,cse,reconcile-unrealized-casts),"
+         "gpu-module-to-binary{format=isa toolkit=" + toolkit + "}";
+}
+
+std::string print(Operation* op) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  op->print(os);
+  return s;
+}
+
+class CudaPipeline {
+ public:
+  CudaPipeline(const Program& p, const CompileOptions& o)
+      : program_(p), options_(o), session_(mlir_session()), lock_(session_.mutex),
+        handler_(&session_.context, [this](Diagnostic& d) {
+          llvm::raw_string_ostream os(diagnostics_);
+          os << "\n  " << d.getLocation() << ": " << d;
+          return success();
+        }) {
+    dump("program.txt", p.str());
+  }
+
+  runtime::GpuProgram compile() {
+    check();
+    {
+      profiler::Scope prof("mlir", "lower to MLIR");
+      module_ = lower_program(session_.context, program_, options_);
+      dump_module("input.mlir");
+    }
+    profiler::Scope prof("mlir", "GPU passes and PTX");
+    run(kFusionPasses, "fusion");
+    dump_module("fused.mlir");
+    run(kMapToGpu, "mapping to the GPU");
+    dump_module("gpu.mlir");
+    run(to_ptx_passes(gpu_chip(), cuda_toolkit_path()), "NVVM and PTX generation");
+    runtime::GpuProgram out = plan();
+    for (const runtime::GpuModule& m : out.modules) dump((m.name + ".ptx").c_str(), m.ptx);
+    return out;
+  }
+
+ private:
+  void check() const {
+    for (const Eqn& e : program_.eqns) {
+      if (gpu_lowers(e.prim)) continue;
+      std::vector<AbstractArray> in;
+      for (const Atom& a : e.inputs) in.push_back(program_.aval(a));
+      op_error(ErrorKind::Compile, "jit", in, e.loc,
+               "the primitive '" + std::string(prim_name(e.prim)) +
+                   "' has no GPU lowering yet (docs/gpu.md lists what has); it is not run on the CPU instead");
+    }
+  }
+
+  // The host function after the passes: constants, temporaries and launches only.
+  runtime::GpuProgram plan() {
+    runtime::GpuProgram out;
+    out.target = gpu_chip();
+    std::map<std::string, int> module_index;
+    module_->walk([&](gpu::BinaryOp bin) {
+      for (Attribute a : bin.getObjectsAttr()) {  // one object: the one target attached
+        StringRef bytes = cast<gpu::ObjectAttr>(a).getObject().getValue();
+        if (!bytes.empty() && bytes.back() == '\0') bytes = bytes.drop_back();  // ptxas rejects the NUL
+        module_index[bin.getSymName().str()] = int(out.modules.size());
+        out.modules.push_back({bin.getSymName().str(), bytes.str()});
+      }
+    });
+    auto fn = module_->lookupSymbol<func::FuncOp>("kernel");
+    out.num_buffers = int(fn.getNumArguments());
+    std::map<Operation*, int> temporaries;
+    auto param = [&](Value v, gpu::LaunchFuncOp l) {
+      // A view (reshape, cast, subview) passes its source's pointer: with bare pointers the
+      // kernel's memref type carries the static offset and strides itself.
+      while (auto view = v.getDefiningOp<ViewLikeOpInterface>()) v = view.getViewSource();
+      if (auto arg = dyn_cast<BlockArgument>(v); arg && arg.getOwner()->getParentOp() == fn)
+        return runtime::GpuParam{runtime::GpuParam::Kind::buffer, int(arg.getArgNumber())};
+      if (auto it = temporaries.find(v.getDefiningOp()); it != temporaries.end())
+        return runtime::GpuParam{runtime::GpuParam::Kind::temporary, it->second};
+      l.emitError("a kernel parameter that is neither a buffer nor a temporary");
+      fail("reading the launches");
+    };
+    auto dim = [&](Value v, gpu::LaunchFuncOp l) {
+      llvm::APInt x;
+      if (!matchPattern(v, m_ConstantInt(&x))) {
+        l.emitError("a launch dimension that is not a constant");
+        fail("reading the launches");
+      }
+      return uint32_t(x.getZExtValue());
+    };
+    for (Operation& op : fn.getBody().front()) {
+      if (isa<arith::ConstantOp, func::ReturnOp, ViewLikeOpInterface>(op)) continue;
+      if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
+        auto t = alloc.getType();
+        if (!t.hasStaticShape()) fail("planning a temporary of dynamic shape");
+        temporaries[&op] = int(out.temporary_bytes.size());
+        out.temporary_bytes.push_back(size_t(t.getNumElements()) * std::max<size_t>(1, t.getElementTypeBitWidth() / 8));
+        continue;
+      }
+      if (auto l = dyn_cast<gpu::LaunchFuncOp>(op)) {
+        runtime::GpuLaunch launch;
+        launch.kernel = l.getKernelName().str();
+        auto m = module_index.find(l.getKernelModuleName().str());
+        if (m == module_index.end()) fail("finding the PTX of " + l.getKernelModuleName().str());
+        launch.module = m->second;
+        launch.grid = {dim(l.getGridSizeX(), l), dim(l.getGridSizeY(), l), dim(l.getGridSizeZ(), l)};
+        launch.block = {dim(l.getBlockSizeX(), l), dim(l.getBlockSizeY(), l), dim(l.getBlockSizeZ(), l)};
+        if (Value s = l.getDynamicSharedMemorySize()) launch.shared_bytes = dim(s, l);
+        for (Value v : l.getKernelOperands()) launch.params.push_back(param(v, l));
+        out.launches.push_back(std::move(launch));
+        continue;
+      }
+      op.emitError("this operation was left on the host");
+      fail("planning the launches");
+    }
+    return out;
+  }
+
+  [[noreturn]] void fail(const std::string& stage) {
+    throw CompileError("CompileError: jit for the GPU: " + stage + " failed for the program\n" + program_.str() +
+                       "MLIR said:" + diagnostics_);
+  }
+
+  void run(const std::string& passes, const char* what) {
+    PassManager* pm = pass_manager(passes, diagnostics_);
+    if (!pm) fail(std::string("parsing the pass list of ") + what);
+    if (failed(pm->run(*module_))) fail(what);
+    if (failed(verify(*module_))) fail(std::string("verifying the module after ") + what);
+  }
+
+  void dump(const char* suffix, const std::string& text) const {
+    if (options_.dump_dir.empty()) return;
+    std::ofstream(options_.dump_dir + "/" + options_.dump_name + ".cuda." + suffix) << text;
+  }
+  void dump_module(const char* suffix) const {
+    if (!options_.dump_dir.empty()) dump(suffix, print(*module_));
+  }
+
+  const Program& program_;
+  const CompileOptions& options_;
+  MlirSession& session_;
+  std::lock_guard<std::mutex> lock_;
+  std::string diagnostics_;
+  ScopedDiagnosticHandler handler_;
+  OwningOpRef<ModuleOp> module_;
+};
+
+}  // namespace
+
+std::string cuda_toolkit_path() {
+  const char* env = std::getenv("FLUXION_CUDA_HOME");
+  return env && *env ? env : FLUXION_CUDA_HOME;
+}
+
+std::string gpu_chip() {
+  const char* env = std::getenv("FLUXION_GPU_ARCH");
+  return env && *env ? env : "sm_90";
+}
+
+bool gpu_lowers_primitive(Prim p) { return gpu_lowers(p); }
+
+runtime::GpuProgram compile_cuda(const Program& p, const CompileOptions& options) {
+  if (cuda_toolkit_path().empty())
+    throw CompileError("CompileError: jit for the GPU: this build of Fluxion has no CUDA toolkit (meson -Dcuda=enabled "
+                       "with the toolkit installed, or FLUXION_CUDA_HOME naming one), so no libdevice for PTX generation");
+  return CudaPipeline(p, options).compile();
+}
+
+}  // namespace fluxion::lowering

@@ -1,0 +1,25 @@
+#include "runtime/gpu_program.h"
+
+#include "ir/error.h"
+
+namespace fluxion::runtime {
+
+std::vector<void*> pack_params(const GpuLaunch& launch, std::span<const uint64_t> buffers,
+                               std::span<const uint64_t> temporaries, std::vector<uint64_t>& slots) {
+  slots.assign(launch.params.size(), 0);
+  std::vector<void*> pointers(launch.params.size());
+  for (size_t i = 0; i < launch.params.size(); ++i) {
+    const GpuParam& p = launch.params[i];
+    const bool temp = p.kind == GpuParam::Kind::temporary;
+    const std::span<const uint64_t> from = temp ? temporaries : buffers;
+    if (p.index < 0 || size_t(p.index) >= from.size())
+      throw DeviceError("DeviceError: kernel " + launch.kernel + " parameter " + std::to_string(i) + " is " +
+                        (temp ? "temporary " : "buffer ") + std::to_string(p.index) + ", but the launch has " +
+                        std::to_string(from.size()) + (temp ? " temporaries" : " buffers"));
+    slots[i] = from[size_t(p.index)];
+    pointers[i] = &slots[i];
+  }
+  return pointers;
+}
+
+}  // namespace fluxion::runtime

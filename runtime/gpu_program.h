@@ -1,0 +1,57 @@
+// A Program compiled for a GPU (lowering/compile.h: compile_cuda): PTX text plus the host side's
+// plan -- the temporaries to allocate and the kernels to launch, each with its grid, block and the
+// buffers its parameters are. MLIR produces only the kernels; the C++ runtime does the launches
+// (shared/notes/mlir19 §3: MLIR's own host runtime is not used).
+//
+// Kernel parameter ABI (convert-gpu-to-nvvm with bare pointers, static shapes): one 64-bit device
+// address per memref. The parameter order is the order in which the launch body first used each
+// buffer, NOT the kernel's argument order, so each launch records its own list.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace fluxion::runtime {
+
+/// One kernel parameter: the address of buffer `index` of the program's kernel ABI
+/// (runtime/kernel.h: invars, constvars, outputs), or of temporary `index`.
+struct GpuParam {
+  enum class Kind : uint8_t { buffer, temporary };
+  Kind kind = Kind::buffer;
+  int index = 0;
+  friend bool operator==(const GpuParam&, const GpuParam&) = default;
+};
+
+/// One PTX module: MLIR outlines each launch into a gpu.module of its own, compiled separately
+/// (each has its own .version/.target header, and entries of different modules share names).
+struct GpuModule {
+  std::string name;  // the gpu.module's symbol
+  std::string ptx;   // PTX text, without the NUL MLIR appends (ptxas rejects it; c_str() adds it back)
+};
+
+struct GpuLaunch {
+  int module = 0;      // index into GpuProgram::modules
+  std::string kernel;  // the PTX entry's name in that module
+  std::array<uint32_t, 3> grid{1, 1, 1}, block{1, 1, 1};
+  uint32_t shared_bytes = 0;  // dynamic shared memory
+  std::vector<GpuParam> params;
+};
+
+struct GpuProgram {
+  std::vector<GpuModule> modules;
+  std::string target = "sm_90";
+  int num_buffers = 0;                  // invars + constvars + outvars
+  std::vector<size_t> temporary_bytes;  // device scratch the launches share, freed after the last
+  std::vector<GpuLaunch> launches;      // queued in this order on the device's stream
+};
+
+/// The values of a launch's parameters (device addresses), in parameter order; `slots` receives
+/// them and the returned pointers (one per parameter, pointing into `slots`) are what
+/// cuLaunchKernel takes. Throws DeviceError when an index is out of range.
+std::vector<void*> pack_params(const GpuLaunch& launch, std::span<const uint64_t> buffers,
+                               std::span<const uint64_t> temporaries, std::vector<uint64_t>& slots);
+
+}  // namespace fluxion::runtime

@@ -1,0 +1,159 @@
+// The CUDA pipeline without a GPU: every op-table program whose primitives the GPU pipeline lowers
+// goes to PTX, and ptxas (from the toolkit, when there is one) must accept it for sm_90; a program
+// holding any other primitive raises CompileError naming it and the user's line. With a GPU, the
+// same programs run on it and are compared with eager results on the CPU (skipped without one).
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <unistd.h>
+
+#include "lowering/compile_cuda.h"
+#include "op_table.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/gpu_executable.h"
+
+namespace optable {
+namespace {
+
+namespace cuda = fx::runtime::cuda;
+
+std::string ptxas() { return fx::lowering::cuda_toolkit_path() + "/bin/ptxas"; }
+bool have_toolkit() { return !fx::lowering::cuda_toolkit_path().empty(); }
+bool have_ptxas() { return have_toolkit() && access(ptxas().c_str(), X_OK) == 0; }
+
+const fx::Eqn* not_on_gpu(const fx::Program& p) {
+  for (const fx::Eqn& e : p.eqns)
+    if (!fx::lowering::gpu_lowers_primitive(e.prim)) return &e;
+  return nullptr;
+}
+
+// ptxas's verdict on the PTX: empty when accepted, else what it said.
+std::string ptxas_rejects(const std::string& ptx) {
+  const std::string dir = std::filesystem::temp_directory_path() / ("fluxion_ptx_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string in = dir + "/k.ptx", log = dir + "/ptxas.log";
+  std::ofstream(in) << ptx;
+  const std::string cmd = ptxas() + " -arch=" + fx::lowering::gpu_chip() + " " + in + " -o " + dir + "/k.cubin > " + log + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  std::stringstream said;
+  said << std::ifstream(log).rdbuf();
+  std::filesystem::remove_all(dir);
+  return rc == 0 ? std::string() : "ptxas exit " + std::to_string(rc) + ": " + said.str();
+}
+
+// Each op in each dtype, on its first sample: the program the jit would compile.
+template <class F>
+void for_each_program(F&& f) {
+  for (const OpInfo& op : op_table()) {
+    if (!op.applies(Check::jit)) continue;
+    for (fx::DType d : op.dtypes) {
+      const Sample& s = op.samples.front();
+      std::vector<fx::Array> args = sample_args(s, d);
+      try {
+        op.op(args);
+      } catch (const std::exception&) {
+        continue;  // reported by the eager op-table test
+      }
+      fx::Program p = fx::make_ir([&](const std::vector<fx::Array>& a) { return op.op(a); })(args);
+      std::ostringstream what;
+      what << op.name << " [" << fx::dtype_name(d) << "] " << s.label;
+      f(op, d, args, p, what.str());
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("gpu op table: the PTX of every program the GPU pipeline lowers is accepted by ptxas" *
+          doctest::skip(!have_ptxas())) {
+  int compiled = 0;
+  std::set<std::string> ops;
+  for_each_program([&](const OpInfo& op, fx::DType, const std::vector<fx::Array>&, const fx::Program& p,
+                       const std::string& what) {
+    if (not_on_gpu(p)) return;
+    CAPTURE(what);
+    fx::runtime::GpuProgram g;
+    try {
+      g = fx::lowering::compile_cuda(p, {});
+    } catch (const fx::CompileError& e) {
+      FAIL_CHECK(e.what());
+      return;
+    }
+    CHECK(!g.launches.empty());
+    for (const fx::runtime::GpuLaunch& l : g.launches) {
+      REQUIRE(size_t(l.module) < g.modules.size());
+      CHECK(g.modules[size_t(l.module)].ptx.find(".entry " + l.kernel + "(") != std::string::npos);
+      for (const fx::runtime::GpuParam& prm : l.params)
+        CHECK(prm.index < (prm.kind == fx::runtime::GpuParam::Kind::buffer ? g.num_buffers : int(g.temporary_bytes.size())));
+    }
+    for (const fx::runtime::GpuModule& m : g.modules) {
+      CHECK(m.ptx.find(".target " + fx::lowering::gpu_chip()) != std::string::npos);
+      const std::string rejected = ptxas_rejects(m.ptx);
+      CHECK_MESSAGE(rejected.empty(), m.name << ": " << rejected);
+    }
+    ++compiled;
+    ops.insert(op.name);
+  });
+  MESSAGE(compiled << " programs of " << ops.size() << " ops through PTX and ptxas");
+  CHECK(ops.size() >= 40);
+}
+
+TEST_CASE("gpu op table: a primitive the GPU pipeline does not lower raises CompileError naming it and the line" *
+          doctest::skip(!have_toolkit())) {
+  int raised = 0;
+  for_each_program([&](const OpInfo&, fx::DType, const std::vector<fx::Array>&, const fx::Program& p,
+                       const std::string& what) {
+    const fx::Eqn* e = not_on_gpu(p);
+    if (!e) return;
+    CAPTURE(what);
+    const std::string name(fx::prim_name(e->prim));
+    try {
+      fx::lowering::compile_cuda(p, {});
+      FAIL_CHECK("no CompileError for a program holding " << name);
+    } catch (const fx::CompileError& err) {
+      CHECK_MESSAGE(std::string(err.what()).find("'" + name + "' has no GPU lowering") != std::string::npos, err.what());
+      if (e->loc.known()) CHECK_MESSAGE(std::string(err.what()).find(e->loc.str()) != std::string::npos, err.what());
+      ++raised;
+    }
+  });
+  CHECK(raised > 0);
+}
+
+TEST_CASE("gpu op table: programs run on the GPU match eager results on the CPU" *
+          doctest::skip(!have_toolkit() || cuda::device_count() == 0)) {
+  cuda::Gpu& gpu = cuda::Gpu::get(0);
+  int ran = 0;
+  for_each_program([&](const OpInfo& op, fx::DType d, const std::vector<fx::Array>& args, const fx::Program& p,
+                       const std::string& what) {
+    if (not_on_gpu(p) || !p.constvars.empty()) return;
+    CAPTURE(what);
+    fx::runtime::GpuExecutable exe(gpu, fx::lowering::compile_cuda(p, {}));
+    const fx::Array want = op.op(args);
+    std::vector<cuda::DevicePtr> buffers;
+    for (const fx::Array& a : args) {
+      const size_t bytes = std::max<size_t>(1, size_t(a.size()) * fx::itemsize(a.dtype()));
+      buffers.push_back(gpu.allocate(bytes));
+      if (a.size() > 0) gpu.copy_to_device(buffers.back(), a.data(), bytes);
+    }
+    const size_t out_bytes = std::max<size_t>(1, size_t(want.size()) * fx::itemsize(want.dtype()));
+    buffers.push_back(gpu.allocate(out_bytes));
+    exe.run(buffers);
+    std::vector<char> host(out_bytes);
+    gpu.copy_to_host(host.data(), buffers.back(), out_bytes);
+    const fx::Array got = fx::detail::array_from_host(host.data(), want.dtype(), want.shape(), size_t(want.size()), {});
+    for (cuda::DevicePtr b : buffers) gpu.release(b);
+    const Tolerance tol = op.tolerance(Check::jit, d);
+    const std::vector<double> g = to_host(got).data, w = to_host(want).data;
+    REQUIRE(g.size() == w.size());
+    for (size_t i = 0; i < g.size(); ++i) CHECK_MESSAGE(close(g[i], w[i], tol), "element " << i << ": " << g[i] << " vs " << w[i]);
+    ++ran;
+  });
+  CHECK(ran > 0);
+}
+
+}  // namespace optable
