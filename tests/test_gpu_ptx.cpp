@@ -107,6 +107,27 @@ TEST_CASE("gpu op table: the PTX of every program the GPU pipeline lowers is acc
   CHECK(ops.size() >= 40);
 }
 
+TEST_CASE("gpu launch plan: an elementwise op's grid times block covers its shape, one launch, in order" *
+          doctest::skip(!have_toolkit())) {
+  for (const fx::Shape& shape : {fx::Shape{1000}, fx::Shape{300, 1000}, fx::Shape{7, 30, 100}}) {
+    CAPTURE(shape.str());
+    fx::Array x = fx::ones(shape), y = fx::ones(shape);
+    const fx::Program p = fx::make_ir([](const fx::Array& a, const fx::Array& b) { return fx::exp(a) * b + 1.f; })(x, y);
+    const fx::runtime::GpuProgram g = fx::lowering::compile_cuda(p, {});
+    REQUIRE(g.launches.size() == 1);  // the chain is fused into one kernel
+    const fx::runtime::GpuLaunch& l = g.launches[0];
+    // gpu-map-parallel-loops maps loop dimension d to grid/block dimension d (x, y, z).
+    for (int d = 0; d < shape.rank(); ++d) CHECK(int64_t(l.grid[size_t(d)]) * l.block[size_t(d)] >= shape[d]);
+    CHECK(l.block[size_t(shape.rank() - 1)] == 256);  // the innermost (contiguous) dimension spread over 256 threads
+    CHECK(g.num_buffers == 3);
+    CHECK(g.temporary_bytes.empty());
+    // Every buffer is a parameter, the output among them.
+    std::set<int> used;
+    for (const fx::runtime::GpuParam& prm : l.params) used.insert(prm.index);
+    CHECK(used == std::set<int>{0, 1, 2});
+  }
+}
+
 TEST_CASE("gpu op table: a primitive the GPU pipeline does not lower raises CompileError naming it and the line" *
           doctest::skip(!have_toolkit())) {
   int raised = 0;
