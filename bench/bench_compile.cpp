@@ -1,12 +1,15 @@
 // Compile time of fx::jit: where it goes, how it scales with program size and vector width, and
 // what the object-code disk cache saves in a new process.
 //
-//   fluxion_bench_compile [sections...]    sections: mlp onep scaling sweep (all when none is named)
+//   fluxion_bench_compile [sections...]    sections: mlp onep gpu scaling sweep (all when none is named)
 //
 // mlp      the MLP training step (784-512-10, batch 256): trace + value_and_grad, then the compile
 //          split into lowering, MLIR passes, LLVM and linking (median of 5 fresh fingerprints); then
 //          a *new process* (this program re-run as a child) served by FLUXION_CACHE_DIR.
 // onep     a one-op function, median of 20 fresh compiles.
+// gpu      the same one-op function compiled for the GPU (lowering/pipeline_cuda.cpp: MLIR passes,
+//          NVPTX code generation, libdevice), median of 21, against the CPU compile of `onep` in
+//          the same run (issue 12's target: <= 30 ms). Needs no GPU; skipped without a toolkit.
 // scaling  the programs new users found slow: vmap over 64 keys of mean(exp(normal(k, 4096, f64))),
 //          per-example attention gradients at batch 256, and a hand-unrolled leapfrog at 360 ...
 //          10,000 eqns.
@@ -31,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "lowering/compile_cuda.h"
 #include "models.h"
 
 namespace fx = fluxion;
@@ -158,6 +162,28 @@ void bench_one_op() {
   std::printf("\n");
 }
 
+// ---- gpu -----------------------------------------------------------------------------------------------
+void bench_gpu_one_op() {
+  if (fx::lowering::cuda_toolkit_path().empty()) {
+    std::printf("one-op GPU compile: skipped (no CUDA toolkit in this build)\n\n");
+    return;
+  }
+  fx::Array x = fx::ones({1024});
+  const fx::Program p = fx::make_ir([](const fx::Array& a) { return a * 3.f; })(x);
+  std::vector<double> wall, cpu;
+  for (int i = 0; i < 21; ++i) {
+    const auto t = Clock::now();
+    const double c = thread_cpu_ms();
+    fx::lowering::compile_cuda(p, {});
+    wall.push_back(ms_since(t));
+    cpu.push_back(thread_cpu_ms() - c);
+  }
+  std::sort(wall.begin(), wall.end());
+  std::sort(cpu.begin(), cpu.end());
+  std::printf("one-op function f32[1024] * 3 for the GPU (%s, PTX; no GPU needed)\n", fx::lowering::gpu_chip().c_str());
+  std::printf("  compile, median of 21: %.1f ms wall, %.1f ms thread CPU (target <= 30 ms)\n\n", wall[10], cpu[10]);
+}
+
 // ---- scaling -------------------------------------------------------------------------------------------
 fx::Array attention_loss(const fx::Array& w, const fx::Array& x) {  // w: [3, d, d]; x: [t, d]
   const int64_t d = x.shape()[1];
@@ -237,6 +263,7 @@ int main(int argc, char** argv) {
               std::getenv("FLUXION_CPU") ? std::getenv("FLUXION_CPU") : "host");
   if (want(argc, argv, "mlp")) bench_mlp(argv[0]);
   if (want(argc, argv, "onep")) bench_one_op();
+  if (want(argc, argv, "gpu")) bench_gpu_one_op();
   if (want(argc, argv, "scaling")) bench_scaling();
   if (want(argc, argv, "sweep")) bench_sweep();
   return 0;

@@ -2,20 +2,31 @@
 //
 //   fx-gpu-copies    memref.copy -> linalg.copy, so that convert-linalg-to-parallel-loops makes
 //                    the copy a parallel loop (one thread per element) like every other op.
+//   fx-gpu-constants splat tensor constants -> linalg.fill, before bufferization (no host globals).
 //   fx-gpu-parallel  every top-level op that touches memory outside an scf.parallel (the scalar
 //                    code of rank-0 results, the loops of full reductions) goes into a
 //                    one-iteration scf.parallel, so that the whole function becomes launches and
 //                    nothing runs on the host against device memory; then each scf.parallel is
 //                    tiled 1 x ... x 1 x 256, so that its outer loop maps to blocks and the inner
 //                    one to 256 threads along the innermost (contiguous) dimension.
+//   fx-gpu-math      the math ops convert-gpu-to-nvvm (MLIR 19) has no libdevice call for, in
+//                    terms of ones it has: sinh, cosh, asinh, acosh, atanh, round, roundeven by
+//                    MLIR's own expansions; asin, acos through atan2 and sqrt; integer abs;
+//                    calls of C math functions -> libdevice's (__nv_fmodf, ...).
 #include <mlir/Dialect/Arith/IR/Arith.h>
 #include <mlir/Dialect/Func/IR/FuncOps.h>
 #include <mlir/Dialect/Linalg/IR/Linalg.h>
+#include <mlir/Dialect/GPU/IR/GPUDialect.h>
+#include <mlir/Dialect/Math/IR/Math.h>
+#include <mlir/Dialect/Math/Transforms/Passes.h>
 #include <mlir/Dialect/MemRef/IR/MemRef.h>
 #include <mlir/Dialect/SCF/IR/SCF.h>
 #include <mlir/Dialect/SCF/Transforms/Transforms.h>
+#include <mlir/Dialect/Tensor/IR/Tensor.h>
 #include <mlir/Interfaces/SideEffectInterfaces.h>
+#include <mlir/Interfaces/ViewLikeInterface.h>
 #include <mlir/Pass/Pass.h>
+#include <mlir/Transforms/GreedyPatternRewriteDriver.h>
 
 #include "lowering/passes.h"
 
@@ -43,6 +54,33 @@ struct GpuCopiesPass : public PassWrapper<GpuCopiesPass, OperationPass<func::Fun
   }
 };
 
+// A splat tensor constant (the initial value of a max reduction, ...) would bufferize to a global
+// in host memory, which no kernel can read: it becomes a fill of an empty tensor instead.
+struct GpuConstantsPass : public PassWrapper<GpuConstantsPass, OperationPass<func::FuncOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(GpuConstantsPass)
+  StringRef getArgument() const final { return "fx-gpu-constants"; }
+  StringRef getDescription() const final { return "splat tensor constants -> linalg.fill (no host globals)"; }
+  void getDependentDialects(DialectRegistry& r) const override {
+    r.insert<linalg::LinalgDialect, tensor::TensorDialect>();
+  }
+  void runOnOperation() override {
+    SmallVector<arith::ConstantOp> splats;
+    getOperation().walk([&](arith::ConstantOp op) {
+      auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
+      if (dense && dense.isSplat() && isa<RankedTensorType>(op.getType())) splats.push_back(op);
+    });
+    for (arith::ConstantOp op : splats) {
+      OpBuilder b(op);
+      auto type = cast<RankedTensorType>(op.getType());
+      auto dense = cast<DenseElementsAttr>(op.getValue());
+      Value scalar = b.create<arith::ConstantOp>(op.getLoc(), type.getElementType(), dense.getSplatValue<TypedAttr>());
+      Value empty = b.create<tensor::EmptyOp>(op.getLoc(), type.getShape(), type.getElementType());
+      op.replaceAllUsesWith(b.create<linalg::FillOp>(op.getLoc(), scalar, empty).getResult(0));
+      op.erase();
+    }
+  }
+};
+
 // What may stay in the host function: ops ordering device memory (parallel loops, which become
 // launches; allocations, which the runtime makes) and the pure values they use.
 bool stays_on_host(Operation* op) {
@@ -56,7 +94,11 @@ struct GpuParallelPass : public PassWrapper<GpuParallelPass, OperationPass<func:
   void getDependentDialects(DialectRegistry& r) const override { r.insert<scf::SCFDialect, arith::ArithDialect>(); }
 
   void runOnOperation() override {
-    for (Block& block : getOperation().getBody()) wrap_serial_runs(block);
+    if (getOperation().isExternal()) return;  // a declaration (libm's fmod, ...): no body
+    for (Block& block : getOperation().getBody()) {
+      sink_into_loops(block);
+      wrap_serial_runs(block);
+    }
     if (failed(check_no_escapes())) return signalPassFailure();
     SmallVector<scf::ParallelOp> loops;
     for (Operation& op : getOperation().getBody().front())
@@ -68,10 +110,39 @@ struct GpuParallelPass : public PassWrapper<GpuParallelPass, OperationPass<func:
     }
   }
 
+  // A scalar read on the host and used only inside later loops (the padding value of pad, a
+  // rank-0 operand broadcast into an elementwise op) is read inside them instead: each use gets a
+  // copy of the op right before its user. Pure ops and loads from the function's arguments (inputs,
+  // which nothing writes) qualify; walking backwards moves whole chains (load, extf, ...).
+  void sink_into_loops(Block& block) {
+    SmallVector<Operation*> ops;
+    for (Operation& op : block) ops.push_back(&op);
+    for (Operation* op : llvm::reverse(ops)) {
+      // (Views stay: a kernel receives the viewed buffer, not a view made inside it.)
+      const bool movable = (isPure(op) && op->getNumRegions() == 0 && !isa<ViewLikeOpInterface>(op)) ||
+                           (isa<memref::LoadOp>(op) && isa<BlockArgument>(cast<memref::LoadOp>(op).getMemRef()));
+      if (!movable || op->getNumResults() == 0 || op->use_empty()) continue;
+      if (!llvm::all_of(op->getUsers(), [&](Operation* u) { return u->getBlock() != &block; })) continue;
+      SmallVector<OpOperand*> uses;
+      for (Value r : op->getResults())
+        for (OpOperand& u : r.getUses()) uses.push_back(&u);
+      for (OpOperand* u : uses) {
+        OpBuilder b(u->getOwner());
+        Operation* copy = b.clone(*op);
+        u->set(copy->getResult(cast<OpResult>(u->get()).getResultNumber()));
+      }
+      op->erase();
+    }
+  }
+
   // A run: consecutive ops that touch memory (or have regions, or use a value the run defines),
   // ended by an op that stays on the host. Pure ops in between that do not depend on the run stay
   // where they are; the run's loop goes where its last op was, after them.
   void wrap_serial_runs(Block& block) {
+    // Allocations (static shapes: no operands) first, so that none splits a run whose values
+    // flow into a store to the allocated buffer.
+    for (Operation& op : llvm::make_early_inc_range(block))
+      if (isa<memref::AllocOp>(op) && op.getNumOperands() == 0) op.moveBefore(&block, block.begin());
     SmallVector<Operation*> run;
     llvm::SmallPtrSet<Operation*, 16> in_run;
     auto flush = [&] {
@@ -122,11 +193,70 @@ struct GpuParallelPass : public PassWrapper<GpuParallelPass, OperationPass<func:
   }
 };
 
+// asin(x) = atan2(x, sqrt((1-x)(1+x))), acos(x) = atan2(sqrt((1-x)(1+x)), x): the factored
+// form keeps 1-x^2 accurate near |x| = 1; |x| > 1 gives sqrt(negative) = NaN, as asin does.
+template <class Op, bool kAcos>
+struct InverseTrigViaAtan2 : public OpRewritePattern<Op> {
+  using OpRewritePattern<Op>::OpRewritePattern;
+  LogicalResult matchAndRewrite(Op op, PatternRewriter& b) const override {
+    const Location loc = op.getLoc();
+    Value x = op.getOperand();
+    Value one = b.create<arith::ConstantOp>(loc, b.getFloatAttr(x.getType(), 1.0));
+    Value c = b.create<math::SqrtOp>(loc, b.create<arith::MulFOp>(loc, b.create<arith::SubFOp>(loc, one, x),
+                                                                 b.create<arith::AddFOp>(loc, one, x)));
+    b.replaceOpWithNewOp<math::Atan2Op>(op, kAcos ? c : x, kAcos ? x : c);
+    return success();
+  }
+};
+
+// |x| = max(x, 0 - x) (the most negative value stays itself, as in C).
+struct AbsIViaMax : public OpRewritePattern<math::AbsIOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(math::AbsIOp op, PatternRewriter& b) const override {
+    const Location loc = op.getLoc();
+    Value x = op.getOperand();
+    Value zero = b.create<arith::ConstantOp>(loc, b.getIntegerAttr(x.getType(), 0));
+    b.replaceOpWithNewOp<arith::MaxSIOp>(op, x, b.create<arith::SubIOp>(loc, zero, x));
+    return success();
+  }
+};
+
+struct GpuMathPass : public PassWrapper<GpuMathPass, OperationPass<gpu::GPUModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(GpuMathPass)
+  StringRef getArgument() const final { return "fx-gpu-math"; }
+  StringRef getDescription() const final { return "math ops without a libdevice lowering -> ones with"; }
+  void getDependentDialects(DialectRegistry& r) const override { r.insert<math::MathDialect, arith::ArithDialect>(); }
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateExpandSinhPattern(patterns);
+    populateExpandCoshPattern(patterns);
+    populateExpandAsinhPattern(patterns);
+    populateExpandAcoshPattern(patterns);
+    populateExpandAtanhPattern(patterns);
+    populateExpandRoundEvenPattern(patterns);
+    populateExpandRoundFPattern(patterns);
+    patterns.add<InverseTrigViaAtan2<math::AsinOp, false>, InverseTrigViaAtan2<math::AcosOp, true>, AbsIViaMax>(
+        &getContext());
+    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns)))) return signalPassFailure();
+    // The C math functions the lowering calls (fmodf, ...) are libdevice's __nv_fmodf, ...:
+    // gpu-module-to-binary links libdevice, and ptxas names any that it lacks.
+    for (auto fn : llvm::make_early_inc_range(getOperation().getOps<func::FuncOp>())) {
+      if (!fn.isExternal() || fn.getName().starts_with("__nv_")) continue;
+      const std::string renamed = "__nv_" + fn.getName().str();
+      if (failed(SymbolTable::replaceAllSymbolUses(fn, StringAttr::get(&getContext(), renamed), getOperation())))
+        return signalPassFailure();
+      SymbolTable::setSymbolName(fn, renamed);
+    }
+  }
+};
+
 }  // namespace
 
 void register_gpu_passes() {
   PassRegistration<GpuCopiesPass>();
+  PassRegistration<GpuConstantsPass>();
   PassRegistration<GpuParallelPass>();
+  PassRegistration<GpuMathPass>();
 }
 
 }  // namespace fluxion::lowering

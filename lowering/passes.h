@@ -20,8 +20,9 @@ void register_accurate_math_pass();
 /// fx-accurate-math left (exp, log, tanh, erf; sin and cos without libmvec).
 void register_math_approx_pass();
 
-/// fx-gpu-copies and fx-gpu-parallel (gpu_passes.cpp): the GPU pipeline's mapping of bufferized
-/// functions to parallel loops, every memory access inside one.
+/// fx-gpu-copies, fx-gpu-parallel, fx-gpu-math (gpu_passes.cpp): the GPU pipeline's mapping of
+/// bufferized functions to parallel loops (every memory access inside one), and the math ops the
+/// NVVM conversion lacks.
 void register_gpu_passes();
 
 /// The fusion passes both pipelines run first (pipeline_cpu.cpp).

@@ -30,6 +30,7 @@
 #include "lowering/lower.h"
 #include "lowering/mlir_session.h"
 #include "lowering/object_cache.h"
+#include "lowering/passes.h"
 #include "lowering/tiling.h"
 
 namespace fluxion::lowering {

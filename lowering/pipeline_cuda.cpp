@@ -71,6 +71,7 @@ bool gpu_lowers(Prim p) {
 // loop, and map the loops to blocks and threads.
 const char* kMapToGpu =
     "canonicalize,cse,"
+    "func.func(fx-gpu-constants),"
     "empty-tensor-to-alloc-tensor,"
     "one-shot-bufferize{allow-return-allocs-from-loops},"
     "canonicalize,cse,"
@@ -87,8 +88,9 @@ const char* kMapToGpu =
 // The kernels to PTX for sm_90 (H100/H200), with libdevice from the toolkit for the math.
 std::string to_ptx_passes(const std::string& chip, const std::string& toolkit) {
   return "nvvm-attach-target{chip=" + chip + " features=+ptx80 O=3},"
-         "gpu.module(convert-scf-to-cf,arith-expand{include-bf16=1},"
-         "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},canonicalize,cse,reconcile-unrealized-casts),"
+         "gpu.module(fx-gpu-math,convert-scf-to-cf,arith-expand{include-bf16=1},"
+         "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},convert-math-to-llvm,canonicalize,cse,"
+         "reconcile-unrealized-casts),"
          "gpu-module-to-binary{format=isa toolkit=" + toolkit + "}";
 }
 
@@ -198,7 +200,7 @@ class CudaPipeline {
         out.launches.push_back(std::move(launch));
         continue;
       }
-      op.emitError("this operation was left on the host");
+      op.emitError("this operation was left on the host: ") << op.getName();
       fail("planning the launches");
     }
     return out;

@@ -34,6 +34,8 @@ std::string device_list(const std::vector<fluxion::Device>& ds) {
   return s;
 }
 
+void check_placeable(const fluxion::Device& d, std::string_view what, SourceLoc loc);  // below
+
 // FLUXION_DEFAULT_DEVICE must name a device of this process; checked once, when the device list is
 // first read (memory/device.cpp cannot know the list).
 void check_env_default() {
@@ -41,7 +43,7 @@ void check_env_default() {
     if (const char* s = std::getenv("FLUXION_DEFAULT_DEVICE")) {
       const std::optional<fluxion::Device> d = parse_device(s);
       if (!d) throw DeviceError(std::string("DeviceError: FLUXION_DEFAULT_DEVICE=") + s + " is not a device name like cpu:0");
-      check_local(*d, "FLUXION_DEFAULT_DEVICE", SourceLoc{});
+      check_placeable(*d, "FLUXION_DEFAULT_DEVICE", SourceLoc{});
     }
     return true;
   }();

@@ -4,6 +4,7 @@
 // same programs run on it and are compared with eager results on the CPU (skipped without one).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -77,14 +78,17 @@ TEST_CASE("gpu op table: the PTX of every program the GPU pipeline lowers is acc
                        const std::string& what) {
     if (not_on_gpu(p)) return;
     CAPTURE(what);
+    if (std::getenv("FLUXION_TEST_VERBOSE")) fprintf(stderr, "%s\n", what.c_str());
     fx::runtime::GpuProgram g;
     try {
       g = fx::lowering::compile_cuda(p, {});
     } catch (const fx::CompileError& e) {
-      FAIL_CHECK(e.what());
+      FAIL_CHECK(std::string(e.what()));
       return;
     }
-    CHECK(!g.launches.empty());
+    // Only a program without any element to compute (a pad that crops everything) has no launch.
+    const bool nothing = std::all_of(p.outvars.begin(), p.outvars.end(), [&](const fx::Atom& a) { return p.aval(a).size() == 0; });
+    CHECK(g.launches.empty() == nothing);
     for (const fx::runtime::GpuLaunch& l : g.launches) {
       REQUIRE(size_t(l.module) < g.modules.size());
       CHECK(g.modules[size_t(l.module)].ptx.find(".entry " + l.kernel + "(") != std::string::npos);
@@ -101,6 +105,27 @@ TEST_CASE("gpu op table: the PTX of every program the GPU pipeline lowers is acc
   });
   MESSAGE(compiled << " programs of " << ops.size() << " ops through PTX and ptxas");
   CHECK(ops.size() >= 40);
+}
+
+TEST_CASE("gpu launch plan: an elementwise op's grid times block covers its shape, one launch, in order" *
+          doctest::skip(!have_toolkit())) {
+  for (const fx::Shape& shape : {fx::Shape{1000}, fx::Shape{300, 1000}, fx::Shape{7, 30, 100}}) {
+    CAPTURE(shape.str());
+    fx::Array x = fx::ones(shape), y = fx::ones(shape);
+    const fx::Program p = fx::make_ir([](const fx::Array& a, const fx::Array& b) { return fx::exp(a) * b + 1.f; })(x, y);
+    const fx::runtime::GpuProgram g = fx::lowering::compile_cuda(p, {});
+    REQUIRE(g.launches.size() == 1);  // the chain is fused into one kernel
+    const fx::runtime::GpuLaunch& l = g.launches[0];
+    // gpu-map-parallel-loops maps loop dimension d to grid/block dimension d (x, y, z).
+    for (int d = 0; d < shape.rank(); ++d) CHECK(int64_t(l.grid[size_t(d)]) * l.block[size_t(d)] >= shape[d]);
+    CHECK(l.block[size_t(shape.rank() - 1)] == 256);  // the innermost (contiguous) dimension spread over 256 threads
+    CHECK(g.num_buffers == 3);
+    CHECK(g.temporary_bytes.empty());
+    // Every buffer is a parameter, the output among them.
+    std::set<int> used;
+    for (const fx::runtime::GpuParam& prm : l.params) used.insert(prm.index);
+    CHECK(used == std::set<int>{0, 1, 2});
+  }
 }
 
 TEST_CASE("gpu op table: a primitive the GPU pipeline does not lower raises CompileError naming it and the line" *
