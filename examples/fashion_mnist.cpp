@@ -10,14 +10,13 @@
 // --min-accuracy makes the exit status fail below a test accuracy.
 #include <fluxion.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <sys/stat.h>
 
-#include "progress.h"
+#include "train_loop.h"
 
 namespace fx = fluxion;
 
@@ -123,34 +122,22 @@ int run(const Args& args) {
     return fx::sum(fx::astype(fx::equal(fx::argmax(Model::logits(m, images), 1), labels), fx::int32));
   });
 
-  auto t0 = std::chrono::steady_clock::now();
-  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
-  double accuracy = 0;
-  for (int epoch = 1; epoch <= args.epochs; ++epoch) {
-    std::printf("epoch %d/%d\n", epoch, args.epochs);
-    double loss_sum = 0;
-    int64_t n = 0;
-    for (const auto& batch : loader) {
-      fx::Array loss;
-      std::tie(model, state, loss) = train_step(model, state, batch.at("image"), batch.at("label"));
-      loss_sum += loss.item<float>();
-      if (++n % 20 == 0 || n == loader.num_batches()) example::progress(n, loader.num_batches(), loss_sum / double(n), seconds());
-    }
-    int64_t right = 0;
-    for (const auto& batch : fx::data::loader(test, 1000))
-      right += correct(model, batch.at("image"), batch.at("label")).template item<int32_t>();
-    accuracy = double(right) / double(test.size());
-    std::printf("\n  epoch %d: train loss %.4f, test accuracy %.2f%%, %.1fs\n", epoch, loss_sum / double(n),
-                100 * accuracy, seconds());
-  }
-  std::printf("final test accuracy %.2f%% after %.1fs (%d compilation(s) of the train step)\n", 100 * accuracy,
-              seconds(), int(train_step.compilations()));
+  double accuracy = example::train_epochs(
+      args.epochs, loader,
+      [&](const fx::data::Batch& batch) {
+        fx::Array loss;
+        std::tie(model, state, loss) = train_step(model, state, batch.at("image"), batch.at("label"));
+        return double(loss.item<float>());
+      },
+      [&] {
+        int64_t right = 0;
+        for (const auto& batch : fx::data::loader(test, 1000))
+          right += correct(model, batch.at("image"), batch.at("label")).template item<int32_t>();
+        return double(right) / double(test.size());
+      });
+  std::printf("%d compilation(s) of the train step\n", int(train_step.compilations()));
   if (!args.save.empty()) fx::save(args.save, model);
-  if (accuracy < args.min_accuracy) {
-    std::fprintf(stderr, "fashion_mnist: accuracy %.4f is below --min-accuracy %.4f\n", accuracy, args.min_accuracy);
-    return 1;
-  }
-  return 0;
+  return example::check_accuracy("fashion_mnist", accuracy, args.min_accuracy);
 }
 
 }  // namespace

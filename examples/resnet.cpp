@@ -11,7 +11,6 @@
 // ResNet (16-32-64 features, one block per stage) that trains in minutes on a laptop-class CPU.
 #include <fluxion.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -19,7 +18,7 @@
 #include <sys/stat.h>
 #include <vector>
 
-#include "progress.h"
+#include "train_loop.h"
 
 namespace fx = fluxion;
 
@@ -213,30 +212,18 @@ int main(int argc, char** argv) {
     return fx::sum(fx::astype(fx::equal(fx::argmax(logits, 1), labels), fx::int32));
   });
 
-  auto t0 = std::chrono::steady_clock::now();
-  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
-  double accuracy = 0;
-  for (int epoch = 1; epoch <= args.epochs; ++epoch) {
-    std::printf("epoch %d/%d\n", epoch, args.epochs);
-    double loss_sum = 0;
-    int64_t n = 0;
-    for (const auto& batch : loader) {
-      fx::Array loss;
-      std::tie(model, bn, state, loss) = train_step(model, bn, state, batch.at("image"), batch.at("label"));
-      loss_sum += loss.item<float>();
-      if (++n % 10 == 0 || n == loader.num_batches()) progress(n, loader.num_batches(), loss_sum / double(n), seconds());
-    }
-    int64_t right = 0;
-    for (const auto& batch : fx::data::loader(test, 500))
-      right += correct(model, bn, batch.at("image"), batch.at("label")).item<int32_t>();
-    accuracy = double(right) / double(test.size());
-    std::printf("\n  epoch %d: train loss %.4f, test accuracy %.2f%%, %.1fs\n", epoch, loss_sum / double(n),
-                100 * accuracy, seconds());
-  }
-  std::printf("final test accuracy %.2f%% after %.1fs\n", 100 * accuracy, seconds());
-  if (accuracy < args.min_accuracy) {
-    std::fprintf(stderr, "resnet: accuracy %.4f is below --min-accuracy %.4f\n", accuracy, args.min_accuracy);
-    return 1;
-  }
-  return 0;
+  double accuracy = train_epochs(
+      args.epochs, loader,
+      [&](const fx::data::Batch& batch) {
+        fx::Array loss;
+        std::tie(model, bn, state, loss) = train_step(model, bn, state, batch.at("image"), batch.at("label"));
+        return double(loss.item<float>());
+      },
+      [&] {
+        int64_t right = 0;
+        for (const auto& batch : fx::data::loader(test, 500))
+          right += correct(model, bn, batch.at("image"), batch.at("label")).item<int32_t>();
+        return double(right) / double(test.size());
+      });
+  return check_accuracy("resnet", accuracy, args.min_accuracy);
 }
