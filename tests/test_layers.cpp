@@ -5,9 +5,12 @@
 #include <fluxion.h>
 
 #include <cmath>
+#include <filesystem>
 #include <string>
 #include <tuple>
 #include <vector>
+
+#include <unistd.h>
 
 namespace fx = fluxion;
 
@@ -267,6 +270,13 @@ TEST_CASE("nn layers: Conv against conv_general_dilated and a hand loop; strides
   fx::Array y_last = fx::nn::Conv::apply(nhwc, fx::transpose(x, {0, 2, 3, 1}), {2, 1}, "SAME");
   check_close(fx::transpose(y_last, {0, 3, 1, 2}), values(fx::nn::Conv::apply(nchw, x, {2, 1}, "SAME")));
   CHECK(fx::nn::Conv::init(fx::random::key(5), 4, 6, {3, 2}, 1, true).weight.shape() == fx::Shape{3, 2, 4, 6});
+  // A checkpoint holds the weight and bias, not the static layout flag.
+  const auto path = std::filesystem::temp_directory_path() / ("fluxion_conv_" + std::to_string(::getpid()) + ".safetensors");
+  fx::save(path.string(), nhwc);
+  fx::nn::Conv back = fx::load(path.string(), nhwc);
+  std::filesystem::remove(path);
+  CHECK(back.channels_last);
+  CHECK(values(back.weight) == values(nhwc.weight));
 }
 
 TEST_CASE("nn layers: Conv in 1-D and 3-D; its initializer's fans; gradients against finite differences") {
