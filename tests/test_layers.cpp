@@ -306,6 +306,7 @@ TEST_CASE("nn layers: Conv in 1-D and 3-D; its initializer's fans; gradients aga
   // A mismatched input names the layer.
   CHECK_THROWS_AS(fx::nn::Conv::apply(conv, fx::ones({2, 3, 5, 5}, fx::float64)), fx::ShapeError);
   CHECK_THROWS_AS(fx::nn::Conv::apply(conv, fx::ones({4, 5, 5}, fx::float64)), fx::ShapeError);
+  CHECK_THROWS_AS(fx::nn::Conv::apply(fx::nn::Conv{fx::ones({3}), fx::ones({3})}, fx::ones({3})), fx::ShapeError);
   CHECK_THROWS_AS(fx::nn::Conv::init(fx::random::key(0), 3, 4, {3, 3}, 2), fx::ShapeError);
 }
 

@@ -82,11 +82,11 @@ Array Conv::apply(const Conv& p, const Array& x, const IntList& strides, const P
                   const IntList& dilation, SourceLoc loc) {
   const int64_t rank = p.weight.ndim();
   const Shape& ws = p.weight.shape();
-  const int64_t feature_axis = p.channels_last ? rank - 1 : 1;
-  const int64_t w_in = p.channels_last ? ws[size_t(rank - 2)] : ws[1];
-  const int64_t w_out = p.channels_last ? ws[size_t(rank - 1)] : ws[0];
-  const int64_t in = x.ndim() == rank ? x.shape()[size_t(feature_axis)] : -1;
-  if (rank < 3 || in < 1 || in % w_in != 0 || p.bias.shape() != Shape{w_out})
+  const bool ranked = rank >= 3 && x.ndim() == rank;  // a weight of rank < 3 is no conv weight
+  const int64_t w_in = !ranked ? 0 : p.channels_last ? ws[size_t(rank - 2)] : ws[1];
+  const int64_t w_out = !ranked ? 0 : p.channels_last ? ws[size_t(rank - 1)] : ws[0];
+  const int64_t in = !ranked ? 0 : x.shape()[size_t(p.channels_last ? rank - 1 : 1)];
+  if (!ranked || w_in < 1 || in < 1 || in % w_in != 0 || p.bias.shape() != Shape{w_out})
     layer_error(ErrorKind::Shape, "Conv", {x.aval(), p.weight.aval(), p.bias.aval()}, loc,
                 std::string("the input must be ") + (p.channels_last ? "[N, spatial..., C]" : "[N, C, spatial...]") +
                     " of the weight's rank, with C a multiple of the weight's in features");
