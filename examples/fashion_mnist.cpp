@@ -2,35 +2,78 @@
 // learning-rate schedule, on the real data (Debian's dataset-fashion-mnist; scripts/data.sh installs
 // it), printing the loss and the test accuracy per epoch with a progress bar.
 //
-//   build/examples/fashion_mnist [--epochs N] [--limit N] [--batch N] [--min-accuracy A] [--save FILE]
+//   build/examples/fashion_mnist [--model cnn|mlp] [--epochs N] [--limit N] [--batch N] [--min-accuracy A]
+//                                [--save FILE]
 //
-// --limit trains on the first N training images (the short run in the test suite), --min-accuracy
-// makes the exit status fail below a test accuracy. The model is a multilayer perceptron for now:
-// the convnet replaces it once the convolution primitive lands (docs/training.md).
+// --model picks the convnet (the default: conv-relu-pool twice, then two dense layers) or a multilayer
+// perceptron; --limit trains on the first N training images (the short runs in the test suite),
+// --min-accuracy makes the exit status fail below a test accuracy.
 #include <fluxion.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <sys/stat.h>
 
+#include "train_loop.h"
+
 namespace fx = fluxion;
 
 namespace example {
-struct Model {
-  fx::nn::Linear l1, l2, l3;
+namespace nn = fx::nn;
+
+// u8 images [B, 28, 28] -> standardised float32 (the training set's mean and std).
+fx::Array standardise(const fx::Array& images) { return (fx::astype(images, fx::float32) / 255.f - 0.2860f) / 0.3530f; }
+
+struct Mlp {
+  nn::Linear l1, l2, l3;
+  static constexpr const char* name = "MLP 784-512-256-10";
+  static Mlp init(const fx::Array& key) {
+    return Mlp{nn::Linear::init(fx::random::fold_in(key, 1), 784, 512),
+               nn::Linear::init(fx::random::fold_in(key, 2), 512, 256),
+               nn::Linear::init(fx::random::fold_in(key, 3), 256, 10)};
+  }
+  static fx::Array logits(const Mlp& m, const fx::Array& images) {
+    fx::Array h = nn::relu(nn::Linear::apply(m.l1, fx::reshape(standardise(images), {images.shape()[0], 784})));
+    h = nn::relu(nn::Linear::apply(m.l2, h));
+    return nn::Linear::apply(m.l3, h);
+  }
 };
-FLUXION_TREE(Model, l1, l2, l3);
+FLUXION_TREE(Mlp, l1, l2, l3);
+
+// NCHW throughout: [B, 1, 28, 28] -> conv 3x3 32, relu, max pool 2 -> [B, 32, 14, 14] -> conv 3x3 64,
+// relu, max pool 2 -> [B, 64, 7, 7] -> dense 128, relu -> dense 10.
+struct Cnn {
+  nn::Conv c1, c2;
+  nn::Linear l1, l2;
+  static constexpr const char* name = "convnet conv32-pool-conv64-pool-128-10";
+  static Cnn init(const fx::Array& key) {
+    auto he = nn::initializers::he_normal(1, 0);  // relu layers: He's variance over the OIHW fans
+    return Cnn{nn::Conv::init(fx::random::fold_in(key, 1), 1, 32, {3, 3}, 1, false, he),
+               nn::Conv::init(fx::random::fold_in(key, 2), 32, 64, {3, 3}, 1, false, he),
+               nn::Linear::init(fx::random::fold_in(key, 3), 64 * 7 * 7, 128, nn::initializers::he_normal()),
+               nn::Linear::init(fx::random::fold_in(key, 4), 128, 10)};
+  }
+  static fx::Array logits(const Cnn& m, const fx::Array& images) {
+    const int64_t b = images.shape()[0];
+    fx::Array h = fx::reshape(standardise(images), {b, 1, 28, 28});
+    h = nn::max_pool(nn::relu(nn::Conv::apply(m.c1, h, {1, 1}, "SAME")), {2, 2});
+    h = nn::max_pool(nn::relu(nn::Conv::apply(m.c2, h, {1, 1}, "SAME")), {2, 2});
+    h = nn::relu(nn::Linear::apply(m.l1, fx::reshape(h, {b, 64 * 7 * 7})));
+    return nn::Linear::apply(m.l2, h);
+  }
+};
+FLUXION_TREE(Cnn, c1, c2, l1, l2);
+
 }  // namespace example
-using example::Model;
 
 namespace {
 
 const char* kDataDir = "/usr/share/datasets/fashion-mnist";
 
 struct Args {
+  std::string model = "cnn";
   int epochs = 10;
   int64_t limit = 0, batch = 128;
   double min_accuracy = 0;
@@ -41,7 +84,8 @@ Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
-    if (k == "--epochs") a.epochs = std::stoi(v);
+    if (k == "--model") a.model = v;
+    else if (k == "--epochs") a.epochs = std::stoi(v);
     else if (k == "--limit") a.limit = std::stoll(v);
     else if (k == "--batch") a.batch = std::stoll(v);
     else if (k == "--min-accuracy") a.min_accuracy = std::stod(v);
@@ -51,31 +95,49 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
-Model init_model(const fx::Array& key) {
-  return Model{fx::nn::Linear::init(fx::random::fold_in(key, 1), 784, 512),
-               fx::nn::Linear::init(fx::random::fold_in(key, 2), 512, 256),
-               fx::nn::Linear::init(fx::random::fold_in(key, 3), 256, 10)};
-}
+template <class Model>
+int run(const Args& args) {
+  auto train = fx::data::mnist_idx(kDataDir, "train");
+  auto test = fx::data::mnist_idx(kDataDir, "test");
+  if (args.limit > 0) train = train.slice(0, args.limit);
+  auto key = fx::random::key(0);
+  auto loader = fx::data::loader(train, args.batch, fx::data::shuffle(fx::random::fold_in(key, 100)),
+                                 fx::data::drop_remainder(), fx::data::prefetch(2));
+  const int64_t steps = loader.num_batches() * args.epochs;
+  auto opt = fx::optim::adamw(fx::optim::warmup_cosine_decay(0.0, 2e-3, steps / 20, steps, 1e-5), 1e-4, 0.9, 0.999,
+                              1e-8, fx::optim::matrices_only());
+  Model model = Model::init(key);
+  fx::optim::State state = opt.init(model);
+  std::printf("Fashion-MNIST: %lld training images, %lld test; %s, %d epochs, batch %lld\n", (long long)train.size(),
+              (long long)test.size(), Model::name, args.epochs, (long long)args.batch);
 
-// u8 images [B, 28, 28] -> standardised float32 rows [B, 784] (the training set's mean and std).
-fx::Array preprocess(const fx::Array& images) {
-  fx::Array x = fx::reshape(fx::astype(images, fx::float32), {images.shape()[0], 784});
-  return (x / 255.f - 0.2860f) / 0.3530f;
-}
+  auto train_step = fx::jit([&](const Model& m, const fx::optim::State& s, const fx::Array& images,
+                                const fx::Array& labels) {
+    auto loss_fn = [&](const Model& p) { return fx::mean(fx::nn::softmax_cross_entropy(Model::logits(p, images), labels)); };
+    auto [loss, grads] = fx::value_and_grad(loss_fn)(m);
+    auto [params, next] = opt.step(grads, s, m);  // update + apply_updates, fused per parameter
+    return std::tuple{params, next, loss};
+  });
+  auto correct = fx::jit([](const Model& m, const fx::Array& images, const fx::Array& labels) {
+    return fx::sum(fx::astype(fx::equal(fx::argmax(Model::logits(m, images), 1), labels), fx::int32));
+  });
 
-fx::Array logits(const Model& m, const fx::Array& images) {
-  fx::Array h = fx::nn::relu(fx::nn::Linear::apply(m.l1, preprocess(images)));
-  h = fx::nn::relu(fx::nn::Linear::apply(m.l2, h));
-  return fx::nn::Linear::apply(m.l3, h);
-}
-
-void progress(int64_t done, int64_t total, double loss, double seconds) {
-  const int width = 30;
-  int filled = int(width * done / total);
-  std::printf("\r  [%.*s%s%*s] %4lld/%lld  loss %.4f  %.1fs", filled, "==============================",
-              filled < width ? ">" : "", width - filled - (filled < width), "", (long long)done, (long long)total, loss,
-              seconds);
-  std::fflush(stdout);
+  double accuracy = example::train_epochs(
+      args.epochs, loader,
+      [&](const fx::data::Batch& batch) {
+        fx::Array loss;
+        std::tie(model, state, loss) = train_step(model, state, batch.at("image"), batch.at("label"));
+        return double(loss.item<float>());
+      },
+      [&] {
+        int64_t right = 0;
+        for (const auto& batch : fx::data::loader(test, 1000))
+          right += correct(model, batch.at("image"), batch.at("label")).template item<int32_t>();
+        return double(right) / double(test.size());
+      });
+  std::printf("%d compilation(s) of the train step\n", int(train_step.compilations()));
+  if (!args.save.empty()) fx::save(args.save, model);
+  return example::check_accuracy("fashion_mnist", accuracy, args.min_accuracy);
 }
 
 }  // namespace
@@ -87,57 +149,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "fashion_mnist: %s is missing: run scripts/data.sh\n", kDataDir);
     return 77;  // meson's "skipped"
   }
-  auto train = fx::data::mnist_idx(kDataDir, "train");
-  auto test = fx::data::mnist_idx(kDataDir, "test");
-  if (args.limit > 0) train = train.slice(0, args.limit);
-  auto key = fx::random::key(0);
-  auto loader = fx::data::loader(train, args.batch, fx::data::shuffle(fx::random::fold_in(key, 100)),
-                                 fx::data::drop_remainder(), fx::data::prefetch(2));
-  const int64_t steps = loader.num_batches() * args.epochs;
-  auto opt = fx::optim::adamw(fx::optim::warmup_cosine_decay(0.0, 2e-3, steps / 20, steps, 1e-5), 1e-4, 0.9, 0.999,
-                              1e-8, fx::optim::matrices_only());
-  Model model = init_model(key);
-  fx::optim::State state = opt.init(model);
-  std::printf("Fashion-MNIST: %lld training images, %lld test; MLP 784-512-256-10, %d epochs, batch %lld\n",
-              (long long)train.size(), (long long)test.size(), args.epochs, (long long)args.batch);
-
-  auto train_step = fx::jit([&](const Model& m, const fx::optim::State& s, const fx::Array& images,
-                                const fx::Array& labels) {
-    auto loss_fn = [&](const Model& p) { return fx::mean(fx::nn::softmax_cross_entropy(logits(p, images), labels)); };
-    auto [loss, grads] = fx::value_and_grad(loss_fn)(m);
-    auto [params, next] = opt.step(grads, s, m);  // update + apply_updates, fused per parameter
-    return std::tuple{params, next, loss};
-  });
-  auto correct = fx::jit([](const Model& m, const fx::Array& images, const fx::Array& labels) {
-    return fx::sum(fx::astype(fx::equal(fx::argmax(logits(m, images), 1), labels), fx::int32));
-  });
-
-  auto t0 = std::chrono::steady_clock::now();
-  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
-  double accuracy = 0;
-  for (int epoch = 1; epoch <= args.epochs; ++epoch) {
-    std::printf("epoch %d/%d\n", epoch, args.epochs);
-    double loss_sum = 0;
-    int64_t n = 0;
-    for (const auto& batch : loader) {
-      fx::Array loss;
-      std::tie(model, state, loss) = train_step(model, state, batch.at("image"), batch.at("label"));
-      loss_sum += loss.item<float>();
-      if (++n % 20 == 0 || n == loader.num_batches()) progress(n, loader.num_batches(), loss_sum / double(n), seconds());
-    }
-    int64_t right = 0;
-    for (const auto& batch : fx::data::loader(test, 1000))
-      right += correct(model, batch.at("image"), batch.at("label")).item<int32_t>();
-    accuracy = double(right) / double(test.size());
-    std::printf("\n  epoch %d: train loss %.4f, test accuracy %.2f%%, %.1fs\n", epoch, loss_sum / double(n),
-                100 * accuracy, seconds());
-  }
-  std::printf("final test accuracy %.2f%% after %.1fs (%d compilation(s) of the train step)\n", 100 * accuracy,
-              seconds(), int(train_step.compilations()));
-  if (!args.save.empty()) fx::save(args.save, model);
-  if (accuracy < args.min_accuracy) {
-    std::fprintf(stderr, "fashion_mnist: accuracy %.4f is below --min-accuracy %.4f\n", accuracy, args.min_accuracy);
-    return 1;
-  }
-  return 0;
+  if (args.model == "cnn") return run<example::Cnn>(args);
+  if (args.model == "mlp") return run<example::Mlp>(args);
+  std::fprintf(stderr, "fashion_mnist: --model must be cnn or mlp, not %s\n", args.model.c_str());
+  return 2;
 }

@@ -5,8 +5,12 @@
 #include <fluxion.h>
 
 #include <cmath>
+#include <filesystem>
 #include <string>
+#include <tuple>
 #include <vector>
+
+#include <unistd.h>
 
 namespace fx = fluxion;
 
@@ -203,4 +207,160 @@ TEST_CASE("nn initializers: variance scaling's statistics") {
   fx::Array conv = init::he_normal(1, 0)(key, {64, 32, 3, 3}, fx::float32);
   CHECK(stddev(conv) == doctest::Approx(std::sqrt(2.0 / (32 * 9))).epsilon(0.03));
   CHECK_THROWS_AS(init::glorot_uniform()(key, {5}, fx::float32), fx::ShapeError);
+}
+
+namespace {
+
+// A 2-D NCHW x OIHW convolution written from the definition: out[n, o, y, x] = b[o] + sum over the
+// group's input features c and kernel offsets (i, j) of in[n, g*I + c, y*s - pad + i*d, x*s - pad + j*d]
+// * w[o, c, i, j], where g = o / (O / groups).
+std::vector<double> conv2d_loop(const fx::Array& x, const fx::Array& w, const fx::Array& b, int64_t stride,
+                                int64_t pad, int64_t dil, int64_t groups) {
+  const fx::Shape xs = x.shape(), ws = w.shape();
+  const int64_t N = xs[0], H = xs[2], W = xs[3], O = ws[0], I = ws[1], KH = ws[2], KW = ws[3];
+  const int64_t OH = (H + 2 * pad - dil * (KH - 1) - 1) / stride + 1, OW = (W + 2 * pad - dil * (KW - 1) - 1) / stride + 1;
+  std::vector<double> xv = values(x), wv = values(w), bv = values(b), out;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t oy = 0; oy < OH; ++oy)
+        for (int64_t ox = 0; ox < OW; ++ox) {
+          double acc = bv[size_t(o)];
+          const int64_t g = o / (O / groups);
+          for (int64_t c = 0; c < I; ++c)
+            for (int64_t i = 0; i < KH; ++i)
+              for (int64_t j = 0; j < KW; ++j) {
+                const int64_t iy = oy * stride - pad + i * dil, ix = ox * stride - pad + j * dil;
+                if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                acc += xv[size_t(((n * xs[1] + g * I + c) * H + iy) * W + ix)] * wv[size_t(((o * I + c) * KH + i) * KW + j)];
+              }
+          out.push_back(acc);
+        }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("nn layers: Conv against conv_general_dilated and a hand loop; strides, padding, dilation, groups") {
+  fx::Array x = fx::random::normal(fx::random::key(3), {2, 4, 7, 6}, fx::float64);
+  using Case = std::tuple<int64_t, int64_t, int64_t, int64_t>;  // stride, padding, dilation, groups
+  for (auto [stride, pad, dil, groups] : {Case{1, 1, 1, 1}, Case{2, 1, 1, 2}, Case{1, 2, 2, 1}, Case{2, 0, 1, 4}}) {
+    CAPTURE(stride);
+    CAPTURE(pad);
+    CAPTURE(dil);
+    CAPTURE(groups);
+    auto conv = fx::nn::Conv::init(fx::random::key(4), 4, 8, {3, 3}, groups, false, std::nullopt,
+                                   fx::nn::initializers::normal(0.5), fx::float64);
+    CHECK(conv.weight.shape() == fx::Shape{8, 4 / groups, 3, 3});
+    fx::Array y = fx::nn::Conv::apply(conv, x, {stride, stride}, {{pad, pad}, {pad, pad}}, {dil, dil});
+    std::vector<double> want = conv2d_loop(x, conv.weight, conv.bias, stride, pad, dil, groups);
+    check_close(y, want);
+    fx::Array direct = fx::conv_general_dilated(x, conv.weight, {stride, stride}, {{pad, pad}, {pad, pad}}, {1, 1},
+                                                {dil, dil}, std::nullopt, groups) +
+                       fx::reshape(conv.bias, {8, 1, 1});
+    check_close(direct, want);
+    auto jitted = fx::jit([&](const fx::nn::Conv& p, const fx::Array& xs) {
+      return fx::nn::Conv::apply(p, xs, {stride, stride}, {{pad, pad}, {pad, pad}}, {dil, dil});
+    });
+    check_close(jitted(conv, x), want, 1e-7);
+  }
+  // Channels last (NHWC x HWIO) is the same convolution with the axes moved.
+  auto nchw = fx::nn::Conv::init(fx::random::key(5), 4, 6, {3, 2}, 2, false, std::nullopt,
+                                 fx::nn::initializers::normal(0.5), fx::float64);
+  fx::nn::Conv nhwc{fx::transpose(nchw.weight, {2, 3, 1, 0}), nchw.bias, true};
+  fx::Array y_last = fx::nn::Conv::apply(nhwc, fx::transpose(x, {0, 2, 3, 1}), {2, 1}, "SAME");
+  check_close(fx::transpose(y_last, {0, 3, 1, 2}), values(fx::nn::Conv::apply(nchw, x, {2, 1}, "SAME")));
+  CHECK(fx::nn::Conv::init(fx::random::key(5), 4, 6, {3, 2}, 1, true).weight.shape() == fx::Shape{3, 2, 4, 6});
+  // A checkpoint holds the weight and bias, not the static layout flag.
+  const auto path = std::filesystem::temp_directory_path() / ("fluxion_conv_" + std::to_string(::getpid()) + ".safetensors");
+  fx::save(path.string(), nhwc);
+  fx::nn::Conv back = fx::load(path.string(), nhwc);
+  std::filesystem::remove(path);
+  CHECK(back.channels_last);
+  CHECK(values(back.weight) == values(nhwc.weight));
+}
+
+TEST_CASE("nn layers: Conv in 1-D and 3-D; its initializer's fans; gradients against finite differences") {
+  auto c1 = fx::nn::Conv::init(fx::random::key(6), 3, 5, {4}, 1, false, std::nullopt, fx::nn::initializers::zeros(),
+                               fx::float64);
+  fx::Array x1 = fx::random::normal(fx::random::key(7), {2, 3, 9}, fx::float64);
+  fx::Array y1 = fx::nn::Conv::apply(c1, x1, {2}, "VALID");
+  CHECK(y1.shape() == fx::Shape{2, 5, 3});
+  check_close(y1, values(fx::conv_general_dilated(x1, c1.weight, {2}, "VALID")));
+  auto c3 = fx::nn::Conv::init(fx::random::key(8), 2, 3, {2, 2, 2}, 1, false, std::nullopt,
+                               fx::nn::initializers::normal(0.5), fx::float64);
+  fx::Array x3 = fx::random::normal(fx::random::key(9), {1, 2, 4, 3, 5}, fx::float64);
+  fx::Array y3 = fx::nn::Conv::apply(c3, x3);
+  CHECK(y3.shape() == fx::Shape{1, 3, 4, 3, 5});  // SAME by default
+  check_close(y3, values(fx::conv_general_dilated(x3, c3.weight, {1, 1, 1}, "SAME") +
+                         fx::reshape(c3.bias, {3, 1, 1, 1})));
+  // lecun_normal over OIHW fans: fan_in = I * KH * KW.
+  auto big = fx::nn::Conv::init(fx::random::key(10), 32, 64, {3, 3});
+  CHECK(fx::std(fx::astype(big.weight, fx::float64)).item<double>() == doctest::Approx(std::sqrt(1.0 / 288)).epsilon(0.05));
+  // Gradients with respect to the parameters and the input, strided and grouped.
+  auto conv = fx::nn::Conv::init(fx::random::key(11), 4, 4, {3, 3}, 2, false, std::nullopt,
+                                 fx::nn::initializers::normal(0.5), fx::float64);
+  fx::Array x = fx::random::normal(fx::random::key(12), {2, 4, 5, 5}, fx::float64);
+  check_grad([&](const fx::nn::Conv& p) { return fx::sum(fx::sin(fx::nn::Conv::apply(p, x, {2, 2}))); }, conv);
+  check_grad([&](const fx::Array& xs) { return fx::sum(fx::sin(fx::nn::Conv::apply(conv, xs, {1, 1}, "SAME", {2, 2}))); },
+             x);
+  // A mismatched input names the layer.
+  CHECK_THROWS_AS(fx::nn::Conv::apply(conv, fx::ones({2, 3, 5, 5}, fx::float64)), fx::ShapeError);
+  CHECK_THROWS_AS(fx::nn::Conv::apply(conv, fx::ones({4, 5, 5}, fx::float64)), fx::ShapeError);
+  CHECK_THROWS_AS(fx::nn::Conv::apply(fx::nn::Conv{fx::ones({3}), fx::ones({3})}, fx::ones({3})), fx::ShapeError);
+  CHECK_THROWS_AS(fx::nn::Conv::init(fx::random::key(0), 3, 4, {3, 3}, 2), fx::ShapeError);
+}
+
+TEST_CASE("nn layers: BatchNorm trains on batch statistics, infers with running ones; grad, jit") {
+  fx::nn::BatchNorm bn{fx::array({1.0, 2.0, 0.5}), fx::array({0.0, -1.0, 0.25})};
+  fx::nn::BatchNorm::State state{fx::array({0.5, -0.5, 0.0}), fx::array({2.0, 1.0, 0.5})};
+  fx::Array x = fx::random::normal(fx::random::key(13), {4, 3, 2, 2}, fx::float64);
+  const std::vector<double> xv = values(x), sc{1.0, 2.0, 0.5}, bi{0.0, -1.0, 0.25}, rm{0.5, -0.5, 0.0}, rv{2.0, 1.0, 0.5};
+  auto at = [&](int n, int c, int p) { return xv[size_t((n * 3 + c) * 4 + p)]; };
+  std::vector<double> mean(3, 0), var(3, 0), train_want(xv.size()), infer_want(xv.size());
+  for (int c = 0; c < 3; ++c) {
+    for (int n = 0; n < 4; ++n)
+      for (int p = 0; p < 4; ++p) mean[size_t(c)] += at(n, c, p) / 16;
+    for (int n = 0; n < 4; ++n)
+      for (int p = 0; p < 4; ++p) var[size_t(c)] += std::pow(at(n, c, p) - mean[size_t(c)], 2) / 16;
+    for (int n = 0; n < 4; ++n)
+      for (int p = 0; p < 4; ++p) {
+        const size_t i = size_t((n * 3 + c) * 4 + p);
+        train_want[i] = (at(n, c, p) - mean[size_t(c)]) / std::sqrt(var[size_t(c)] + 1e-5) * sc[size_t(c)] + bi[size_t(c)];
+        infer_want[i] = (at(n, c, p) - rm[size_t(c)]) / std::sqrt(rv[size_t(c)] + 1e-5) * sc[size_t(c)] + bi[size_t(c)];
+      }
+  }
+  auto [y, next] = fx::nn::BatchNorm::apply(bn, state, x, true);
+  check_close(y, train_want);
+  std::vector<double> want_mean, want_var;
+  for (size_t c = 0; c < 3; ++c) {
+    want_mean.push_back(0.9 * rm[c] + 0.1 * mean[c]);
+    want_var.push_back(0.9 * rv[c] + 0.1 * var[c]);
+  }
+  check_close(next.mean, want_mean);
+  check_close(next.var, want_var);
+  auto [yi, same] = fx::nn::BatchNorm::apply(bn, state, x, false);
+  check_close(yi, infer_want);
+  check_close(same.mean, rm);
+  // Channels last: axis -1.
+  auto [y_last, next_last] = fx::nn::BatchNorm::apply(bn, state, fx::transpose(x, {0, 2, 3, 1}), true, 0.9, 1e-5, -1);
+  check_close(fx::transpose(y_last, {0, 3, 1, 2}), train_want);
+  check_close(next_last.var, want_var);
+  // Gradients through the batch statistics, with respect to the parameters and the input.
+  fx::Array wts = fx::random::normal(fx::random::key(14), x.shape(), fx::float64);
+  check_grad([&](const fx::nn::BatchNorm& p) { return fx::sum(fx::nn::BatchNorm::apply(p, state, x, true).first * wts); },
+             bn);
+  check_grad([&](const fx::Array& xs) { return fx::sum(fx::sin(fx::nn::BatchNorm::apply(bn, state, xs, true).first)); }, x,
+             1e-5);
+  // The state threads through a jitted step.
+  auto step = fx::jit([](const fx::nn::BatchNorm& p, const fx::nn::BatchNorm::State& s, const fx::Array& xs) {
+    return fx::nn::BatchNorm::apply(p, s, xs, true);
+  });
+  auto [yj, nj] = step(bn, state, x);
+  check_close(yj, train_want, 1e-7);
+  check_close(nj.mean, want_mean, 1e-7);
+  auto fresh = fx::nn::BatchNorm::init_state(3);
+  CHECK(values(fresh.mean) == std::vector<double>{0, 0, 0});
+  CHECK(values(fresh.var) == std::vector<double>{1, 1, 1});
+  CHECK_THROWS_AS(fx::nn::BatchNorm::apply(fx::nn::BatchNorm::init(4), fx::nn::BatchNorm::init_state(4), x, true),
+                  fx::ShapeError);
 }

@@ -41,6 +41,87 @@ Array Linear::apply(const Linear& p, const Array& x, SourceLoc loc) {
   return add(matmul(x, w, loc), b, loc);
 }
 
+namespace {
+
+// The conv layer's dimension numbers for a rank-r operand: NC... x OI... -> NC..., or channels last
+// N...C x ...IO -> N...C.
+ConvDimensionNumbers conv_layout(int64_t rank, bool channels_last) {
+  IntList first(size_t(rank), 0), lhs, rhs;
+  for (int64_t d = 0; d < rank; ++d) first[size_t(d)] = d;
+  if (!channels_last) return ConvDimensionNumbers{first, first, first};
+  lhs = {0, rank - 1};
+  rhs = {rank - 1, rank - 2};
+  for (int64_t d = 1; d < rank - 1; ++d) lhs.push_back(d);
+  for (int64_t d = 0; d < rank - 2; ++d) rhs.push_back(d);
+  return ConvDimensionNumbers{lhs, rhs, lhs};
+}
+
+}  // namespace
+
+Conv Conv::init(const Array& key, int64_t in_ch, int64_t out_ch, const IntList& kernel_size, int64_t groups,
+                bool channels_last, const std::optional<initializers::Initializer>& weight_init,
+                const initializers::Initializer& bias_init, DType dtype) {
+  if (kernel_size.empty() || groups < 1 || in_ch % groups != 0 || out_ch % groups != 0)
+    throw ShapeError("ShapeError: Conv::init: in_ch " + std::to_string(in_ch) + " and out_ch " +
+                     std::to_string(out_ch) + " must be multiples of groups " + std::to_string(groups) +
+                     ", with at least one kernel dim");
+  Shape w;
+  if (!channels_last) w = Shape{out_ch, in_ch / groups};
+  for (int64_t k : kernel_size) w.push_back(k);
+  if (channels_last) {
+    w.push_back(in_ch / groups);
+    w.push_back(out_ch);
+  }
+  // Fans: OI... names its feature axes explicitly; ...IO is the dense layout's default.
+  auto init = weight_init.value_or(channels_last ? initializers::lecun_normal() : initializers::lecun_normal(1, 0));
+  auto [kw, kb] = random::split(key);
+  return Conv{init(kw, w, dtype), bias_init(kb, {out_ch}, dtype), channels_last};
+}
+
+Array Conv::apply(const Conv& p, const Array& x, const IntList& strides, const Padding& padding,
+                  const IntList& dilation, SourceLoc loc) {
+  const int64_t rank = p.weight.ndim();
+  const Shape& ws = p.weight.shape();
+  const bool ranked = rank >= 3 && x.ndim() == rank;  // a weight of rank < 3 is no conv weight
+  const int64_t w_in = !ranked ? 0 : p.channels_last ? ws[size_t(rank - 2)] : ws[1];
+  const int64_t w_out = !ranked ? 0 : p.channels_last ? ws[size_t(rank - 1)] : ws[0];
+  const int64_t in = !ranked ? 0 : x.shape()[size_t(p.channels_last ? rank - 1 : 1)];
+  if (!ranked || w_in < 1 || in < 1 || in % w_in != 0 || p.bias.shape() != Shape{w_out})
+    layer_error(ErrorKind::Shape, "Conv", {x.aval(), p.weight.aval(), p.bias.aval()}, loc,
+                std::string("the input must be ") + (p.channels_last ? "[N, spatial..., C]" : "[N, C, spatial...]") +
+                    " of the weight's rank, with C a multiple of the weight's in features");
+  const IntList ones(size_t(rank - 2), 1);
+  Array w = astype(p.weight, x.dtype(), loc), b = astype(p.bias, x.dtype(), loc);
+  Array y = conv_general_dilated(x, w, strides.empty() ? ones : strides, padding, ones,
+                                 dilation.empty() ? ones : dilation, conv_layout(rank, p.channels_last), in / w_in, 1,
+                                 std::nullopt, loc);
+  if (p.channels_last) return add(y, b, loc);
+  Shape bs(std::vector<int64_t>(size_t(rank - 1), 1));
+  bs[0] = w_out;
+  return add(y, reshape(b, bs, loc), loc);
+}
+
+BatchNorm BatchNorm::init(int64_t features, DType dtype) {
+  return BatchNorm{ones({features}, dtype), zeros({features}, dtype)};
+}
+
+BatchNormState BatchNorm::init_state(int64_t features, DType dtype) {
+  return BatchNormState{zeros({features}, dtype), ones({features}, dtype)};
+}
+
+std::pair<Array, BatchNormState> BatchNorm::apply(const BatchNorm& p, const State& state, const Array& x, bool training,
+                                                  double momentum, double eps, int64_t axis, SourceLoc loc) {
+  const int64_t r = x.ndim(), ax = axis < 0 ? axis + r : axis;
+  if (ax < 0 || ax >= r || p.scale.shape() != Shape{x.shape()[size_t(ax)]} ||
+      state.mean.shape() != p.scale.shape() || state.var.shape() != p.scale.shape())
+    layer_error(ErrorKind::Shape, "BatchNorm", {x.aval(), p.scale.aval(), state.mean.aval(), state.var.aval()}, loc,
+                "scale, bias and the running statistics need one entry per feature of axis " + std::to_string(axis));
+  BatchNormResult res = batch_norm(x, p.scale, p.bias, state.mean, state.var, training, momentum, eps, ax, loc);
+  // The statistics keep their own dtype (float32 under a bfloat16 policy), the output x's.
+  return {astype(res.out, x.dtype(), loc),
+          BatchNormState{astype(res.running_mean, state.mean.dtype(), loc), astype(res.running_var, state.var.dtype(), loc)}};
+}
+
 Embedding Embedding::init(const Array& key, int64_t num, int64_t dim,
                           const std::optional<initializers::Initializer>& table_init, DType dtype) {
   auto init = table_init.value_or(initializers::variance_scaling(1.0, initializers::FanMode::fan_in,
@@ -67,17 +148,16 @@ Array LayerNorm::apply(const LayerNorm& p, const Array& x, double eps, SourceLoc
   if (x.ndim() < 1 || p.scale.shape() != Shape{x.shape()[size_t(x.ndim() - 1)]})
     layer_error(ErrorKind::Shape, "LayerNorm", {x.aval(), p.scale.aval()}, loc,
                 "the input's last axis must match the scale's length");
-  Array y = standardize(x, -1, eps, loc);
-  return add(multiply(y, astype(p.scale, y.dtype(), loc), loc), astype(p.bias, y.dtype(), loc), loc);
+  // Computes in x's (float) dtype, as the other layers: the parameters are cast to it.
+  const DType dt = is_float(x.dtype()) ? x.dtype() : float32;
+  return layer_norm(x, astype(p.scale, dt, loc), astype(p.bias, dt, loc), -1, eps, loc);
 }
 
 Array Dropout::apply(const Array& key, const Array& x, double rate, bool training, SourceLoc loc) {
   if (rate < 0 || rate > 1)
     layer_error(ErrorKind::Value, "Dropout", {x.aval()}, loc, "rate must be in [0, 1], got " + std::to_string(rate));
   if (!training || rate == 0) return x;
-  if (rate == 1) return zeros_like(x, loc);
-  Array keep = random::bernoulli(key, 1.0 - rate, x.shape(), loc);
-  return where(keep, divide(x, 1.0 - rate, loc), zeros_like(x, loc), loc);
+  return dropout(key, x, rate, training, loc);
 }
 
 MultiHeadAttention MultiHeadAttention::init(const Array& key, int64_t dim, int64_t num_heads, DType dtype) {
@@ -93,23 +173,21 @@ MultiHeadAttention MultiHeadAttention::init(const Array& key, int64_t dim, int64
 
 namespace {
 
-// [..., L, H*D] -> [..., H, L, D]
+// [..., L, H*D] -> [..., L, H, D]: the (..., T, N, H) layout of fx::nn::dot_product_attention.
 Array split_heads(const Array& x, int64_t heads, SourceLoc loc) {
-  Shape s = x.shape();
-  const int64_t r = s.rank(), dim = s[size_t(r - 1)];
+  const Shape& s = x.shape();
   Shape split(s.begin(), s.end() - 1);
   split.push_back(heads);
-  split.push_back(dim / heads);
-  return swapaxes(reshape(x, split, loc), r - 2, r - 1, loc);
+  split.push_back(s[size_t(s.rank() - 1)] / heads);
+  return reshape(x, split, loc);
 }
 
-// [..., H, L, D] -> [..., L, H*D]
+// [..., L, H, D] -> [..., L, H*D]
 Array merge_heads(const Array& x, SourceLoc loc) {
-  const int64_t r = x.ndim();
-  Array t = swapaxes(x, r - 3, r - 2, loc);
-  Shape s(t.shape().begin(), t.shape().end() - 2);
-  s.push_back(t.shape()[size_t(r - 2)] * t.shape()[size_t(r - 1)]);
-  return reshape(t, s, loc);
+  const Shape& s = x.shape();
+  Shape merged(s.begin(), s.end() - 2);
+  merged.push_back(s[size_t(s.rank() - 2)] * s[size_t(s.rank() - 1)]);
+  return reshape(x, merged, loc);
 }
 
 }  // namespace
@@ -121,14 +199,12 @@ Array MultiHeadAttention::apply(const MultiHeadAttention& p, const Array& q_in, 
       kv_in.shape()[size_t(kv_in.ndim() - 1)] != dim)
     layer_error(ErrorKind::Shape, "MultiHeadAttention", {q_in.aval(), kv_in.aval(), p.query.weight.aval()}, loc,
                 "inputs must be [..., length, " + std::to_string(dim) + "] of the same rank");
-  const int64_t h = p.num_heads, r = q_in.ndim() + 1;
+  const int64_t h = p.num_heads;
   Array q = split_heads(Linear::apply(p.query, q_in, loc), h, loc);
   Array k = split_heads(Linear::apply(p.key, kv_in, loc), h, loc);
   Array v = split_heads(Linear::apply(p.value, kv_in, loc), h, loc);
-  const double scale = 1.0 / std::sqrt(double(dim / h));
-  Array logits = multiply(matmul(q, swapaxes(k, r - 2, r - 1, loc), loc), scale, loc);  // [..., H, Lq, Lk]
-  if (mask) logits = where(*mask, logits, full_like(logits, -1e30, loc), loc);
-  Array attended = matmul(softmax(logits, -1, loc), v, loc);                           // [..., H, Lq, D]
+  // Scaled by 1/sqrt(dim / heads), dot_product_attention's default.
+  Array attended = dot_product_attention(q, k, v, mask, std::nullopt, false, loc);  // [..., Lq, H, D]
   return Linear::apply(p.out, merge_heads(attended, loc), loc);
 }
 

@@ -8,11 +8,14 @@
 //   fx::Array y = fx::nn::Linear::apply(lin, x);               // x: [..., 784] -> [..., 128]
 //   auto g = fx::grad([&](const fx::nn::Linear& p) { return fx::sum(fx::nn::Linear::apply(p, x)); })(lin);
 //
-// Conv and BatchNorm layers build on the convolution primitive (see docs/training.md).
+//   auto conv = fx::nn::Conv::init(key, /*in_ch=*/1, /*out_ch=*/32, {3, 3});   // OIHW weight
+//   fx::Array c = fx::nn::Conv::apply(conv, img, /*strides=*/{1, 1}, "SAME");   // NCHW in and out
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <utility>
 
+#include "api/conv.h"
 #include "ir/tree.h"
 #include "train/initializers.h"
 
@@ -28,6 +31,47 @@ struct Linear {
   static Array apply(const Linear& p, const Array& x, FLUXION_LOC);
 };
 FLUXION_TREE(Linear, weight, bias);
+
+/// An n-D convolution layer (1-D, 2-D, 3-D: the kernel's rank says which) over fx::conv_general_dilated.
+/// Channels first by default: NC... input, weight laid out OI... (out features, in features / groups,
+/// kernel...), NC... output. `channels_last` (a static leaf: part of the jit signature, not saved)
+/// selects N...C input with a ...IO weight (NHWC x HWIO). bias [out] is added per output feature.
+struct Conv {
+  Array weight, bias;
+  bool channels_last = false;
+  /// Weight lecun_normal over the layout's fans by default (Flax's Conv), bias zeros. `groups`
+  /// splits the features into that many independent convolutions (groups == in == out: depthwise).
+  static Conv init(const Array& key, int64_t in_ch, int64_t out_ch, const IntList& kernel_size, int64_t groups = 1,
+                   bool channels_last = false, const std::optional<initializers::Initializer>& weight_init = std::nullopt,
+                   const initializers::Initializer& bias_init = initializers::zeros(), DType dtype = float32);
+  /// x: [N, C, spatial...] (or [N, spatial..., C]); strides and dilation default to ones (one per
+  /// spatial dim). The feature group count is the input's features over the weight's in features.
+  /// Computes in x's dtype: parameters are cast to it.
+  static Array apply(const Conv& p, const Array& x, const IntList& strides = {}, const Padding& padding = "SAME",
+                     const IntList& dilation = {}, FLUXION_LOC);
+};
+FLUXION_TREE(Conv, weight, bias, channels_last);
+
+/// BatchNorm's running statistics: state carried from step to step, not parameters.
+struct BatchNormState {
+  Array mean, var;  // [features]: zeros and ones at the start
+};
+FLUXION_TREE(BatchNormState, mean, var);
+
+/// Batch normalisation over every axis but the features' (`axis`, 1 for NC... input, -1 for
+/// channels last), through fx::nn::batch_norm. Training normalises with the batch's statistics and
+/// returns the running ones updated as momentum * running + (1 - momentum) * batch (Flax's
+/// convention); inference normalises with the running statistics and returns them unchanged.
+struct BatchNorm {
+  Array scale, bias;  // [features]: ones and zeros
+  using State = BatchNormState;
+  static BatchNorm init(int64_t features, DType dtype = float32);
+  static State init_state(int64_t features, DType dtype = float32);
+  /// Returns the normalised x (in x's dtype) and the state to pass to the next step.
+  static std::pair<Array, State> apply(const BatchNorm& p, const State& state, const Array& x, bool training,
+                                       double momentum = 0.9, double eps = 1e-5, int64_t axis = 1, FLUXION_LOC);
+};
+FLUXION_TREE(BatchNorm, scale, bias);
 
 /// A lookup table: ids (any integer shape) -> rows of `table` [num, dim].
 struct Embedding {
