@@ -10,6 +10,7 @@
 #include "api/elementwise.h"
 #include "api/indexing.h"
 #include "api/linalg.h"
+#include "api/linalg_decomp.h"
 #include "api/nn.h"
 #include "api/operands.h"
 #include "api/random.h"

@@ -41,6 +41,9 @@ namespace fluxion {
   X(sort, "sort")                                                                                  \
   /* linear algebra (prims/dot_general.cpp) */                                                     \
   X(dot_general, "dot_general")                                                                    \
+  /* matrix decompositions and solves, batched over leading dims (prims/linalg.cpp) */             \
+  X(cholesky, "cholesky") X(triangular_solve, "triangular_solve") X(lu, "lu") X(qr, "qr")          \
+  X(eigh, "eigh") X(svd, "svd")                                                                    \
   /* random bits (prims/random.cpp) */                                                             \
   X(threefry2x32, "threefry2x32")                                                                  \
   /* user-defined derivatives and rematerialization (prims/custom.cpp) */                          \

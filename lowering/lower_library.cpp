@@ -127,6 +127,9 @@ std::vector<Value> call_reference_kernel(LowerCtx& c, const Eqn& e, std::span<co
 void add_library_lowerings(LowerTable& t) {
   t[size_t(Prim::sort)] = &call_reference_kernel;
   t[size_t(Prim::polygamma)] = &call_reference_kernel;
+  // The matrix decompositions and solves (prims/linalg.cpp, linalg_spectral.cpp): Eigen's.
+  for (Prim p : {Prim::cholesky, Prim::triangular_solve, Prim::lu, Prim::qr, Prim::eigh, Prim::svd})
+    t[size_t(p)] = &call_reference_kernel;
 }
 
 }  // namespace fluxion::lowering
