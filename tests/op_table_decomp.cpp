@@ -158,9 +158,8 @@ Sample two(fx::Shape a, fx::Shape b, uint64_t seed) {
 int64_t last(const HostArray& x) { return x.shape[size_t(x.shape.rank() - 1)]; }
 int64_t second_last(const HostArray& x) { return x.shape[size_t(x.shape.rank() - 2)]; }
 
-}  // namespace
-
-void add_decomposition_ops(std::vector<OpInfo>& t) {
+// cholesky, the solves, inv, det, slogdet: against elimination and substitution on the host.
+void add_solve_ops(std::vector<OpInfo>& t) {
   using K = fx::ErrorKind;
   namespace la = fx::linalg;
   {
@@ -235,6 +234,11 @@ void add_decomposition_ops(std::vector<OpInfo>& t) {
                       });
                     },
                     {one({3, 3}, 45)}));
+}
+
+// qr, eigh and svd: reconstructions and the sign-free parts of the factors.
+void add_spectral_ops(std::vector<OpInfo>& t) {
+  namespace la = fx::linalg;
   auto reconstruct_ref = [](const auto& xs, fx::DType) { return xs[0]; };
   t.push_back(entry("linalg.qr (q r = a)", [](const auto& x) { auto [q, r] = la::qr(x[0]); return fx::matmul(q, r); },
                     reconstruct_ref, {one({4, 3}, 51), one({2, 3, 3}, 53)}));
@@ -295,6 +299,13 @@ void add_decomposition_ops(std::vector<OpInfo>& t) {
                       return fx::matmul(u * fx::expand_dims(s, -2), vt);
                     },
                     reconstruct_ref, {one({3, 3}, 77), one({4, 2}, 79), one({2, 2, 3}, 81)}));
+}
+
+}  // namespace
+
+void add_decomposition_ops(std::vector<OpInfo>& t) {
+  add_solve_ops(t);
+  add_spectral_ops(t);
 }
 
 }  // namespace optable
