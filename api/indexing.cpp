@@ -4,8 +4,10 @@
 #include <cstdint>
 #include <string>
 
+#include "api/debug.h"
 #include "api/operands.h"
 #include "api/shape_ops.h"
+#include "ir/debug_checks.h"
 #include "ir/trace.h"
 
 namespace fluxion {
@@ -121,6 +123,10 @@ Array take(const Array& x, const ArrayLike& indices, int64_t axis, int64_t batch
   check_batch_dims("take", x, indices, a, batch_dims, loc);
   const int64_t n = x.shape()[size_t(a)];
   Array i = wrapped_indices("take", x, indices, n, loc);
+  if (config::check_bounds()) {
+    const AbstractArray types[] = {x.aval(), i.aval()};
+    debug::check_index_bounds("take", types, i, n, "axis " + std::to_string(a) + " of size " + std::to_string(n), loc);
+  }
   if (n == 0 && i.size() > 0)
     fail(ErrorKind::Shape, "take", {x, indices}, loc, "cannot take from axis " + std::to_string(a) + " of size 0");
   return bind1(Prim::gather, {x, i}, axis_params(a, batch_dims), loc);
@@ -140,6 +146,17 @@ Array dynamic_slice(const Array& x, const std::vector<ArrayLike>& starts, const 
     for (size_t d = 0; d < sizes.size(); ++d) s += (d ? ", " : "") + std::to_string(sizes[d]);
     fail(ErrorKind::Shape, "dynamic_slice", {x}, loc,
          "slice sizes " + s + ") must have one entry per axis, each between 0 and the axis size");
+  }
+  if (config::check_bounds()) {
+    std::vector<AbstractArray> types;
+    for (const Array& o : operands) types.push_back(o.aval());
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      const int64_t limit = x.shape()[d] - sizes[d] + 1;
+      debug::check_index_bounds("dynamic_slice", types, operands[d + 1], limit,
+                                "the start of axis " + std::to_string(d) + " (size " + std::to_string(x.shape()[d]) +
+                                    ", slice " + std::to_string(sizes[d]) + ")",
+                                loc);
+    }
   }
   return bind1(Prim::dynamic_slice, operands, Params{{"slice_sizes", sizes}}, loc);
 }

@@ -203,6 +203,23 @@ bool want(int argc, char** argv, const char* group) {
 
 }  // namespace
 
+// The convolution of issue 14 (bench/bench_conv.cpp measures it against im2col + Eigen by hand).
+void conv_rows() {
+  const int64_t n = 128, ch = 64, hw = 32;
+  fx::Array x = pattern({n, ch, hw, hw}, -1, 1, 1), w = pattern({ch, ch, 3, 3}, -0.1, 0.1, 2);
+  fx::Array g = pattern({n, ch, hw, hw}, -1, 1, 3);
+  auto conv = [](const fx::Array& a, const fx::Array& k) { return fx::conv_general_dilated(a, k, {1, 1}, "SAME"); };
+  // The output comes back as aux: the gradients alone would leave the forward convolution dead.
+  auto loss = [conv](const fx::Array& a, const fx::Array& k, const fx::Array& ct) {
+    fx::Array y = conv(a, k);
+    return std::pair{fx::sum(y * ct), y};
+  };
+  timed("conv3x3_forward", fx::jit(conv), [](const fx::Array& y) { return abs_sum(y); }, "ms", 1, x, w);
+  timed("conv3x3", fx::jit(fx::grad<0, 1>(loss, fx::has_aux)),
+        [](const auto& r) { return abs_sum(r.second) + abs_sum(std::get<0>(r.first)) + abs_sum(std::get<1>(r.first)); },
+        "ms", 1, x, w, g);
+}
+
 int main(int argc, char** argv) {
   if (argc > 1) g_repeats = std::max(1, std::atoi(argv[1]));
   const int threads = fx::runtime::cpu_device().num_threads;
@@ -212,5 +229,6 @@ int main(int argc, char** argv) {
   if (want(argc, argv, "models")) model_rows();
   if (want(argc, argv, "dispatch")) dispatch_rows();
   if (want(argc, argv, "gradbench")) gradbench_rows(threads);
+  if (want(argc, argv, "conv")) conv_rows();
   return 0;
 }

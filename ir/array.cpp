@@ -35,7 +35,7 @@ void Array::read(void* dst, DType as, size_t count, const char* what, SourceLoc 
   if (count != size_t(a.aval.size()))
     throw ValueError(std::string("ValueError: ") + what + "() at " + loc.str() + " on an array of type " +
                      a.aval.str() + ": only one-element arrays have an item()");
-  const char* src = static_cast<const char*>(a.buffer->data);
+  const char* src = static_cast<const char*>(host_data(a));
   size_t in_size = itemsize(a.aval.dtype), out_size = itemsize(as);
   char* out = static_cast<char*>(dst);
   for (size_t i = 0; i < count; ++i) {
@@ -56,13 +56,58 @@ Array::operator bool() const {
   if (a.aval.size() != 1)
     throw ValueError("ValueError: the truth value of an array of type " + a.aval.str() +
                      " is ambiguous; use fx::any or fx::all");
-  return Literal::load(a.buffer->data, a.aval.dtype).as_double() != 0;
+  return Literal::load(host_data(a), a.aval.dtype).as_double() != 0;
 }
 
 const void* Array::data(SourceLoc loc) const {
   const ArrayImpl& a = checked();
   if (a.trace) concretization(a, "data", loc);
-  return a.buffer->data;
+  return host_data(a);
+}
+
+// ---- devices and shards ---------------------------------------------------------------------------
+namespace {
+// Stacks the shards along `axis` into one host buffer: for every index before the axis, one
+// contiguous block of each shard in turn.
+std::shared_ptr<Buffer> gather(const AbstractArray& global, const Sharding& s) {
+  auto out = Buffer::allocate(global.nbytes());
+  const size_t n = s.shards.size();
+  if (n == 0 || global.nbytes() == 0) return out;
+  size_t outer = 1;
+  for (int d = 0; d < s.axis; ++d) outer *= size_t(global.shape[size_t(d)]);
+  const size_t block = global.nbytes() / outer / n;  // one shard's bytes per outer index
+  char* dst = static_cast<char*>(out->data);
+  for (size_t o = 0; o < outer; ++o)
+    for (size_t k = 0; k < n; ++k, dst += block)
+      std::memcpy(dst, static_cast<const char*>(host_data(*s.shards[k].impl())) + o * block, block);
+  return out;
+}
+}  // namespace
+
+void* host_data(const ArrayImpl& a) {
+  if (a.buffer) return a.buffer->data;
+  if (!a.sharding) throw ValueError("ValueError: an array without data (internal)");
+  Sharding& s = *a.sharding;
+  std::call_once(s.gather_once, [&] { s.gathered = gather(a.aval, s); });
+  return s.gathered->data;
+}
+
+Device Array::device(std::source_location loc) const {
+  const ArrayImpl& a = checked();
+  if (a.trace) concretization(a, "device", loc);
+  if (a.sharding) {
+    std::string names;
+    for (const Array& s : a.sharding->shards) names += (names.empty() ? "" : ", ") + s.device().str();
+    throw DeviceError("DeviceError: device() at " + SourceLoc(loc).str() + ": the array " + a.aval.str() +
+                      " is sharded over " + names + "; shards() gives the per-device pieces");
+  }
+  return a.buffer->device;
+}
+
+std::vector<Array> Array::shards() const {
+  const ArrayImpl& a = checked();
+  if (a.sharding) return a.sharding->shards;
+  return {*this};
 }
 
 // ---- numpy-like printing ------------------------------------------------------------------------

@@ -5,12 +5,14 @@
 #include <initializer_list>
 #include <iosfwd>
 #include <memory>
+#include <mutex>
 #include <source_location>
 #include <type_traits>
 #include <vector>
 
 #include "ir/error.h"
 #include "ir/shape.h"
+#include "memory/device.h"
 
 namespace fluxion {
 
@@ -18,11 +20,24 @@ struct Buffer;
 struct TraceState;
 struct Index;  // api/subscript.h: one entry of x[...] or x.at(...)
 class At;      // api/subscript.h: x.at(idx), whose set/add/mul/min/max give updated copies
+class Array;
+
+/// A concrete array split over devices (what fx::pmap returns): one shard per device, stacked
+/// along `axis` of the global array. The shards stay where they were computed; the global array
+/// is gathered into host memory the first time something reads it (printing, to_vector, an eager
+/// op), once.
+struct Sharding {
+  std::vector<Array> shards;  // in device order; each has the global shape without `axis`
+  int axis = 0;
+  std::once_flag gather_once;
+  std::shared_ptr<Buffer> gathered;
+};
 
 /// Shared state behind an Array handle (internal; users see Array).
 struct ArrayImpl {
   AbstractArray aval;
-  std::shared_ptr<Buffer> buffer;     // concrete arrays
+  std::shared_ptr<Buffer> buffer;     // concrete arrays (for a sharded one: null until gathered)
+  std::shared_ptr<Sharding> sharding;  // sharded concrete arrays
   std::shared_ptr<TraceState> trace;  // tracers: the trace that owns `var` (possibly ended)
   int32_t var = -1;
   SourceLoc loc;  // where a tracer was created (for ConcretizationError)
@@ -65,8 +80,16 @@ class Array {
       return out;
     }
   }
-  /// Waits for device work producing this array. Execution on the CPU is synchronous.
-  void block_until_ready() const {}
+  /// Waits for device work producing this array. Execution on the CPU is synchronous (pmap
+  /// returns when every device has finished), so this only checks the handle.
+  void block_until_ready() const { (void)checked(); }
+  /// The device a concrete array lives on (runtime/devices.h). A sharded array spans several:
+  /// DeviceError, naming them (ask shards() instead); a tracer: ConcretizationError.
+  Device device(std::source_location loc = std::source_location::current()) const;
+  /// The per-device pieces of a sharded array (fx::pmap's results), in device order; an unsharded
+  /// array is its own single shard.
+  std::vector<Array> shards() const;
+  bool is_sharded() const { return impl_ && impl_->sharding != nullptr; }
   /// The truth value of a one-element array, as `if (x > 0)` asks for it.
   explicit operator bool() const;
 
@@ -87,6 +110,9 @@ class Array {
   void read(void* dst, DType as, size_t count, const char* what, SourceLoc loc) const;
   std::shared_ptr<ArrayImpl> impl_;
 };
+
+/// The host bytes of a concrete array, gathering a sharded one first (internal: kernels, printing).
+void* host_data(const ArrayImpl& a);
 
 /// numpy-like printing of a concrete array; a tracer prints as "Traced<f32[3]>".
 std::ostream& operator<<(std::ostream& os, const Array& a);

@@ -20,6 +20,8 @@ std::string_view error_kind_name(ErrorKind k) {
     case ErrorKind::Device: return "DeviceError";
     case ErrorKind::Parse: return "ParseError";
     case ErrorKind::Value: return "ValueError";
+    case ErrorKind::FloatingPoint: return "FloatingPointError";
+    case ErrorKind::IO: return "IOError";
   }
   return "Error";
 }
@@ -34,6 +36,8 @@ void throw_error(ErrorKind kind, const std::string& msg) {
     case ErrorKind::Device: throw DeviceError(msg);
     case ErrorKind::Parse: throw ParseError(msg);
     case ErrorKind::Value: throw ValueError(msg);
+    case ErrorKind::FloatingPoint: throw FloatingPointError(msg);
+    case ErrorKind::IO: throw IOError(msg);
   }
   throw Error(kind, msg);
 }

@@ -23,7 +23,7 @@ struct SourceLoc {
   std::string str() const;
 };
 
-enum class ErrorKind : uint8_t { Shape, Type, Concretization, TracerLeak, Compile, Device, Parse, Value };
+enum class ErrorKind : uint8_t { Shape, Type, Concretization, TracerLeak, Compile, Device, Parse, Value, FloatingPoint, IO };
 
 /// Base of every user-facing error. `what()` holds the whole message.
 class Error : public std::runtime_error {
@@ -47,6 +47,8 @@ FLUXION_ERROR_KIND(CompileError, Compile)
 FLUXION_ERROR_KIND(DeviceError, Device)
 FLUXION_ERROR_KIND(ParseError, Parse)
 FLUXION_ERROR_KIND(ValueError, Value)
+FLUXION_ERROR_KIND(FloatingPointError, FloatingPoint)  // a NaN or Inf under debug_nans (ir/debug_checks.h)
+FLUXION_ERROR_KIND(IOError, IO)  // files: checkpoints, datasets (open, read, write, format)
 #undef FLUXION_ERROR_KIND
 
 std::string_view error_kind_name(ErrorKind k);

@@ -10,6 +10,7 @@
 #include "ir/array.h"
 #include "ir/params.h"
 #include "ir/primitive.h"
+#include "ir/program.h"
 #include "ir/shape.h"
 
 namespace fluxion {
@@ -48,10 +49,17 @@ struct EvalRules {
   ImplRule impl = nullptr;
   /// For primitives whose compiled code calls the reference kernel: the params it passes, in order.
   std::span<const KernelParam> kernel_params;
+  /// Has an effect beyond its results (a host callback): never removed, merged, hoisted or
+  /// reordered by a pass, even when nothing reads its outputs.
+  bool effect = false;
 };
 
 /// The evaluation rules of p (all null for a primitive no block has registered).
 const EvalRules& eval_rules(Prim p);
+/// Whether running e has an effect: its primitive has one, or a sub-program in its params holds
+/// such an eqn (a cond branch, a loop body that prints).
+bool has_effect(const Eqn& e);
+bool has_effect(const Program& p);
 /// Called by prims/registry.cpp when a primitive's block registers.
 void register_eval_rules(Prim p, const EvalRules& rules);
 

@@ -44,13 +44,25 @@ namespace fluxion {
   /* matrix decompositions and solves, batched over leading dims (prims/linalg.cpp) */             \
   X(cholesky, "cholesky") X(triangular_solve, "triangular_solve") X(lu, "lu") X(qr, "qr")          \
   X(eigh, "eigh") X(svd, "svd")                                                                    \
+  /* convolution (prims/conv.cpp) */                                                               \
+  X(conv_general_dilated, "conv_general_dilated")                                                  \
+  /* windowed reductions and the max-pool gradient (prims/reduce_window.cpp) */                     \
+  X(reduce_window_sum, "reduce_window_sum") X(reduce_window_max, "reduce_window_max")              \
+  X(reduce_window_min, "reduce_window_min") X(select_and_gather_add, "select_and_gather_add")      \
+  X(select_and_scatter_add, "select_and_scatter_add")                                              \
   /* random bits (prims/random.cpp) */                                                             \
   X(threefry2x32, "threefry2x32")                                                                  \
+  /* host callbacks with an effect: debug printing (prims/debug.cpp) */                           \
+  X(debug_callback, "debug_callback")                                                              \
   /* user-defined derivatives and rematerialization (prims/custom.cpp) */                          \
   X(custom_jvp_call, "custom_jvp_call") X(custom_vjp_call, "custom_vjp_call")                      \
   X(custom_vjp_linear, "custom_vjp_linear") X(checkpoint, "checkpoint")                          \
   /* control flow (prims/cond.cpp, while_loop.cpp, scan.cpp) */                                   \
-  X(cond, "cond") X(while_, "while") X(scan, "scan")
+  X(cond, "cond") X(while_, "while") X(scan, "scan")                                             \
+  /* collectives over a named axis (prims/collectives.cpp) */                                    \
+  X(psum, "psum") X(pmean, "pmean") X(pmax, "pmax") X(pmin, "pmin") X(all_gather, "all_gather")    \
+  X(psum_scatter, "psum_scatter") X(ppermute, "ppermute") X(all_to_all, "all_to_all")             \
+  X(axis_index, "axis_index")
 
 enum class Prim : uint16_t {
 #define FLUXION_X(id, name) id,

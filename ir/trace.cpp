@@ -2,7 +2,9 @@
 
 #include <cstring>
 
+#include "ir/debug_checks.h"
 #include "ir/eval_rules.h"
+#include "ir/profiler.h"
 #include "memory/buffer.h"
 
 namespace fluxion {
@@ -29,7 +31,7 @@ Atom atom_in(TraceState& t, const Array& a, Prim p, SourceLoc loc) {
     const TraceState& owner = *impl.trace;
     if (!owner.alive || owner.depth >= t_stack.size() || t_stack[owner.depth] != &owner) leaked(impl, p, loc);
   } else if (impl.aval.shape.rank() == 0) {
-    return Atom(Literal::load(impl.buffer->data, impl.aval.dtype, impl.aval.weak_type));
+    return Atom(Literal::load(host_data(impl), impl.aval.dtype, impl.aval.weak_type));
   }
   auto it = t.lifted.find(&impl);
   if (it != t.lifted.end()) return Atom(it->second);
@@ -51,6 +53,27 @@ Array tracer(const std::shared_ptr<TraceState>& t, int32_t var, SourceLoc loc) {
 
 // Owning pointers to the TraceStates on the stack, so tracers can hold them.
 thread_local std::vector<std::shared_ptr<TraceState>> t_owners;
+
+// Where an eager op runs: on the device its committed operands share (two different ones are a
+// DeviceError), else on the default device. Sharded operands are read through their gathered host
+// copy and commit nothing.
+struct Placement {
+  Device device;
+  bool committed = false;
+};
+Placement placement(Prim p, std::span<const Array> inputs, std::span<const AbstractArray> in_avals, SourceLoc loc) {
+  Placement at{default_device(), false};
+  for (const Array& x : inputs) {
+    const Buffer* b = x.impl()->buffer.get();
+    if (!b || !b->committed || x.impl()->sharding) continue;
+    if (at.committed && !(b->device == at.device))
+      op_error(ErrorKind::Device, prim_name(p), in_avals, loc,
+               "operands are committed to different devices, " + at.device.str() + " and " + b->device.str() +
+                   "; move one with fx::device_put");
+    at = {b->device, true};
+  }
+  return at;
+}
 
 const ArrayImpl& operand(const Array& a, Prim p, size_t i, SourceLoc loc) {
   if (!a.valid())
@@ -88,7 +111,7 @@ Program TraceScope::finish(std::span<const Array> outputs) {
     if (owned_by(impl, &t)) {
       t.program.outvars.push_back(Atom(impl.var));
     } else if (!impl.trace && impl.aval.shape.rank() == 0) {
-      t.program.outvars.push_back(Atom(Literal::load(impl.buffer->data, impl.aval.dtype, impl.aval.weak_type)));
+      t.program.outvars.push_back(Atom(Literal::load(host_data(impl), impl.aval.dtype, impl.aval.weak_type)));
     } else {
       t.program.outvars.push_back(atom_in(t, outputs[i], Prim::neg, {}));
     }
@@ -147,21 +170,26 @@ std::vector<Array> bind(Prim p, std::span<const Array> inputs, const Params& par
     return outs;
   }
   if (t_stack.empty()) {
-    // Eager: run the reference kernel now.
+    // Eager: run the reference kernel now, on the device of the committed operands.
+    profiler::Scope prof("eager", [&] { return std::string(prim_name(p)); });
     std::vector<View> in_views(inputs.size()), out_views(out_avals.size());
     for (size_t i = 0; i < inputs.size(); ++i) {
       const ArrayImpl& a = *inputs[i].impl();
       if (a.trace) leaked(a, p, loc);
-      in_views[i] = View{a.buffer->data, &a.aval};
+      in_views[i] = View{host_data(a), &a.aval};
     }
+    const Placement at = placement(p, inputs, in_avals, loc);
     for (size_t i = 0; i < out_avals.size(); ++i) {
       auto impl = std::make_shared<ArrayImpl>();
       impl->aval = std::move(out_avals[i]);
       impl->buffer = Buffer::allocate(impl->aval.nbytes());
+      impl->buffer->device = at.device;
+      impl->buffer->committed = at.committed;
       out_views[i] = View{impl->buffer->data, &impl->aval};
       outs.emplace_back(std::move(impl));
     }
     r.kernel(in_views, out_views, params);
+    if (config::debug_nans()) check_nonfinite(p, inputs, outs, params, loc);
     return outs;
   }
 

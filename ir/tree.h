@@ -16,10 +16,12 @@
 
 // FLUXION_TREE(Params, w1, b1, w2, b2);  at namespace scope, next to the struct: its fields (in this
 // order) are the struct's children.
+// The field names, as written ("w1, b1, w2, b2"), name the leaves of saved checkpoints.
 #define FLUXION_TREE(Type, ...)                                                                  \
   [[maybe_unused]] inline auto fluxion_tree_members(const Type*) {                              \
     return std::make_tuple(FLUXION_PP_FOR_EACH(FLUXION_PP_MEMBER_PTR, Type, __VA_ARGS__));      \
   }                                                                                              \
+  [[maybe_unused]] inline const char* fluxion_tree_field_names(const Type*) { return #__VA_ARGS__; } \
   static_assert(true, "")
 #define FLUXION_PP_MEMBER_PTR(T, field) &T::field
 #define FLUXION_PP_EXPAND(x) x

@@ -24,8 +24,10 @@ struct ObjectCode {
 
 /// Translates `m` to LLVM IR, adds the packed entry point, optimizes at `opt_level` (0-3) and emits
 /// object code for cpu_target(). `ll_dump` (if not empty) receives the optimized LLVM IR and
-/// `asm_dump` the assembly. Throws CompileError.
-ObjectCode emit_object(mlir::ModuleOp m, int opt_level, const std::string& ll_dump = "", const std::string& asm_dump = "");
+/// `asm_dump` the assembly. `entry` renames `kernel` (and `_mlir_kernel` to `_mlir_<entry>`): an
+/// exported object's C entry point. Throws CompileError.
+ObjectCode emit_object(mlir::ModuleOp m, int opt_level, const std::string& ll_dump = "", const std::string& asm_dump = "",
+                       const std::string& entry = "kernel");
 
 /// The symbols `object` needs from outside itself.
 std::vector<std::string> undefined_symbols(const std::string& object);

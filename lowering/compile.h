@@ -35,6 +35,11 @@ struct CompileOptions {
 /// line) when a primitive has no lowering or MLIR/LLVM rejects the module; never prints or aborts.
 std::unique_ptr<runtime::Kernel> compile_cpu(const Program& p, const CompileOptions& options);
 
+/// The same stages up to object code, not linked: a relocatable ELF object for cpu_target() whose
+/// entry point is `entry` (the kernel ABI of runtime/kernel.h) and `_mlir_<entry>(void** args)`
+/// (the packed one). fx::export_ writes it to a file. Throws CompileError.
+std::string compile_object_cpu(const Program& p, const CompileOptions& options, const std::string& entry);
+
 /// Whether the lowering table has a rule for p (the registry test checks every primitive).
 bool has_lowering(Prim p);
 

@@ -59,6 +59,7 @@ void add_indexing_lowerings(LowerTable& t);     // lower_indexing.cpp
 void add_random_lowerings(LowerTable& t);       // lower_random.cpp
 void add_library_lowerings(LowerTable& t);      // lower_library.cpp
 void add_control_lowerings(LowerTable& t);      // lower_control.cpp
+void add_conv_lowerings(LowerTable& t);         // lower_conv.cpp
 const LowerTable& lower_table();
 
 /// An eqn operand: the value of a var, or a literal as a scalar constant at the insertion point.

@@ -11,6 +11,7 @@
 #include <mlir/Dialect/MemRef/IR/MemRef.h>
 
 #include "ir/error.h"
+#include "lowering/library_arrays.h"
 #include "lowering/lower.h"
 #include "runtime/library_calls.h"
 
@@ -80,6 +81,36 @@ std::vector<Value> library_call(LowerCtx& c, const std::string& symbol, std::spa
 }
 
 namespace {
+// A fresh tensor holding a copy of t (bufferization gives it a buffer of its own).
+Value private_copy(LowerCtx& c, Value t) {
+  return c.b.create<bufferization::AllocTensorOp>(c.loc, cast<RankedTensorType>(t.getType()), ValueRange{}, t);
+}
+
+}  // namespace
+
+std::vector<Value> call_on_arrays(LowerCtx& c, const std::string& symbol, std::vector<LibraryArg> layout,
+                                  std::span<const Operand> in, std::span<const AbstractArray> out,
+                                  bool private_operands) {
+  std::vector<Value> tensors;
+  std::vector<AbstractArray> in_avals;
+  int buffer = 0;
+  auto describe = [&](const AbstractArray& a) {
+    layout.push_back({int64_t(a.dtype)});
+    layout.push_back({int64_t(a.ndim())});
+    for (int64_t d : a.shape) layout.push_back({d});
+    layout.push_back({0, buffer++});
+  };
+  for (const Operand& o : in) {
+    tensors.push_back(as_tensor(c, o));
+    if (private_operands) tensors.back() = private_copy(c, tensors.back());
+    in_avals.push_back(o.aval);
+    describe(o.aval);
+  }
+  for (const AbstractArray& a : out) describe(a);
+  return library_call(c, symbol, tensors, in_avals, out, layout);
+}
+
+namespace {
 
 // A param by key, or nullptr.
 const ParamValue* find_param(const Params& p, std::string_view key) {
@@ -104,22 +135,11 @@ std::vector<Value> call_reference_kernel(LowerCtx& c, const Eqn& e, std::span<co
     if (!v) throw CompileError("CompileError: jit: " + std::string(prim_name(e.prim)) + " lacks the param " + k.name);
     layout.push_back({std::holds_alternative<bool>(*v) ? int64_t(std::get<bool>(*v)) : std::get<int64_t>(*v)});
   }
-  std::vector<Value> tensors;
-  std::vector<AbstractArray> in_avals;
-  int buffer = 0;
-  auto describe = [&](const AbstractArray& a) {
-    layout.push_back({int64_t(a.dtype)});
-    layout.push_back({int64_t(a.ndim())});
-    for (int64_t d : a.shape) layout.push_back({d});
-    layout.push_back({0, buffer++});
-  };
-  for (const Operand& o : in) {
-    tensors.push_back(as_tensor(c, o));
-    in_avals.push_back(o.aval);
-    describe(o.aval);
-  }
-  for (const AbstractArray& a : out) describe(a);
-  return library_call(c, "fluxion_rt_call_prim", tensors, in_avals, out, layout);
+  // A host callback reads its operands through pointers that the tensor analysis does not follow
+  // past the call: CSE would share one `to_memref` between two prints of a value and bufferization
+  // may overwrite that buffer in between. A copy of its own (never merged: it allocates) is read
+  // exactly where the print is.
+  return call_on_arrays(c, "fluxion_rt_call_prim", std::move(layout), in, out, eval_rules(e.prim).effect);
 }
 
 }  // namespace
@@ -127,6 +147,11 @@ std::vector<Value> call_reference_kernel(LowerCtx& c, const Eqn& e, std::span<co
 void add_library_lowerings(LowerTable& t) {
   t[size_t(Prim::sort)] = &call_reference_kernel;
   t[size_t(Prim::polygamma)] = &call_reference_kernel;
+  t[size_t(Prim::debug_callback)] = &call_reference_kernel;  // calls back into the process (prims/debug.h)
+  // Collectives (prims/collectives.cpp): their kernels meet the other devices' through ir/spmd.h.
+  for (Prim p : {Prim::psum, Prim::pmean, Prim::pmax, Prim::pmin, Prim::all_gather, Prim::psum_scatter, Prim::ppermute,
+                 Prim::all_to_all, Prim::axis_index})
+    t[size_t(p)] = &call_reference_kernel;
   // The matrix decompositions and solves (prims/linalg.cpp, linalg_spectral.cpp): Eigen's.
   for (Prim p : {Prim::cholesky, Prim::triangular_solve, Prim::lu, Prim::qr, Prim::eigh, Prim::svd})
     t[size_t(p)] = &call_reference_kernel;

@@ -187,6 +187,7 @@ const LowerTable& lower_table() {
     add_random_lowerings(t);
     add_library_lowerings(t);
     add_control_lowerings(t);
+    add_conv_lowerings(t);
     return t;
   }();
   return table;

@@ -24,6 +24,7 @@
 #include <optional>
 
 #include "ir/error.h"
+#include "ir/profiler.h"
 #include "lowering/codegen_cpu.h"
 #include "lowering/compile.h"
 #include "lowering/lower.h"
@@ -149,6 +150,7 @@ class CpuPipeline {
   }
 
   void lower() {
+    profiler::Scope prof("mlir", "lower to MLIR");
     auto t = Clock::now();
     module_ = lower_program(session_.context, program_, options_);  // throws CompileError itself
     dump_module("input.mlir");
@@ -157,6 +159,7 @@ class CpuPipeline {
   }
 
   void fuse() {
+    profiler::Scope prof("mlir", "fusion passes");
     auto t = Clock::now();
     run(kFusion, "fusion");
     dump_module("fused.mlir");
@@ -166,6 +169,7 @@ class CpuPipeline {
   // Row tile-and-fuse where it applies; if its transform fails, the plain per-op plan on the module
   // as it was before.
   void tile() {
+    profiler::Scope prof("mlir", "tiling and vectorization");
     auto t = Clock::now();
     bool row_fused = false;
     if (std::string rows = row_fusion_script(*module_, threads_); !rows.empty()) {
@@ -190,19 +194,31 @@ class CpuPipeline {
   }
 
   void bufferize() {
+    profiler::Scope prof("mlir", "bufferization and lowering to LLVM");
     auto t = Clock::now();
     run(bufferize_and_lower_passes(threads_), "bufferization and lowering to LLVM");
     dump_module("lowered.mlir");
     passes_ms_ += ms_since(t);
   }
 
-  ObjectCode codegen() {
-    ObjectCode object = emit_object(*module_, llvm_opt_level(program_), dump_path("ll"), dump_path("s"));
+  ObjectCode codegen(const std::string& entry = "kernel") {
+    profiler::Scope prof("llvm", "LLVM optimization and code generation");
+    ObjectCode object = emit_object(*module_, llvm_opt_level(program_), dump_path("ll"), dump_path("s"), entry);
     llvm_ms_ = object.optimize_ms + object.codegen_ms;
     return object;
   }
 
+  // Every stage up to object code.
+  ObjectCode object(const std::string& entry = "kernel") {
+    lower();
+    fuse();
+    tile();
+    bufferize();
+    return codegen(entry);
+  }
+
   std::unique_ptr<runtime::Kernel> link(const std::string& object) {
+    profiler::Scope prof("llvm", "link");
     std::unique_ptr<runtime::Kernel> k = link_object(object, "the program\n" + program_.str());
     k->lower_ms = lower_ms_;
     k->passes_ms = passes_ms_;
@@ -263,19 +279,21 @@ std::unique_ptr<runtime::Kernel> compile_cpu(const Program& p, const CompileOpti
   // A hit needs no MLIR at all (not even the context): only the linker.
   if (disk)
     if (std::optional<std::string> object = disk->read(); object && unresolved_symbols(*object).empty()) {
+      profiler::Scope prof("llvm", "link (from the disk cache)");
       std::unique_ptr<runtime::Kernel> k = link_object(*object, "the program\n" + p.str());
       k->from_disk_cache = true;
       return k;
     }
 
   CpuPipeline pipeline(p, options);
-  pipeline.lower();
-  pipeline.fuse();
-  pipeline.tile();
-  pipeline.bufferize();
-  const ObjectCode object = pipeline.codegen();
+  const ObjectCode object = pipeline.object();
   if (disk) disk->write(object.bytes);
   return pipeline.link(object.bytes);
+}
+
+std::string compile_object_cpu(const Program& p, const CompileOptions& options, const std::string& entry) {
+  CpuPipeline pipeline(p, options);
+  return pipeline.object(entry).bytes;
 }
 
 }  // namespace fluxion::lowering

@@ -106,7 +106,17 @@ CpuTarget resolve_cpu_target(const std::string& name) {
   return t;
 }
 
+namespace {
+thread_local const CpuTarget* t_override = nullptr;
+}
+
+ScopedCpuTarget::ScopedCpuTarget(CpuTarget target) : target_(std::move(target)), saved_(t_override) {
+  t_override = &target_;
+}
+ScopedCpuTarget::~ScopedCpuTarget() { t_override = saved_; }
+
 const CpuTarget& cpu_target() {
+  if (t_override) return *t_override;
   // Resolved once; a bad FLUXION_CPU is raised again at every compile, not cached as a success.
   static const std::optional<CpuTarget> target = [] () -> std::optional<CpuTarget> {
     const char* e = std::getenv("FLUXION_CPU");

@@ -32,6 +32,19 @@ struct CpuTarget {
 /// is not a CPU LLVM knows, or needs a feature this host does not have.
 const CpuTarget& cpu_target();
 
+/// While alive, cpu_target() on this thread is `target` (fx::export_ compiles for a named CPU
+/// without changing the process's jit target).
+class ScopedCpuTarget {
+ public:
+  explicit ScopedCpuTarget(CpuTarget target);
+  ~ScopedCpuTarget();
+  ScopedCpuTarget(const ScopedCpuTarget&) = delete;
+  ScopedCpuTarget& operator=(const ScopedCpuTarget&) = delete;
+
+ private:
+  CpuTarget target_;
+  const CpuTarget* saved_;
+};
 /// The target FLUXION_CPU=`name` would give on this host (the same checks); "" is the host.
 CpuTarget resolve_cpu_target(const std::string& name);
 

@@ -5,12 +5,21 @@
 #include <cstddef>
 #include <memory>
 
+#include "memory/device.h"
+
 namespace fluxion {
 
 struct Buffer {
   void* data = nullptr;
   size_t nbytes = 0;
   size_t capacity = 0;  // bytes actually reserved (the size class)
+  /// The device the bytes belong to. Host memory serves every CPU device; a GPU device's
+  /// allocator (not written yet) would hand out buffers of MemoryKind::device.
+  Device device = default_device();
+  /// Placed there on purpose (device_put, or computed from committed operands): eager ops follow
+  /// committed operands and refuse two different ones; uncommitted buffers (new arrays, scalars)
+  /// go wherever their op runs -- JAX's rule.
+  bool committed = false;
 
   explicit Buffer(size_t n);
   ~Buffer();

@@ -106,7 +106,8 @@ std::vector<Array> cond_jvp(Arrays x, Arrays t, Arrays outs, const Params& param
   std::vector<size_t> keep = range(0, no);
   for (size_t j = 0; j < no; ++j)
     if (out_nonzero[j]) keep.push_back(no + j);
-  for (Program& p : jvps) p = reorder(std::move(p), range(0, p.invars.size()), keep);
+  // The original cond, bound beside this one, runs the branch's prints; these only recompute it.
+  for (Program& p : jvps) p = drop_effects(reorder(std::move(p), range(0, p.invars.size()), keep));
   std::vector<Array> r = bind_cond_programs(x[0], ops, std::move(jvps), loc);
   std::vector<Array> tangents;
   size_t k = no;

@@ -20,7 +20,7 @@ Registration::Registration(const PrimitiveRules& r) {
   Records& all = records();
   all.rules[size_t(r.prim)] = r;
   ++all.count[size_t(r.prim)];
-  register_eval_rules(r.prim, EvalRules{r.shape, r.kernel, r.impl, r.kernel_params});
+  register_eval_rules(r.prim, EvalRules{r.shape, r.kernel, r.impl, r.kernel_params, r.effect});
   register_jvp_rules(r.prim, JvpRules{r.jvp, r.zero_derivative, r.jvp_computes_primal});
   register_transpose_rule(r.prim, r.transpose);
   register_batch_rule(r.prim, r.batch);

@@ -58,6 +58,8 @@ struct PrimitiveRules {
   Kernel kernel = nullptr;     // the reference kernel...
   ImplRule impl = nullptr;     // ...or, for primitives that hold sub-programs, their interpretation
   std::span<const KernelParam> kernel_params = {};  // for a kernel compiled code calls
+  /// An effect beyond the results (debug_callback): passes never drop, merge or hoist the eqn.
+  bool effect = false;
   // ---- forward mode (transforms/jvp.h) ------------------------------------------------------
   JvpRule jvp = nullptr;
   /// Piecewise constant (comparisons, floor, argmax, ...): the derivative is an explicit zero, and

@@ -6,6 +6,8 @@
 #include <unordered_map>
 
 #include "ir/error.h"
+#include "ir/eval_rules.h"
+#include "ir/profiler.h"
 #include "lowering/compile.h"
 #include "lowering/object_cache.h"
 #include "lowering/target.h"
@@ -53,8 +55,10 @@ std::shared_ptr<const Executable> compile(const Program& p, const Device& device
       ++c.stats.hits;
     }
     e = it->second;
+    profiler::instant("cache", inserted ? "compile cache miss" : "compile cache hit");
   }
   std::call_once(e->once, [&] {
+    profiler::Scope prof("compile", [&] { return "compile " + (dump_stem.empty() ? std::string("program") : dump_stem); });
     try {
       lowering::CompileOptions options;
       options.num_threads = device.num_threads;
@@ -63,7 +67,8 @@ std::shared_ptr<const Executable> compile(const Program& p, const Device& device
                                                       : lowering::MatmulPath::automatic;
       if (const char* dir = std::getenv("FLUXION_DUMP")) options.dump_dir = dir;
       options.dump_name = dump_stem.empty() ? lowering::hex_hash(key) : dump_stem;
-      if (const char* dir = std::getenv("FLUXION_CACHE_DIR"); dir && *dir) {
+      // Not for programs with host callbacks: their ids mean something only in this process.
+      if (const char* dir = std::getenv("FLUXION_CACHE_DIR"); dir && *dir && !has_effect(p)) {
         options.cache_dir = dir;
         options.cache_key = key;
       }

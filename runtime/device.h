@@ -1,4 +1,6 @@
-// The devices compiled code runs on. Today one: the host CPU.
+// What compiled code is generated for: the CPU target and its options. (A device's identity --
+// cpu:0, cpu:1, ... -- is fluxion::Device, memory/device.h; the device list, placement and the
+// workers are runtime/devices.h. Every CPU device compiles for this one target.)
 #pragma once
 #include <string>
 

@@ -1,15 +1,40 @@
 #include "runtime/executable.h"
 
 #include "ir/error.h"
+#include "ir/profiler.h"
 #include "ir/trace.h"
 #include "memory/buffer.h"
+#include "runtime/library_calls.h"
 
 namespace fluxion::runtime {
+
+namespace {
+// The primitives of the program text in a fingerprint (each eqn reads "outs = prim[params] ins"),
+// repeats counted: "kernel: tanh+mul x2+reduce_sum".
+std::string kernel_name(const std::string& fingerprint) {
+  std::vector<std::pair<std::string, int>> prims;
+  size_t pos = 0;
+  while ((pos = fingerprint.find(" = ", pos)) != std::string::npos) {
+    pos += 3;
+    size_t end = fingerprint.find_first_of("[ \n", pos);
+    std::string prim = fingerprint.substr(pos, end - pos);
+    if (!prims.empty() && prims.back().first == prim) ++prims.back().second;
+    else prims.emplace_back(prim, 1);
+  }
+  std::string name = "kernel:";
+  for (size_t i = 0; i < prims.size(); ++i) {
+    if (i == 12) return name + "+... (" + std::to_string(prims.size() - i) + " more)";
+    name += (i ? "+" : " ") + prims[i].first;
+    if (prims[i].second > 1) name += " x" + std::to_string(prims[i].second);
+  }
+  return name;
+}
+}  // namespace
 
 Executable::Executable(std::shared_ptr<Kernel> kernel, std::vector<AbstractArray> in_avals,
                        std::vector<AbstractArray> out_avals, std::string fingerprint)
     : kernel_(std::move(kernel)), in_avals_(std::move(in_avals)), out_avals_(std::move(out_avals)),
-      fingerprint_(std::move(fingerprint)) {}
+      fingerprint_(std::move(fingerprint)), name_(kernel_name(fingerprint_)) {}
 
 double Executable::lower_ms() const { return kernel_->lower_ms; }
 double Executable::passes_ms() const { return kernel_->passes_ms; }
@@ -43,11 +68,15 @@ std::vector<Array> Executable::run(std::span<const Array> inputs) const {
       throw TypeError("TypeError: jit: argument " + std::to_string(i) + " has type " +
                       (inputs[i].valid() ? inputs[i].aval().str() : std::string("<empty>")) +
                       ", the executable expects " + in_avals_[i].str());
-    ptrs[i] = const_cast<void*>(inputs[i].data());
+    ptrs[i] = host_data(*inputs[i].impl());
   }
   for (size_t i = 0; i < outs.size(); ++i) ptrs[inputs.size() + i] = outs[i].impl()->buffer->data;
   for (size_t i = 0; i < n; ++i) args[i] = &ptrs[i];
-  kernel_->packed(args);
+  {
+    profiler::Scope prof("kernel", [&] { return name_; });
+    kernel_->packed(args);
+  }
+  rethrow_library_call_error();  // a callback's exception, kept while the kernel ran
   return outs;
 }
 

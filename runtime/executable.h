@@ -24,6 +24,9 @@ class Executable {
   const std::vector<AbstractArray>& in_avals() const { return in_avals_; }
   const std::vector<AbstractArray>& out_avals() const { return out_avals_; }
   const std::string& fingerprint() const { return fingerprint_; }
+  /// What the kernel computes, as profiles show it: the primitives it fused, in program order
+  /// ("kernel: tanh+mul+add+reduce_sum").
+  const std::string& name() const { return name_; }
   /// Milliseconds spent building MLIR, in the MLIR passes, in LLVM (optimization and code
   /// generation), and linking the object code into the process.
   double lower_ms() const;
@@ -38,6 +41,7 @@ class Executable {
   std::shared_ptr<Kernel> kernel_;
   std::vector<AbstractArray> in_avals_, out_avals_;
   std::string fingerprint_;
+  std::string name_;
 };
 
 }  // namespace fluxion::runtime

@@ -1,21 +1,51 @@
 // The C entry points of runtime/library_calls.h.
 #include "runtime/library_calls.h"
 
+#include <exception>
+#include <utility>
 #include <vector>
 
 #include "ir/eval_rules.h"
 #include "ir/primitive.h"
-#include "runtime/matmul.h"
+#include "runtime/call_arrays.h"
 
 namespace fluxion::runtime {
 
 std::span<const KernelParam> library_call_params(Prim prim) { return eval_rules(prim).kernel_params; }
 
+namespace {
+thread_local std::exception_ptr t_pending;
+
+void keep_library_call_error(std::exception_ptr e) {
+  if (!t_pending) t_pending = std::move(e);
+}
+}  // namespace
+
+void rethrow_library_call_error() {
+  if (!t_pending) return;
+  std::exception_ptr e = std::exchange(t_pending, nullptr);
+  std::rethrow_exception(e);
+}
+
+CallArrays read_call_arrays(const int64_t*& p, int64_t count) {
+  CallArrays r{std::vector<AbstractArray>(size_t(count)), std::vector<View>(size_t(count))};
+  for (size_t i = 0; i < size_t(count); ++i) {
+    const DType d = DType(*p++);
+    const int64_t rank = *p++;
+    Shape s;
+    for (int64_t k = 0; k < rank; ++k) s.push_back(*p++);
+    r.avals[i] = AbstractArray{s, d, false};
+    r.views[i] = View{reinterpret_cast<void*>(*p++), &r.avals[i]};
+  }
+  return r;
+}
+
 }  // namespace fluxion::runtime
 
 using namespace fluxion;
 
-extern "C" void fluxion_rt_call_prim(int64_t* a) {
+namespace {
+void call_prim(int64_t* a) {
   const Prim prim = Prim(a[0]);
   const int64_t n_in = a[1], n_out = a[2], n_params = a[3];
   const std::span<const KernelParam> names = runtime::library_call_params(prim);
@@ -25,29 +55,18 @@ extern "C" void fluxion_rt_call_prim(int64_t* a) {
     if (k.is_bool) params.set(k.name, a[4 + i] != 0);
     else params.set(k.name, a[4 + i]);
   }
-  int64_t* p = a + 4 + n_params;
-  std::vector<AbstractArray> avals(size_t(n_in + n_out));
-  std::vector<View> views(size_t(n_in + n_out));
-  for (size_t i = 0; i < avals.size(); ++i) {
-    const DType d = DType(*p++);
-    const int64_t rank = *p++;
-    Shape s;
-    for (int64_t k = 0; k < rank; ++k) s.push_back(*p++);
-    avals[i] = AbstractArray{s, d, false};
-    views[i] = View{reinterpret_cast<void*>(*p++), nullptr};
-  }
-  for (size_t i = 0; i < avals.size(); ++i) views[i].aval = &avals[i];
+  const int64_t* p = a + 4 + n_params;
+  const runtime::CallArrays arrays = runtime::read_call_arrays(p, n_in + n_out);
+  const std::vector<View>& views = arrays.views;
   eval_rules(prim).kernel(std::span<const View>(views.data(), size_t(n_in)),
                      std::span<const View>(views.data() + n_in, size_t(n_out)), params);
 }
+}  // namespace
 
-extern "C" void fluxion_rt_gemm(int64_t* a) {
-  runtime::Matmul mm;
-  mm.is_double = DType(a[0]) == DType::float64;
-  mm.batch = a[1], mm.m = a[2], mm.n = a[3], mm.k = a[4];
-  mm.trans_lhs = a[5] != 0, mm.trans_rhs = a[6] != 0;
-  mm.lhs = reinterpret_cast<const void*>(a[9]);
-  mm.rhs = reinterpret_cast<const void*>(a[10]);
-  mm.out = reinterpret_cast<void*>(a[11]);
-  runtime::matmul(mm, int(a[7]), int(a[8]));
+extern "C" void fluxion_rt_call_prim(int64_t* a) {
+  try {
+    call_prim(a);
+  } catch (...) {
+    runtime::keep_library_call_error(std::current_exception());
+  }
 }

@@ -29,4 +29,8 @@ namespace fluxion::runtime {
 /// The params a primitive's library call passes, in order (bools as 0/1): the kernel params its
 /// block registers (ir/eval_rules.h). Empty for a primitive that has no library call.
 std::span<const KernelParam> library_call_params(Prim prim);
+/// An exception a library call raised inside compiled code (a debug callback, a bounds check)
+/// cannot unwind through generated frames: the call keeps the first one on its thread and returns,
+/// and Executable::run rethrows it once the kernel has returned.
+void rethrow_library_call_error();
 }  // namespace fluxion::runtime

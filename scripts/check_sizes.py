@@ -13,7 +13,7 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FOLDERS = ["memory", "ir", "lax", "prims", "api", "transforms", "tests"]
+FOLDERS = ["memory", "ir", "lax", "prims", "api", "train", "transforms", "tests"]
 MAX_FILE_LINES = 600
 MAX_FUNCTION_LINES = 80
 

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# Installs whatever the build needs that is missing (Debian 12, as root or with sudo), then
-# configures build/. Quick when everything is already in place: it checks before it installs and
-# configures only when build/ is not configured yet.
+# Installs whatever the build needs that is missing (Debian 12, as root or with sudo), and the
+# packages named as arguments, then configures build/. Quick when everything is already in place:
+# it checks before it installs and configures only when build/ is not configured yet.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(meson ninja-build g++ pkg-config libeigen3-dev doctest-dev libbenchmark-dev
-          llvm-19-dev libmlir-19-dev mlir-19-tools libomp-dev)
+          llvm-19-dev libmlir-19-dev mlir-19-tools libomp-dev
+          nlohmann-json3-dev  # tests only (parsing the profiler's trace files)
+          clang-tools-19 python3-ipykernel python3-jupyter-client python3-nbclient python3-matplotlib  # notebooks/
+          zlib1g-dev
+          libopenmpi-dev openmpi-bin  # MPI: optional for the library, used by the multi-process tests
+          "$@")  # extra packages a caller needs (scripts/data.sh: the datasets)
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 for p in "${packages[@]}"; do

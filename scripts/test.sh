@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 summary() { echo "$1 passed, $2 failed"; [ "$2" -eq 0 ]; exit $?; }
 
 scripts/setup.sh || { echo "setup failed"; summary 0 1; }
+scripts/data.sh || { echo "data setup failed"; summary 0 1; }  # Fashion-MNIST for the examples' short runs
 ninja -C build >build/ninja.log 2>&1 || { tail -n 60 build/ninja.log; echo "build failed"; summary 0 1; }
 
 passed=0 failed=0
@@ -39,5 +40,20 @@ for t in "${tests[@]}"; do
     tail -n 40 build/meson-logs/testlog.txt
   fi
 done
+
+# The notebooks (notebooks/README.md), one count each, executed headless by nbclient. Python is
+# Debian's (/usr/bin/python3): the notebook packages are Debian packages.
+notebooks_run=0
+while read -r verdict name rest; do
+  case "$verdict" in
+    PASS) passed=$((passed + 1)) notebooks_run=$((notebooks_run + 1)); echo "PASS notebook $name $rest" ;;
+    FAIL) failed=$((failed + 1)) notebooks_run=$((notebooks_run + 1)); echo "FAIL notebook $name $rest" ;;
+  esac
+done < <(JUPYTER_PATH="$PWD/notebooks/jupyter" FLUXION_NB_FLAGS="-std=c++20 -I$PWD -I$PWD/include" \
+         FLUXION_NB_LIBS="$PWD/build/libfluxion.so" FLUXION_NB_CELL_TIMEOUT=120 \
+         /usr/bin/python3 notebooks/run_notebooks.py --out build/notebooks notebooks/*.ipynb 2>&1)
+if [ "$notebooks_run" -eq 0 ]; then
+  failed=$((failed + 1)); echo "FAIL notebooks: the runner ran none (scripts/setup.sh installs what they need)"
+fi
 
 summary "$passed" "$failed"

@@ -30,6 +30,9 @@ const std::vector<OpInfo>& op_table() {
     n = t.size();
     add_linalg_ops(t);
     stamp(t, n, "op_table_linalg.cpp");
+    n = t.size();
+    add_conv_ops(t);
+    stamp(t, n, "op_table_conv.cpp");
     return t;
   }();
   return table;

@@ -188,6 +188,31 @@ struct LinearCase {
 fx::Array f64(fx::Shape shape, uint64_t seed) { return to_array(uniform(std::move(shape), -2, 2, seed), fx::float64); }
 fx::Array i32(fx::Shape shape, std::vector<double> v) { return to_array(host(std::move(shape), std::move(v), fx::int32), fx::int32); }
 
+// The windowed family (entries: tests/op_table_conv.cpp): a convolution linear in either operand,
+// the window sum, and the max-pool derivative's gather and scatter.
+void add_windowed_cases(std::vector<LinearCase>& r) {
+  using P = fx::Prim;
+  fx::Array kernel = f64({3, 2, 2, 2}, 36), image = f64({2, 2, 5, 4}, 37), chooser = f64({5, 4}, 38);
+  r.push_back({"conv(x, c) strided, padded", P::conv_general_dilated,
+               [kernel](const Arrays& a) { return fx::conv_general_dilated(a[0], kernel, {2, 1}, {{1, 0}, {0, 1}}); },
+               {f64({2, 2, 5, 4}, 39)}});
+  r.push_back({"conv(c, x) kernel-dilated", P::conv_general_dilated,
+               [image](const Arrays& a) { return fx::conv_general_dilated(image, a[0], {1, 1}, "SAME", {}, {2, 1}); },
+               {f64({3, 2, 2, 2}, 40)}});
+  r.push_back({"reduce_window_sum", P::reduce_window_sum,
+               [](const Arrays& a) { return fx::reduce_window_sum(a[0], {2, 3}, {2, 1}, {{1, 0}, {0, 1}}); },
+               {f64({5, 4}, 41)}});
+  const fx::Params windows{{"window_dimensions", fx::IntList{2, 2}}, {"window_strides", fx::IntList{1, 2}},
+                           {"padding", fx::IntList{0, 1, 1, 0}},      {"base_dilation", fx::IntList{1, 1}},
+                           {"window_dilation", fx::IntList{1, 1}},    {"select_max", true}};
+  for (P prim : {P::select_and_gather_add, P::select_and_scatter_add})
+    r.push_back({std::string(fx::prim_name(prim)), prim,
+                 [prim, chooser, windows](const Arrays& a) {
+                   return fx::bind1(prim, {a[0], chooser}, windows, std::source_location::current());
+                 },
+                 {f64(prim == P::select_and_gather_add ? fx::Shape{5, 4} : fx::Shape{5, 2}, 42)}});
+}
+
 std::vector<LinearCase> linear_cases() {
   using P = fx::Prim;
   fx::Array c23 = f64({2, 3}, 101), c34 = f64({3, 4}, 102), c42 = f64({4, 2}, 103), c234 = f64({2, 3, 4}, 104);
@@ -249,6 +274,7 @@ std::vector<LinearCase> linear_cases() {
                  return fx::bind(P::sort, {keys, a[0]}, params, std::source_location::current())[1];
                },
                {f64({2, 4}, 35)}});
+  add_windowed_cases(r);
   return r;
 }
 
@@ -290,6 +316,11 @@ TEST_CASE("vjp op table: transpose_program of each linear primitive satisfies th
 TEST_CASE("vjp op table: every primitive linear in listed operands has a transpose case") {
   std::vector<fx::Prim> covered;
   for (const LinearCase& lc : linear_cases()) covered.push_back(lc.prim);
+  // The collectives need devices to evaluate: their adjoint identity is checked across the devices
+  // by tests/test_pmap.cpp ("every linear collective's transpose is its adjoint").
+  for (fx::Prim p : {fx::Prim::psum, fx::Prim::pmean, fx::Prim::all_gather, fx::Prim::psum_scatter, fx::Prim::ppermute,
+                     fx::Prim::all_to_all})
+    covered.push_back(p);
   for (int i = 0; i < fx::kNumPrims; ++i) {
     const fx::PrimitiveRules& r = fx::rules(fx::Prim(i));
     if (r.linear.operands == 0) continue;

@@ -87,6 +87,8 @@ struct Compiled {
   std::shared_ptr<const runtime::Executable> executable;
   std::vector<Array> consts;          // closure arrays: extra kernel inputs
   std::shared_ptr<const void> out_like;  // the output tree (leaves emptied), of f's result type
+  Program program;                    // what was compiled: debug_nans re-runs it op by op
+  std::string stem;                   // its name in dumps and traces (the user's line)
 };
 
 /// The per-callable cache (shared by copies of the callable).
@@ -94,11 +96,39 @@ struct JitCache {
   std::mutex mutex;
   std::unordered_map<std::string, std::shared_ptr<const Compiled>> entries;
   int64_t compilations = 0;
+  int64_t count() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return compilations;
+  }
 };
 
-/// Compiles a traced program (runtime::compile) and counts it for the callable.
+/// The compiled signature `key` of the callable, or null.
+inline std::shared_ptr<const Compiled> lookup(JitCache& cache, const std::string& key) {
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  auto it = cache.entries.find(key);
+  return it == cache.entries.end() ? nullptr : it->second;
+}
+
+/// The structure of a traced output tree, without its dead tracers (they would keep the trace
+/// alive): what the results of every later call are rebuilt into.
+template <class R>
+std::shared_ptr<const void> structure_of(const R& out) {
+  std::vector<Array> no_leaves(tree::leaves(out).size());
+  const Array* empty_it = no_leaves.data();
+  return std::make_shared<const R>(tree::rebuild(out, empty_it));
+}
+
+/// A call's results, rebuilt into the output tree of f's result type R.
+template <class R>
+R rebuild_results(const Compiled& c, const std::vector<Array>& results) {
+  const Array* it = results.data();
+  return tree::rebuild(*static_cast<const R*>(c.out_like.get()), it);
+}
+
+/// Compiles a traced program (runtime::compile, for `target`) and counts it for the callable.
 std::shared_ptr<const Compiled> compile_signature(JitCache& cache, const std::string& key, Program program,
-                                                  std::shared_ptr<const void> out_like);
+                                                  std::shared_ptr<const void> out_like,
+                                                  const runtime::Device& target = runtime::cpu_device());
 /// Runs a compiled signature on the flattened Array arguments.
 std::vector<Array> run_compiled(const Compiled& c, std::span<const Array> args);
 
@@ -123,30 +153,16 @@ class Jitted {
     }
     std::string key;
     ((key += typeid(Args).name(), key += '|', jit_detail::signature(args, key)), ...);
-    std::shared_ptr<const jit_detail::Compiled> compiled;
-    {
-      std::lock_guard<std::mutex> lock(cache_->mutex);
-      auto it = cache_->entries.find(key);
-      if (it != cache_->entries.end()) compiled = it->second;
-    }
+    std::shared_ptr<const jit_detail::Compiled> compiled = jit_detail::lookup(*cache_, key);
     if (!compiled) {
       auto [program, out] = detail::trace_to_program(f_, args...);
-      // The output's structure, without the dead tracers (they would keep the trace alive).
-      std::vector<Array> no_leaves(tree::leaves(out).size());
-      const Array* empty_it = no_leaves.data();
-      auto like = std::make_shared<const R>(tree::rebuild(out, empty_it));
-      compiled = jit_detail::compile_signature(*cache_, key, std::move(program), like);
+      compiled = jit_detail::compile_signature(*cache_, key, std::move(program), jit_detail::structure_of<R>(out));
     }
-    std::vector<Array> results = jit_detail::run_compiled(*compiled, leaves);
-    const Array* it = results.data();
-    return tree::rebuild(*static_cast<const R*>(compiled->out_like.get()), it);
+    return jit_detail::rebuild_results<R>(*compiled, jit_detail::run_compiled(*compiled, leaves));
   }
 
   /// How many signatures this callable (and its copies) compiled.
-  int64_t compilations() const {
-    std::lock_guard<std::mutex> lock(cache_->mutex);
-    return cache_->compilations;
-  }
+  int64_t compilations() const { return cache_->count(); }
 
  private:
   F f_;

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "ir/profiler.h"
 #include "ir/error.h"
 #include "transforms/fold_transposed_products.h"
 #include "transforms/inline.h"
@@ -32,6 +33,7 @@ Program jit_passes(Program p, const std::string& dump_stem) {
   if (dir) dump(dir, dump_stem + ".0-traced", p);
   int k = 0;
   for (const JitPass& pass : jit_pass_list()) {
+    profiler::Scope prof("transform", [&] { return std::string("jit pass ") + pass.name; });
     p = pass.run(std::move(p));
     try {
       verify(p);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "ir/profiler.h"
 #include "ir/trace.h"
 #include "lax/lax.h"
 
@@ -87,6 +88,7 @@ void jvp_eval(const Program& p, std::span<const Array> primals, std::span<const 
 
 Program jvp_program(const Program& p, const std::vector<bool>& nonzero, std::vector<bool>* out_nonzero,
                     size_t num_tangent_outputs) {
+  profiler::Scope prof("transform", "jvp");
   TraceScope scope;
   std::vector<Array> primals, tangents(p.invars.size());
   for (int32_t v : p.invars) primals.push_back(scope.new_input(p.type(v)));

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ir/tree.h"
+#include "ir/profiler.h"
 #include "ir/program.h"
 #include "ir/trace.h"
 
@@ -16,6 +17,7 @@ namespace detail {
 /// (a tree of tracers of the ended trace, useful only for its structure).
 template <class F, class... Args>
 auto trace_to_program(const F& f, const Args&... args) {
+  profiler::Scope prof("trace", "trace");
   std::vector<Array> in;
   (tree::flatten_into(args, in), ...);
   TraceScope scope;
@@ -33,6 +35,7 @@ auto trace_to_program(const F& f, const Args&... args) {
 /// vmap traces the per-example function with each leaf's batch dimension removed.
 template <class F, class... Args>
 auto trace_with_avals(const F& f, const std::vector<AbstractArray>& avals, const Args&... args) {
+  profiler::Scope prof("trace", "trace");
   TraceScope scope;
   std::vector<Array> tracers;
   tracers.reserve(avals.size());

@@ -2,11 +2,13 @@
 
 #include <unordered_map>
 
+#include "ir/profiler.h"
 #include "ir/array.h"
 
 namespace fluxion {
 
 PartialEval partial_eval(Program p, const std::vector<bool>& unknown_in, const std::vector<bool>& instantiate) {
+  profiler::Scope prof("transform", "partial_eval");
   std::vector<char> unknown(p.types.size(), 0);
   for (size_t i = 0; i < p.invars.size(); ++i) unknown[size_t(p.invars[i])] = unknown_in[i];
   std::vector<char> eqn_unknown(p.eqns.size(), 0);

@@ -123,13 +123,14 @@ bool hoist_invariants(Scan& s, Program& outer) {
       if (level[size_t(a.var)] == kScanned) scanned_in += elements(b.type(a.var));
     }
     for (int32_t o : e.outputs) out += elements(b.type(o));
-    if (!any_var && !has_subprograms(e)) {
+    if (!any_var && !has_subprograms(e) && !has_effect(e)) {
       // A constant made from literals: cheap, so both sides keep a copy.
       role[i] = Role::copy;
       for (int32_t o : e.outputs) outside[size_t(o)] = 1;
       continue;
     }
-    const bool hoist = all_outside && lvl <= kScanned && (lvl == kConst || worth_stacking(e, out, scanned_in, s.length));
+    const bool hoist = !has_effect(e) && all_outside &&  // a print runs once per iteration
+                       lvl <= kScanned && (lvl == kConst || worth_stacking(e, out, scanned_in, s.length));
     for (int32_t o : e.outputs) level[size_t(o)] = lvl, outside[size_t(o)] = hoist;
     if (!hoist) continue;
     role[i] = Role::hoist;

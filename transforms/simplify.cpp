@@ -3,6 +3,7 @@
 #include <array>
 #include <unordered_set>
 
+#include "ir/profiler.h"
 #include "ir/array.h"
 #include "ir/eval_rules.h"
 
@@ -37,7 +38,7 @@ class Simplifier {
       compose(e);
       if (fold(e) || identity(e)) continue;
       out_.push_back(std::move(e));
-      if (cse_enabled_ && cse()) {
+      if (cse_enabled_ && !has_effect(out_.back()) && cse()) {  // two prints print twice
         out_.pop_back();
         continue;
       }
@@ -72,7 +73,8 @@ class Simplifier {
     const AbstractArray& t = p_.type(e.outputs[0]);
     if (t.ndim() != 0) return false;
     const EvalRules& r = eval_rules(e.prim);
-    if (!r.kernel) return false;
+    // Collectives (prims/collectives.cpp) meet the other devices of their axis: never at compile time.
+    if (!r.kernel || e.params.has("axis_key")) return false;
     std::vector<std::array<unsigned char, 8>> in_bytes(e.inputs.size());
     std::vector<AbstractArray> in_avals;
     std::vector<View> ins;
@@ -251,7 +253,7 @@ Program dce(Program p) {
     Eqn& e = p.eqns[k];
     bool used = false;
     for (int32_t v : e.outputs) used = used || live[size_t(v)];
-    if (!used) continue;
+    if (!used && !has_effect(e)) continue;  // a print is kept though nothing reads it
     for (const Atom& a : e.inputs)
       if (!a.is_literal()) live[size_t(a.var)] = 1;
     kept.push_back(std::move(e));
@@ -270,7 +272,36 @@ Program dce(Program p) {
   return compact(std::move(p));
 }
 
+Program drop_effects(Program p) {
+  if (!has_effect(p)) return p;
+  std::vector<Eqn> kept;
+  for (Eqn& e : p.eqns) {
+    if (!has_effect(e)) {
+      kept.push_back(std::move(e));
+      continue;
+    }
+    if (eval_rules(e.prim).effect) continue;
+    Params params;  // the effects are in sub-programs
+    for (const auto& [key, v] : e.params.entries()) {
+      if (const ProgramRef* prog = std::get_if<ProgramRef>(&v); prog && *prog) {
+        params.set(key, std::make_shared<const Program>(drop_effects(**prog)));
+      } else if (const ProgramList* list = std::get_if<ProgramList>(&v)) {
+        ProgramList stripped;
+        for (const ProgramRef& q : *list) stripped.push_back(q ? std::make_shared<const Program>(drop_effects(*q)) : q);
+        params.set(key, stripped);
+      } else {
+        params.set(key, v);
+      }
+    }
+    e.params = std::move(params);
+    kept.push_back(std::move(e));
+  }
+  p.eqns = std::move(kept);
+  return dce(std::move(p));
+}
+
 Program simplify(Program p, bool cse) {
+  profiler::Scope prof("transform", "simplify");
   Simplifier(p, cse).run();
   return dce(std::move(p));
 }

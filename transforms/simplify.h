@@ -19,4 +19,8 @@ Program simplify(Program p, bool cse = true);
 /// Only dead-code elimination (and renumbering).
 Program dce(Program p);
 
+/// p without its effects (debug callbacks), also inside sub-programs: for a derived program that
+/// recomputes what another eqn already did, printing, once (a cond's JVP branches).
+Program drop_effects(Program p);
+
 }  // namespace fluxion

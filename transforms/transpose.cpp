@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "ir/profiler.h"
 #include "ir/trace.h"
 #include "transforms/jvp.h"
 
@@ -98,6 +99,7 @@ std::vector<Array> transpose_eval(const Program& p, const std::vector<bool>& lin
 }
 
 Program transpose_program(const Program& p, const std::vector<bool>& linear) {
+  profiler::Scope prof("transform", "transpose");
   TraceScope scope;
   std::vector<Array> known, cts;
   for (size_t i = 0; i < p.invars.size(); ++i)

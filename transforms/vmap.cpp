@@ -2,7 +2,9 @@
 
 #include <array>
 
+#include "ir/profiler.h"
 #include "ir/trace.h"
+#include "transforms/axis_env.h"
 
 namespace fluxion {
 
@@ -106,6 +108,7 @@ std::vector<BatchedArray> elementwise_batch_rule(Prim p, std::span<const Batched
 }
 
 std::vector<BatchedArray> vmap_eval(const Program& p, std::span<const BatchedArray> args, int64_t axis_size) {
+  profiler::Scope prof("transform", "vmap");
   std::vector<BatchedArray> env(p.types.size());
   for (size_t i = 0; i < p.invars.size(); ++i) env[size_t(p.invars[i])] = args[i];
   for (size_t i = 0; i < p.constvars.size(); ++i) env[size_t(p.constvars[i])] = {p.consts[i], kNotMapped};
@@ -119,7 +122,7 @@ std::vector<BatchedArray> vmap_eval(const Program& p, std::span<const BatchedArr
       ins.push_back(read(a));
       mapped = mapped || ins.back().dim != kNotMapped;
     }
-    if (!mapped) {
+    if (!mapped && !over_batched_axis(e)) {
       plain.clear();
       for (const BatchedArray& b : ins) plain.push_back(b.value);
       std::vector<Array> o = bind(e.prim, plain, e.params, e.loc);

@@ -5,6 +5,8 @@
 //   fx::vmap(f, fx::in_axes(1), fx::out_axes(1))         one value applies to every argument / output
 //   fx::in_axes(fx::leaf_axes({0, fx::none}), 0)         per leaf of a tree argument, in tree order
 //   fx::vmap(f, fx::in_axes(fx::none), fx::out_axes(0), fx::axis_size(5))   no batched input
+//   fx::vmap(f, fx::in_axes(0), fx::axis_name("i"))      names the axis: collectives over "i"
+//                                                        (api/collectives.h) reduce over the batch
 //
 // Negative axes count from the end. The function is traced once on one example's types and the
 // program is batched by vmap_eval (transforms/vmap.h); inside another transformation the batched
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "transforms/autodiff.h"
+#include "transforms/axis_env.h"
 #include "transforms/make_ir.h"
 #include "transforms/vmap.h"
 
@@ -65,6 +68,11 @@ struct AxisSize {
   int64_t n;
 };
 inline AxisSize axis_size(int64_t n) { return AxisSize{n}; }
+/// The name of the mapped axis, for collectives (JAX's vmap(axis_name=...)).
+struct AxisName {
+  std::string name;
+};
+inline AxisName axis_name(std::string name) { return AxisName{std::move(name)}; }
 
 namespace detail {
 /// Resolves in_axes against the flattened arguments: the batch dim of each leaf (normalised), the
@@ -78,14 +86,24 @@ VmapPlan plan_vmap(const ArgLeaves& args, const InAxes& in, std::optional<int64_
 /// Moves each output's batch dim to its out_axes position (broadcasting unbatched outputs).
 std::vector<Array> place_outputs(std::vector<BatchedArray> outs, const OutAxes& out, int64_t size, SourceLoc loc);
 
+/// Traces f on one example's types with the axis name (if any) bound to the batch size.
+template <class F, class... Args>
+auto trace_example(const F& f, const VmapPlan& plan, const std::string& name, const Args&... args) {
+  if (name.empty()) return trace_with_avals(f, plan.example_avals, args...);
+  AxisEnvScope bound(name, plan.axis_size);
+  return trace_with_avals(f, plan.example_avals, args...);
+}
+
 template <class F>
-auto vmap_impl(const F& f, const InAxes& in, const OutAxes& out, std::optional<int64_t> size, SourceLoc loc) {
-  return [f, in, out, size, loc](const auto&... args) {
+auto vmap_impl(const F& f, const InAxes& in, const OutAxes& out, std::optional<int64_t> size, SourceLoc loc,
+               std::string name = {}) {
+  return [f, in, out, size, loc, name](const auto&... args) {
     ArgLeaves flat = flatten_args(args...);
     VmapPlan plan = plan_vmap(flat, in, size, loc);
-    auto [program, out_like] = trace_with_avals(f, plan.example_avals, args...);
+    auto [program, out_like] = trace_example(f, plan, name, args...);
     std::vector<BatchedArray> batched;
     for (size_t i = 0; i < flat.leaves.size(); ++i) batched.push_back({flat.leaves[i], plan.dims[i]});
+    BatchedAxisScope batching(name);
     std::vector<Array> results = place_outputs(vmap_eval(program, batched, plan.axis_size), out, plan.axis_size, loc);
     const Array* it = results.data();
     return tree::rebuild(out_like, it);
@@ -108,6 +126,14 @@ auto vmap(F f, InAxes in, OutAxes out, SourceLoc loc = std::source_location::cur
 template <class F>
 auto vmap(F f, InAxes in, OutAxes out, AxisSize n, SourceLoc loc = std::source_location::current()) {
   return detail::vmap_impl(f, std::move(in), std::move(out), n.n, loc);
+}
+template <class F>
+auto vmap(F f, InAxes in, AxisName name, SourceLoc loc = std::source_location::current()) {
+  return detail::vmap_impl(f, std::move(in), out_axes(0), std::nullopt, loc, std::move(name.name));
+}
+template <class F>
+auto vmap(F f, InAxes in, OutAxes out, AxisName name, SourceLoc loc = std::source_location::current()) {
+  return detail::vmap_impl(f, std::move(in), std::move(out), std::nullopt, loc, std::move(name.name));
 }
 
 }  // namespace fluxion

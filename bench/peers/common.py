@@ -25,6 +25,7 @@ BA_CAMS, BA_POINTS, BA_OBS = 49, 10000, 30000
 KM_N, KM_K, KM_D = 10000, 100, 16
 SMALL = 8                         # cached jit call and eager add: f32[8]
 COMPILE_N = 1024                  # one-op compile: x * c over f32[1024]
+CONV_N, CONV_C, CONV_HW = 128, 64, 32  # conv3x3: 3x3, 64 -> 64 features, 32x32, batch 128, NCHW
 
 # Column ranges of the bundle-adjustment tables (camera: rotation 3, center 3, focal 1, principal
 # point 2, radial distortion 2; point: 3). Points sit in front of the cameras (z in 8..12).
@@ -61,6 +62,13 @@ def mlp_data(hidden):
     params = (pattern((MLP_IN, hidden), -0.05, 0.05, 1), np.zeros(hidden, np.float32),
               pattern((hidden, MLP_OUT), -0.1, 0.1, 2), np.zeros(MLP_OUT, np.float32))
     return params, pattern((MLP_BATCH, MLP_IN), -1, 1, 3), labels_one_hot(MLP_BATCH, MLP_OUT)
+
+
+def conv_data():
+    """x [N, C, H, W], w [C, C, 3, 3] (OIHW) and the output cotangent g [N, C, H, W]."""
+    n, ch, hw = CONV_N, CONV_C, CONV_HW
+    return (pattern((n, ch, hw, hw), -1, 1, 1), pattern((ch, ch, 3, 3), -0.1, 0.1, 2),
+            pattern((n, ch, hw, hw), -1, 1, 3))
 
 
 def gmm_data():

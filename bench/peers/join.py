@@ -31,6 +31,8 @@ ROWS = [  # workload id, label, target of Fluxion time / plain-loop time
     ("compile", "compile a one-op function (first call)", None),
     ("ba_residuals", "BA residuals, 30k obs f64 (vmap)", None),
     ("ba_jacobian", "BA Jacobian vmap(jacfwd), 30k obs × 2×15 f64", 7.0),
+    ("conv3x3_forward", "conv 3×3 64→64 32² b128 NCHW forward f32", None),
+    ("conv3x3", "conv 3×3 64→64 32² b128 forward + both gradients f32", None),
     ("kmeans_cost", "k-means cost n=10k k=100 d=16 f64", None),
     ("kmeans_dir", "k-means Newton direction (grad, Hessian diag) f64", 1.5),
 ]

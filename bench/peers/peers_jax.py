@@ -86,6 +86,17 @@ def kmeans_dir(points, centroids):
     return g / h
 
 
+def conv3x3(x, w):
+    return jax.lax.conv_general_dilated(x, w, (1, 1), "SAME")
+
+
+def conv3x3_grads(x, w, g):
+    """The forward convolution and the gradients of sum(conv * g) with respect to x and w (the
+    output is returned too: XLA would drop the forward convolution otherwise)."""
+    y, pullback = jax.vjp(conv3x3, x, w)
+    return (y, *pullback(g))
+
+
 def main():
     rec = c.Recorder("jax", c.repeats_from_argv())
     print(f"# jax {jax.__version__} on {jax.devices()}", flush=True)
@@ -148,6 +159,10 @@ def main():
     ba_jac = jax.jit(lambda cams, pts, w, f, ci, pi: jax.vmap(jax.jacfwd(residual))(ba_params(cams, pts, w, ci, pi), f))
     timed("ba_residuals", ba_res, ba_args, c.abs_sum, dtype=np.float64)
     timed("ba_jacobian", ba_jac, ba_args, c.abs_sum, dtype=np.float64)
+
+    cx, cw, cg = device(c.conv_data())
+    timed("conv3x3_forward", jax.jit(conv3x3), [cx, cw], c.abs_sum)
+    timed("conv3x3", jax.jit(conv3x3_grads), [cx, cw, cg], lambda r: c.abs_sum(*r))
 
     kp, kc = device(c.kmeans_data())
     timed("kmeans_cost", jax.jit(kmeans_cost), [kp, kc], float, dtype=np.float64)

@@ -71,6 +71,13 @@ def kmeans_dir(points, centroids):
     return g / h
 
 
+def conv3x3_grads(x, w, g):
+    """The forward convolution (oneDNN) and the gradients of sum(conv * g) with respect to x and w."""
+    x, w = x.detach().requires_grad_(), w.detach().requires_grad_()
+    y = F.conv2d(x, w, padding=1)
+    return (y.detach(), *torch.autograd.grad(y, (x, w), g))
+
+
 def tensors(tree):
     if isinstance(tree, (tuple, list)):
         return type(tree)(tensors(a) for a in tree)
@@ -136,6 +143,11 @@ def main():
     timed("ba_residuals", lambda cams, pts, w, f, ci, pi: vmap(residual)(ba_params(cams, pts, w, ci, pi), f), ba_args, abs_sum)
     timed("ba_jacobian", lambda cams, pts, w, f, ci, pi: vmap(jacfwd(residual))(ba_params(cams, pts, w, ci, pi), f), ba_args,
           abs_sum)
+
+    cx, cw, cg = tensors(c.conv_data())
+    with torch.no_grad():
+        timed("conv3x3_forward", lambda x, w: F.conv2d(x, w, padding=1), [cx, cw], abs_sum)
+    timed("conv3x3", conv3x3_grads, [cx, cw, cg], abs_sum)
 
     kp, kc = tensors(c.kmeans_data())
     timed("kmeans_cost", kmeans_cost, [kp, kc], float)

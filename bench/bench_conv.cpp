@@ -1,0 +1,295 @@
+// The convolution benchmark of issue 14: a 3x3 convolution, 64 -> 64 features, 32x32 images, batch
+// 128, NCHW x OIHW, SAME -- forward alone, and forward + both gradients (one jitted grad of
+// sum(conv(x, w) * g) with respect to x and w). The baseline, measured in the same run on the same
+// threads: im2col + Eigen written by hand here (-O3 -march=native -ffast-math), the classic
+// framework implementation -- per image, columns = im2col(x), y = W columns, dW += dy columns^T,
+// dcolumns = W^T dy, dx = col2im(dcolumns) -- and, where Debian's libdnnl-dev is installed, oneDNN
+// called directly from NCHW arrays as PyTorch's CPU convolution does (its blocked layouts chosen by
+// oneDNN, the reorders from and to NCHW included). Ratios are speeds (baseline time / Fluxion time).
+// PyTorch and JAX rows for the same workload: bench/peers (workload "conv3x3").
+//
+// Run: build/bench/fluxion_bench_conv [repeats [batch]].
+#include <fluxion.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include <eigen3/Eigen/Core>
+
+#include "runtime/conv.h"
+#include "runtime/device.h"
+
+#ifdef FLUXION_BENCH_DNNL
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
+
+namespace fx = fluxion;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+int g_repeats = 5;
+
+double best_ms(const std::function<void()>& f) {
+  double best = 1e300;
+  for (int r = 0; r < g_repeats; ++r) {
+    auto t = Clock::now();
+    f();
+    best = std::min(best, std::chrono::duration<double, std::milli>(Clock::now() - t).count());
+  }
+  return best;
+}
+
+fx::Array filled(const fx::Shape& s, float lo, float hi, int salt) {
+  std::vector<float> v(size_t(s.numel()));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = lo + (hi - lo) * float((int64_t(i) * 7919 + salt * 104729) % 10007) / 10007.f;
+  return fx::array(v, s);
+}
+const float* cptr(const fx::Array& a) { return static_cast<const float*>(a.data()); }
+
+using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using Map = Eigen::Map<Mat>;
+using CMap = Eigen::Map<const Mat>;
+
+// The hand-written baseline: 3x3, stride 1, pad 1, NCHW x OIHW.
+struct HandConv {
+  int64_t n, c, o, h, w;
+  int threads;
+
+  void im2col(const float* x, float* cols) const {
+    for (int64_t ci = 0; ci < c; ++ci)
+      for (int64_t ky = 0; ky < 3; ++ky)
+        for (int64_t kx = 0; kx < 3; ++kx) {
+          float* row = cols + ((ci * 3 + ky) * 3 + kx) * h * w;
+          for (int64_t y = 0; y < h; ++y) {
+            const int64_t sy = y + ky - 1;
+            for (int64_t xx = 0; xx < w; ++xx) {
+              const int64_t sx = xx + kx - 1;
+              row[y * w + xx] = sy >= 0 && sy < h && sx >= 0 && sx < w ? x[(ci * h + sy) * w + sx] : 0.f;
+            }
+          }
+        }
+  }
+  void col2im(const float* cols, float* x) const {
+    std::fill(x, x + c * h * w, 0.f);
+    for (int64_t ci = 0; ci < c; ++ci)
+      for (int64_t ky = 0; ky < 3; ++ky)
+        for (int64_t kx = 0; kx < 3; ++kx) {
+          const float* row = cols + ((ci * 3 + ky) * 3 + kx) * h * w;
+          for (int64_t y = 0; y < h; ++y) {
+            const int64_t sy = y + ky - 1;
+            if (sy < 0 || sy >= h) continue;
+            for (int64_t xx = 0; xx < w; ++xx) {
+              const int64_t sx = xx + kx - 1;
+              if (sx >= 0 && sx < w) x[(ci * h + sy) * w + sx] += row[y * w + xx];
+            }
+          }
+        }
+  }
+  // Images [lo, hi) on one thread; dw accumulates this thread's share.
+  void run(const float* x, const float* wt, const float* g, float* y, float* dx, float* dw, int64_t lo, int64_t hi,
+           bool backward) const {
+    const int64_t k = c * 9, p = h * w;
+    std::vector<float> cols(size_t(k * p)), dcols(size_t(k * p));
+    CMap W(wt, o, k);
+    Map dW(dw, o, k);
+    for (int64_t i = lo; i < hi; ++i) {
+      im2col(x + i * c * p, cols.data());
+      CMap C(cols.data(), k, p);
+      Map(y + i * o * p, o, p).noalias() = W * C;
+      if (!backward) continue;
+      CMap G(g + i * o * p, o, p);
+      dW.noalias() += G * C.transpose();
+      Map(dcols.data(), k, p).noalias() = W.transpose() * G;
+      col2im(dcols.data(), dx + i * c * p);
+    }
+  }
+  void step(const float* x, const float* wt, const float* g, float* y, float* dx, float* dw, bool backward) const {
+    std::vector<std::vector<float>> parts(size_t(threads), std::vector<float>(size_t(o * c * 9), 0.f));
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; ++t)
+      ts.emplace_back([&, t] { run(x, wt, g, y, dx, parts[size_t(t)].data(), n * t / threads, n * (t + 1) / threads, backward); });
+    for (auto& t : ts) t.join();
+    if (!backward) return;
+    std::fill(dw, dw + o * c * 9, 0.f);
+    for (const auto& part : parts)
+      for (size_t i = 0; i < part.size(); ++i) dw[i] += part[i];
+  }
+};
+
+#ifdef FLUXION_BENCH_DNNL
+// oneDNN's forward, backward-data and backward-weights convolutions, 3x3, stride 1, pad 1.
+struct DnnlConv {
+  using md = dnnl::memory::desc;
+  using tag = dnnl::memory::format_tag;
+  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
+  dnnl::stream strm{eng};
+  dnnl::convolution_forward::primitive_desc fwd;
+  dnnl::convolution_backward_data::primitive_desc bwd_data;
+  dnnl::convolution_backward_weights::primitive_desc bwd_weights;
+  md x_md, w_md, y_md;
+
+  DnnlConv(int64_t n, int64_t c, int64_t o, int64_t h, int64_t w) {
+    const auto f32 = dnnl::memory::data_type::f32;
+    x_md = md({n, c, h, w}, f32, tag::nchw);
+    w_md = md({o, c, 3, 3}, f32, tag::oihw);
+    y_md = md({n, o, h, w}, f32, tag::nchw);
+    const md xa({n, c, h, w}, f32, tag::any), wa({o, c, 3, 3}, f32, tag::any), ya({n, o, h, w}, f32, tag::any);
+    const dnnl::memory::dims st{1, 1}, pad{1, 1};
+    const auto algo = dnnl::algorithm::convolution_direct;
+    fwd = {{dnnl::prop_kind::forward_training, algo, xa, wa, ya, st, pad, pad}, eng};
+    bwd_data = {{algo, xa, wa, ya, st, pad, pad}, eng, fwd};
+    bwd_weights = {{algo, xa, wa, ya, st, pad, pad}, eng, fwd};
+  }
+  // `user` (a plain layout) as a memory of layout `want`: itself, or a reordered copy.
+  dnnl::memory in(const md& user_md, const float* p, const md& want) {
+    dnnl::memory user(user_md, eng, const_cast<float*>(p));
+    if (want == user_md) return user;
+    dnnl::memory m(want, eng);
+    dnnl::reorder(user, m).execute(strm, user, m);
+    return m;
+  }
+  void out(const dnnl::memory& m, const md& user_md, float* p) {
+    dnnl::memory user(user_md, eng, p);
+    if (m.get_desc() == user_md) return;
+    dnnl::reorder(m, user).execute(strm, const_cast<dnnl::memory&>(m), user);
+  }
+  dnnl::memory fresh(const md& want, const md& user_md, float* p) {
+    return want == user_md ? dnnl::memory(user_md, eng, p) : dnnl::memory(want, eng);
+  }
+  void step(const float* x, const float* wt, const float* g, float* y, float* dx, float* dw, bool backward) {
+    dnnl::memory src = in(x_md, x, fwd.src_desc()), wei = in(w_md, wt, fwd.weights_desc());
+    dnnl::memory dst = fresh(fwd.dst_desc(), y_md, y);
+    dnnl::convolution_forward(fwd).execute(strm, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}});
+    out(dst, y_md, y);
+    if (backward) {
+      dnnl::memory dd = in(y_md, g, bwd_data.diff_dst_desc()), bw = in(w_md, wt, bwd_data.weights_desc());
+      dnnl::memory ds = fresh(bwd_data.diff_src_desc(), x_md, dx);
+      dnnl::convolution_backward_data(bwd_data).execute(
+          strm, {{DNNL_ARG_DIFF_DST, dd}, {DNNL_ARG_WEIGHTS, bw}, {DNNL_ARG_DIFF_SRC, ds}});
+      out(ds, x_md, dx);
+      dnnl::memory ws = in(x_md, x, bwd_weights.src_desc()), wd = in(y_md, g, bwd_weights.diff_dst_desc());
+      dnnl::memory dwm = fresh(bwd_weights.diff_weights_desc(), w_md, dw);
+      dnnl::convolution_backward_weights(bwd_weights).execute(
+          strm, {{DNNL_ARG_SRC, ws}, {DNNL_ARG_DIFF_DST, wd}, {DNNL_ARG_DIFF_WEIGHTS, dwm}});
+      out(dwm, w_md, dw);
+    }
+    strm.wait();
+  }
+};
+#endif
+
+double max_rel_diff(const float* a, const float* b, int64_t n) {
+  double m = 0, scale = 0;
+  for (int64_t i = 0; i < n; ++i) scale = std::max(scale, double(std::abs(b[i])));
+  for (int64_t i = 0; i < n; ++i) m = std::max(m, double(std::abs(a[i] - b[i])));
+  return m / std::max(scale, 1e-30);
+}
+
+}  // namespace
+
+// One timed workload: its label and, per side, the call (absent sides are skipped).
+struct Row {
+  const char* label;
+  std::vector<std::function<void()>> sides;
+  std::vector<double> best;
+};
+
+int main(int argc, char** argv) {
+  // Threads that spin after a parallel region would steal the cores of the next side's run (the
+  // jit's libomp and oneDNN's libgomp are two pools): every pool sleeps as soon as it is idle.
+  setenv("KMP_BLOCKTIME", "0", 0);
+  setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
+  if (argc > 1) g_repeats = std::max(1, std::atoi(argv[1]));
+  const int64_t batch = argc > 2 ? std::atoll(argv[2]) : 128;
+  const int threads = fx::runtime::cpu_device().num_threads;
+  const int64_t C = 64, O = 64, H = 32, W = 32;
+  std::printf("conv 3x3 %lld->%lld, %lldx%lld, batch %lld, f32 NCHW/OIHW SAME; %d threads; best of %d rounds, "
+              "the sides interleaved in each\n",
+              (long long)C, (long long)O, (long long)H, (long long)W, (long long)batch, threads, g_repeats);
+  const fx::Array x = filled({batch, C, H, W}, -1, 1, 1), w = filled({O, C, 3, 3}, -0.1f, 0.1f, 2);
+  const fx::Array g = filled({batch, O, H, W}, -1, 1, 3);
+  const double gflop = 2.0 * double(batch * O * H * W) * double(C * 9) * 1e-9;
+
+  auto conv = [](const fx::Array& a, const fx::Array& k) { return fx::conv_general_dilated(a, k, {1, 1}, "SAME"); };
+  // The output is returned too (as aux): without it the forward convolution is dead code, since the
+  // gradients of sum(conv(x, w) * g) do not need it.
+  auto loss = [&](const fx::Array& a, const fx::Array& k, const fx::Array& ct) {
+    fx::Array out = conv(a, k);
+    return std::pair{fx::sum(fx::multiply(out, ct)), out};
+  };
+  auto forward = fx::jit(conv);
+  auto both = fx::jit(fx::grad<0, 1>(loss, fx::has_aux));
+
+  HandConv hand{batch, C, O, H, W, threads};
+  std::vector<float> y(size_t(batch * O * H * W)), dx(size_t(batch * C * H * W)), dw(size_t(O * C * 9));
+  fx::Array fy = forward(x, w);
+  auto [grads, y_aux] = both(x, w, g);
+  auto [gx, gw] = grads;
+  hand.step(cptr(x), cptr(w), cptr(g), y.data(), dx.data(), dw.data(), true);
+  std::printf("  hand check (max |diff| / max |value|): y %.1e, dx %.1e, dw %.1e\n",
+              max_rel_diff(cptr(fy), y.data(), fy.size()), max_rel_diff(cptr(gx), dx.data(), gx.size()),
+              max_rel_diff(cptr(gw), dw.data(), gw.size()));
+  auto hand_fwd = [&] { hand.step(cptr(x), cptr(w), cptr(g), y.data(), dx.data(), dw.data(), false); };
+  auto hand_both = [&] { hand.step(cptr(x), cptr(w), cptr(g), y.data(), dx.data(), dw.data(), true); };
+  std::vector<const char*> names{"fluxion", "hand"};
+  Row rows[] = {{"forward", {[&] { fy = forward(x, w); }, hand_fwd}, {}},
+                {"forward + both gradients",
+                 {[&] {
+                    std::tie(grads, y_aux) = both(x, w, g);
+                    std::tie(gx, gw) = grads;
+                  },
+                  hand_both},
+                 {}}};
+#ifdef FLUXION_BENCH_DNNL
+  DnnlConv dn(batch, C, O, H, W);
+  dn.step(cptr(x), cptr(w), cptr(g), y.data(), dx.data(), dw.data(), true);
+  std::printf("  oneDNN %s check: y %.1e, dx %.1e, dw %.1e\n", dnnl::version()->cpu_runtime == DNNL_RUNTIME_OMP ? "(OpenMP)" : "",
+              max_rel_diff(cptr(fy), y.data(), fy.size()), max_rel_diff(cptr(gx), dx.data(), gx.size()),
+              max_rel_diff(cptr(gw), dw.data(), gw.size()));
+  names.push_back("oneDNN");
+  rows[0].sides.push_back([&] { dn.step(cptr(x), cptr(w), cptr(g), y.data(), dx.data(), dw.data(), false); });
+  rows[1].sides.push_back([&] { dn.step(cptr(x), cptr(w), cptr(g), y.data(), dx.data(), dw.data(), true); });
+#else
+  std::printf("  (no oneDNN column: install libdnnl-dev and reconfigure)\n");
+#endif
+  const uint64_t im2col0 = fx::runtime::conv_runs(fx::runtime::ConvAlgorithm::im2col);
+  const uint64_t feature0 = fx::runtime::conv_runs(fx::runtime::ConvAlgorithm::im2col_by_feature);
+  for (Row& r : rows) r.best.assign(r.sides.size(), 1e300);
+  const int rounds = g_repeats;
+  g_repeats = 1;
+  for (int round = 0; round < rounds; ++round)
+    for (Row& r : rows)
+      for (size_t i = 0; i < r.sides.size(); ++i) r.best[i] = std::min(r.best[i], best_ms(r.sides[i]));
+  std::printf("  library calls per round (forward, then the step): im2col %.1f, im2col by feature %.1f\n",
+              double(fx::runtime::conv_runs(fx::runtime::ConvAlgorithm::im2col) - im2col0) / rounds,
+              double(fx::runtime::conv_runs(fx::runtime::ConvAlgorithm::im2col_by_feature) - feature0) / rounds);
+  std::printf("  %-26s", "ms (speed: baseline / fluxion)");
+  for (const char* n : names) std::printf(" %16s", n);
+  std::printf(" %9s\n", "GFLOP/s");
+  for (const Row& r : rows) {
+    std::printf("  %-26s %16.1f", r.label, r.best[0]);
+    for (size_t i = 1; i < r.best.size(); ++i) std::printf(" %8.1f (%4.2fx)", r.best[i], r.best[i] / r.best[0]);
+    std::printf(" %9.1f\n", (&r == &rows[0] ? 1 : 3) * gflop / r.best[0] * 1e3);
+  }
+  // Where the step's time goes: each gradient alone (no baseline splits the same way).
+  g_repeats = rounds;
+  auto input_grad = fx::jit(fx::grad<0>([&](const fx::Array& a, const fx::Array& k, const fx::Array& ct) {
+    return fx::sum(fx::multiply(conv(a, k), ct));
+  }));
+  auto kernel_grad = fx::jit(fx::grad<1>([&](const fx::Array& a, const fx::Array& k, const fx::Array& ct) {
+    return fx::sum(fx::multiply(conv(a, k), ct));
+  }));
+  fx::Array part = input_grad(x, w, g);
+  part = kernel_grad(x, w, g);
+  const double t_input = best_ms([&] { part = input_grad(x, w, g); });
+  const double t_kernel = best_ms([&] { part = kernel_grad(x, w, g); });
+  std::printf("  of which alone: input gradient %.1f ms, kernel gradient %.1f ms (best of %d)\n", t_input, t_kernel,
+              g_repeats);
+  return 0;
+}

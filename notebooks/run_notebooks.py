@@ -1,0 +1,47 @@
+#!/usr/bin/python3
+"""Executes notebooks headless with nbclient, one kernel each, and prints one line per notebook:
+'PASS <name> <seconds>' or 'FAIL <name> <seconds> <why>', then 'N passed, N failed'. Exits 1 if any
+failed. A notebook fails if a cell raises (cells tagged 'raises-exception' may) or if it takes
+longer than --max-seconds (default 60).
+Usage: JUPYTER_PATH=notebooks/jupyter run_notebooks.py [--out DIR] [--max-seconds S] NB.ipynb..."""
+import argparse
+import os
+import sys
+import time
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError, CellTimeoutError
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--out", help="where the executed notebooks are written (outputs are not committed)")
+parser.add_argument("--max-seconds", type=float, default=60.0)
+parser.add_argument("notebooks", nargs="+")
+args = parser.parse_args()
+if args.out:
+    os.makedirs(args.out, exist_ok=True)
+passed = failed = 0
+for path in args.notebooks:
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, kernel_name="fluxion-cpp", timeout=600, startup_timeout=60,
+                            resources={"metadata": {"path": os.path.dirname(os.path.abspath(path))}})
+    t0 = time.time()
+    why = ""
+    try:
+        client.execute()
+    except (CellExecutionError, CellTimeoutError, RuntimeError) as e:
+        why = str(e).strip().splitlines()[-1][:300]
+    seconds = time.time() - t0
+    if not why and seconds > args.max_seconds:
+        why = "took %.1f s, over the %.0f s budget" % (seconds, args.max_seconds)
+    name = os.path.basename(path)
+    if why:
+        failed += 1
+        print("FAIL %s %.1fs %s" % (name, seconds, why), flush=True)
+    else:
+        passed += 1
+        print("PASS %s %.1fs" % (name, seconds), flush=True)
+    if args.out:
+        nbformat.write(nb, os.path.join(args.out, name))
+print("%d passed, %d failed" % (passed, failed))
+sys.exit(1 if failed else 0)

@@ -1,0 +1,351 @@
+// fluxion_rt_windowed (runtime/conv.h): the params' encoding, and the fast float convolution.
+//
+// A convolution is a sum over (input feature, kernel offset) of a kernel weight times an input
+// element that the window table (prims/conv_geometry.h) locates for each output position. Gathering
+// those input elements into columns turns it into matrix products, which runtime/matmul.h computes
+// with the Eigen build of the kernel's ISA level:
+//   im2col             per (image, feature group): out[O_g, P] = W_g[O_g, I K] x cols[I K, P]
+//   im2col_by_feature  per input feature c: out[(B, P), O] += cols_c[(B, P), K] x W_c[O, K]^T
+// The first is the forward convolution's natural form (K = kernel offsets is small, P = output
+// positions large). The second suits the kernel gradient, whose "window" is the whole image and
+// whose output is the small kernel: per feature, its product has a long inner dimension, where the
+// first form would multiply by a matrix only P = 9 columns wide. docs/nn.md has the measurements.
+#include "runtime/conv.h"
+
+#include <algorithm>
+#include <atomic>
+
+#include "ir/eval_rules.h"
+#include "prims/conv_geometry.h"
+#include "runtime/call_arrays.h"
+#include "runtime/matmul.h"
+#include "runtime/openmp.h"
+
+namespace fluxion::runtime {
+
+namespace {
+
+enum class Coding { integer, boolean, list, spec, optional_dtype };
+struct CodedParam {
+  const char* name;
+  Coding coding;
+};
+
+constexpr CodedParam kConvParams[] = {
+    {"window_strides", Coding::list},          {"padding", Coding::list},           {"lhs_dilation", Coding::list},
+    {"rhs_dilation", Coding::list},            {"lhs_spec", Coding::spec},          {"rhs_spec", Coding::spec},
+    {"out_spec", Coding::spec},                {"feature_group_count", Coding::integer},
+    {"batch_group_count", Coding::integer},    {"preferred_element_type", Coding::optional_dtype}};
+constexpr CodedParam kWindowParams[] = {{"window_dimensions", Coding::list}, {"window_strides", Coding::list},
+                                        {"padding", Coding::list},           {"base_dilation", Coding::list},
+                                        {"window_dilation", Coding::list},   {"select_max", Coding::boolean}};
+
+std::span<const CodedParam> coded_params(Prim p) {
+  if (p == Prim::conv_general_dilated) return kConvParams;
+  if (p == Prim::select_and_gather_add || p == Prim::select_and_scatter_add) return kWindowParams;
+  return std::span(kWindowParams).first(5);
+}
+
+std::atomic<uint64_t> g_runs[3];
+
+}  // namespace
+
+bool is_windowed(Prim p) {
+  return p == Prim::conv_general_dilated || p == Prim::reduce_window_sum || p == Prim::reduce_window_max ||
+         p == Prim::reduce_window_min || p == Prim::select_and_gather_add || p == Prim::select_and_scatter_add;
+}
+
+uint64_t conv_runs(ConvAlgorithm a) { return g_runs[int(a)].load(std::memory_order_relaxed); }
+
+void encode_window_params(Prim p, const Params& params, std::vector<int64_t>& out) {
+  for (const CodedParam& c : coded_params(p)) {
+    switch (c.coding) {
+      case Coding::integer: out.push_back(params.get_int(c.name)); break;
+      case Coding::boolean: out.push_back(params.get_bool(c.name) ? 1 : 0); break;
+      case Coding::optional_dtype: out.push_back(params.has(c.name) ? int64_t(params.get_dtype(c.name)) : -1); break;
+      case Coding::list: {
+        const IntList& l = params.get_ints(c.name);
+        out.push_back(int64_t(l.size()));
+        out.insert(out.end(), l.begin(), l.end());
+        break;
+      }
+      case Coding::spec: {  // a permutation of at most 7 dims: its length and 3 bits per entry
+        const IntList& l = params.get_ints(c.name);
+        int64_t v = 0;
+        for (size_t i = l.size(); i-- > 0;) v = v * 8 + l[i];
+        out.push_back(v * 8 + int64_t(l.size()));
+        break;
+      }
+    }
+  }
+}
+
+Params decode_window_params(Prim p, const int64_t*& a) {
+  Params params;
+  for (const CodedParam& c : coded_params(p)) {
+    switch (c.coding) {
+      case Coding::integer: params.set(c.name, *a++); break;
+      case Coding::boolean: params.set(c.name, *a++ != 0); break;
+      case Coding::optional_dtype: {
+        const int64_t d = *a++;
+        if (d >= 0) params.set(c.name, DType(d));
+        break;
+      }
+      case Coding::list: {
+        const int64_t n = *a++;
+        params.set(c.name, IntList(a, a + n));
+        a += n;
+        break;
+      }
+      case Coding::spec: {
+        int64_t v = *a++;
+        IntList l(size_t(v % 8));
+        v /= 8;
+        for (int64_t& d : l) {
+          d = v % 8;
+          v /= 8;
+        }
+        params.set(c.name, l);
+        break;
+      }
+    }
+  }
+  return params;
+}
+
+namespace {
+
+// Per-thread scratch that lives across calls: the columns are megabytes, and a fresh allocation per
+// image would fault its pages in every time.
+template <class T>
+T* scratch(std::vector<T>& v, int64_t n) {
+  if (int64_t(v.size()) < n) v.resize(size_t(n));
+  return v.data();
+}
+
+// A row of the window table as runs of consecutive input elements: positions [p, p + len) read
+// input elements [src, src + len). With unit strides along the input's innermost dim (NCHW at
+// stride 1) a row is a few long runs, which copy much faster than an element-wise gather.
+struct Run {
+  int64_t p, src, len;
+};
+struct RowRuns {
+  std::vector<Run> runs;
+  std::vector<size_t> first;  // per kernel offset: its runs are [first[k], first[k + 1])
+};
+RowRuns row_runs(const std::vector<int64_t>& table, int64_t K, int64_t P) {
+  RowRuns r;
+  for (int64_t k = 0; k < K; ++k) {
+    r.first.push_back(r.runs.size());
+    const int64_t* t = table.data() + k * P;
+    for (int64_t p = 0; p < P; ++p) {
+      if (t[p] < 0) continue;
+      const int64_t start = p;
+      while (p + 1 < P && t[p + 1] == t[p] + 1) ++p;
+      r.runs.push_back({start, t[start], p - start + 1});
+    }
+  }
+  r.first.push_back(r.runs.size());
+  return r;
+}
+
+// Whether runs pay off for a table: at least 4 elements per run on average.
+bool long_runs(const RowRuns& r, const std::vector<int64_t>& table) {
+  return int64_t(r.runs.size()) * 4 <= int64_t(std::count_if(table.begin(), table.end(), [](int64_t t) { return t >= 0; }));
+}
+
+// row[0, n) = the input elements that table row `t` reads from `src` (zeros where it reads none):
+// by the row's runs [r0, r1) when `by_runs`, else element by element.
+template <class T>
+void fill_row(T* row, const T* src, const int64_t* t, int64_t n, const Run* r0, const Run* r1, bool by_runs) {
+  if (!by_runs) {
+    for (int64_t p = 0; p < n; ++p) row[p] = t[p] >= 0 ? src[t[p]] : T(0);
+    return;
+  }
+  int64_t at = 0;
+  for (const Run* run = r0; run != r1; ++run) {
+    std::fill(row + at, row + run->p, T(0));
+    std::copy(src + run->src, src + run->src + run->len, row + run->p);
+    at = run->p + run->len;
+  }
+  std::fill(row + at, row + n, T(0));
+}
+
+template <class T>
+struct ConvRun {
+  const T* x;
+  const T* w;
+  T* y;
+  const conv::ConvGeometry& g;
+  std::vector<int64_t> table, koff, yoff;
+  int isa, threads;
+  RowRuns runs = row_runs(table, g.k_size(), g.out_size());
+  bool by_runs = long_runs(runs, table);
+
+  void gemm(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k, bool trans_rhs = false) const {
+    Matmul mm;
+    mm.is_double = std::is_same_v<T, double>;
+    mm.m = m, mm.n = n, mm.k = k;
+    mm.trans_rhs = trans_rhs;
+    mm.lhs = a, mm.rhs = b, mm.out = c;
+    matmul(mm, isa, 1);
+  }
+
+  // cols[r, p] for rows r = (i, k) of input features [c0, c0 + ci) of image n_in.
+  void gather_columns(T* cols, int64_t n_in, int64_t c0, int64_t ci) const {
+    const int64_t K = g.k_size(), P = g.out_size();
+    for (int64_t i = 0; i < ci; ++i) {
+      const T* src = x + n_in * g.x_n + (c0 + i) * g.x_c;
+      for (int64_t k = 0; k < K; ++k) {
+        const int64_t* t = table.data() + k * P;
+        const Run* r = runs.runs.data();
+        fill_row(cols + (i * K + k) * P, src, t, P, r + runs.first[size_t(k)], r + runs.first[size_t(k) + 1], by_runs);
+      }
+    }
+  }
+
+  void im2col() const {
+    const int64_t K = g.k_size(), P = g.out_size(), rows = g.ci * K;
+    const int64_t per_batch_group = g.o / g.batch_groups;
+    // The kernel packed per group as [O_g, (i, k)] rows.
+    std::vector<T> packed(size_t(g.o * rows));
+    for (int64_t o = 0; o < g.o; ++o)
+      for (int64_t i = 0; i < g.ci; ++i)
+        for (int64_t k = 0; k < K; ++k) packed[size_t(o * rows + i * K + k)] = w[o * g.w_o + i * g.w_i + koff[size_t(k)]];
+    // The output's rows written by the GEMM in place when its positions are contiguous rows (NC...).
+    bool direct = g.y_c == P;
+    for (int64_t p = 0; p < P && direct; ++p) direct = yoff[size_t(p)] == p;
+    const int64_t groups = std::max(g.groups, g.batch_groups), o_per = g.o / groups;
+    parallel_chunks(threads, g.out_n * groups, [&](int64_t task) {
+      thread_local std::vector<T> cols_buf, out_buf;
+      const int64_t n = task / groups, grp = task % groups;
+      const int64_t o0 = grp * o_per;
+      const int64_t n_in = (o0 / per_batch_group) * g.out_n + n;
+      const int64_t c0 = g.groups > 1 ? grp * g.ci : 0;
+      T* cols = scratch(cols_buf, rows * P);
+      gather_columns(cols, n_in, c0, g.ci);
+      T* dst = y + n * g.y_n + o0 * g.y_c;
+      if (direct) {
+        gemm(packed.data() + o0 * rows, cols, dst, o_per, P, rows);
+        return;
+      }
+      T* out = scratch(out_buf, o_per * P);
+      gemm(packed.data() + o0 * rows, cols, out, o_per, P, rows);
+      for (int64_t o = 0; o < o_per; ++o)
+        for (int64_t p = 0; p < P; ++p) dst[o * g.y_c + yoff[size_t(p)]] = out[o * P + p];
+    });
+  }
+
+  // The columns are laid out [(b, p), k] -- one row per image and output position, along the
+  // window -- where a window row of the input is one run (the kernel gradient's window is a whole
+  // image), and the product is out[(b, p), o] = cols[(b, p), K] x W_c[O, K]^T.
+  void im2col_by_feature() const {
+    const int64_t K = g.k_size(), P = g.out_size(), B = g.out_n, rows = B * P;
+    std::vector<int64_t> by_position(table.size());  // [p * K + k]
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t p = 0; p < P; ++p) by_position[size_t(p * K + k)] = table[size_t(k * P + p)];
+    const RowRuns pruns = row_runs(by_position, P, K);
+    const bool pruns_long = long_runs(pruns, by_position);
+    const int64_t parts = std::clamp<int64_t>(threads, 1, g.c);
+    std::vector<std::vector<T>> acc(static_cast<size_t>(parts));
+    parallel_chunks(int(parts), parts, [&](int64_t part) {
+      thread_local std::vector<T> cols_buf, w_buf, out_buf;
+      std::vector<T>& sum = acc[size_t(part)];
+      sum.assign(size_t(rows * g.o), T(0));
+      T* cols = scratch(cols_buf, rows * K);
+      T* wc = scratch(w_buf, g.o * K);
+      T* out = scratch(out_buf, rows * g.o);
+      const Run* r = pruns.runs.data();
+      for (int64_t c = g.c * part / parts; c < g.c * (part + 1) / parts; ++c) {
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t p = 0; p < P; ++p)
+            fill_row(cols + (b * P + p) * K, x + b * g.x_n + c * g.x_c, by_position.data() + p * K, K,
+                     r + pruns.first[size_t(p)], r + pruns.first[size_t(p) + 1], pruns_long);
+        for (int64_t o = 0; o < g.o; ++o)
+          for (int64_t k = 0; k < K; ++k) wc[o * K + k] = w[o * g.w_o + c * g.w_i + koff[size_t(k)]];
+        gemm(cols, wc, out, rows, g.o, K, /*trans_rhs=*/true);
+        for (int64_t i = 0; i < rows * g.o; ++i) sum[size_t(i)] += out[i];
+      }
+    });
+    for (int64_t part = 1; part < parts; ++part)
+      for (size_t i = 0; i < acc[0].size(); ++i) acc[0][i] += acc[size_t(part)][i];
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t p = 0; p < P; ++p)
+        for (int64_t o = 0; o < g.o; ++o) y[b * g.y_n + o * g.y_c + yoff[size_t(p)]] = acc[0][size_t((b * P + p) * g.o + o)];
+  }
+
+};
+
+// The elements of a float view as C (a copy), for the 16-bit floats and mixed precision.
+template <class C>
+std::vector<C> widened(const View& v) {
+  std::vector<C> r(size_t(v.size()));
+  dispatch_dtype(v.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<compute_t<T>>)
+      for (size_t i = 0; i < r.size(); ++i) r[i] = C(compute_t<T>(v.as<T>()[i]));
+  });
+  return r;
+}
+
+// Stores computed values into a float view of another dtype (rounding once).
+template <class C>
+void narrow_into(const std::vector<C>& from, const View& v) {
+  dispatch_dtype(v.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<compute_t<T>>)
+      for (size_t i = 0; i < from.size(); ++i) v.as<T>()[i] = T(compute_t<T>(from[i]));
+  });
+}
+
+// Runs a float convolution with a GEMM form, or returns false (integers, empty operands). float16
+// and bfloat16 operands (and a preferred_element_type output) are computed in float32 -- as the
+// reference kernel accumulates them -- through widened copies, rounded once at the end.
+bool fast_conv(std::span<const View> in, const View& out, const Params& params, int isa, int threads) {
+  const DType d = in[0].dtype(), od = out.dtype();
+  if (!is_float(d) || !is_float(od)) return false;
+  const conv::ConvGeometry g = conv::conv_geometry(in[0].shape(), in[1].shape(), conv::conv_params(params));
+  if (out.size() == 0 || g.ci * g.k_size() == 0) return false;
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    const DType t = dtype_of_v<T>;
+    std::vector<T> xw, ww, yw;
+    if (d != t) xw = widened<T>(in[0]), ww = widened<T>(in[1]);
+    if (od != t) yw.resize(size_t(out.size()));
+    ConvRun<T> r{d == t ? in[0].as<T>() : xw.data(), d == t ? in[1].as<T>() : ww.data(),
+                 od == t ? out.as<T>() : yw.data(), g, conv::window_offsets(g), conv::kernel_offsets(g),
+                 conv::output_offsets(g), isa, threads};
+    // By feature when the window is larger than the output and the columns of all images at once stay small.
+    if (g.groups == 1 && g.batch_groups == 1 && g.k_size() > g.out_size() &&
+        g.k_size() * g.out_n * g.out_size() <= (int64_t(1) << 22)) {
+      r.im2col_by_feature();
+      g_runs[int(ConvAlgorithm::im2col_by_feature)].fetch_add(1, std::memory_order_relaxed);
+    } else {
+      r.im2col();
+      g_runs[int(ConvAlgorithm::im2col)].fetch_add(1, std::memory_order_relaxed);
+    }
+    if (od != t) narrow_into(yw, out);
+  };
+  if (d == DType::float64 || od == DType::float64) run(double{});
+  else run(float{});
+  return true;
+}
+
+}  // namespace
+}  // namespace fluxion::runtime
+
+using namespace fluxion;
+
+extern "C" void fluxion_rt_windowed(int64_t* a) {
+  const Prim prim = Prim(a[0]);
+  const int64_t n_in = a[1], n_out = a[2];
+  const int isa = int(a[3]), threads = int(a[4]);
+  const int64_t* p = a + 5;
+  const Params params = runtime::decode_window_params(prim, p);
+  const runtime::CallArrays arrays = runtime::read_call_arrays(p, n_in + n_out);
+  const std::vector<View>& views = arrays.views;
+  const std::span<const View> ins(views.data(), size_t(n_in)), outs(views.data() + n_in, size_t(n_out));
+  if (prim == Prim::conv_general_dilated && runtime::fast_conv(ins, outs[0], params, isa, threads)) return;
+  if (prim == Prim::conv_general_dilated) runtime::g_runs[int(runtime::ConvAlgorithm::reference)]++;
+  eval_rules(prim).kernel(ins, outs, params);
+}

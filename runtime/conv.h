@@ -1,0 +1,37 @@
+// The jit's library call for the windowed primitives (conv_general_dilated and the reduce_window
+// family, prims/conv.cpp and prims/reduce_window.cpp): lowering/lower_conv.cpp encodes the eqn's
+// params and buffers into one int64 array, and fluxion_rt_windowed runs it -- a float32/float64
+// convolution as im2col + the ISA-dispatched GEMM of runtime/matmul.h on the kernel's threads,
+// float16/bfloat16 in float32 the same way, everything else through the primitive's reference
+// kernel.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "ir/params.h"
+#include "ir/primitive.h"
+
+extern "C" {
+/// Layout: [prim, n_in, n_out, isa_level, threads, the params (encode_window_params), then per array
+/// (inputs, then outputs): dtype, rank, dims..., address].
+void fluxion_rt_windowed(int64_t* args);
+}
+
+namespace fluxion::runtime {
+
+/// Whether `p` travels through fluxion_rt_windowed.
+bool is_windowed(Prim p);
+/// Appends the params of an eqn of a windowed primitive, in the fixed order both sides know.
+void encode_window_params(Prim p, const Params& params, std::vector<int64_t>& out);
+/// Reads them back from `*cursor`, advancing it.
+Params decode_window_params(Prim p, const int64_t*& cursor);
+
+/// The algorithms a convolution can take: the reference kernel (integers, empty operands), im2col (per image and feature group, one GEMM of the packed kernel with the
+/// image's window columns), or im2col by feature (per input feature, one GEMM of that feature's
+/// kernel slice with its columns over all images, summed: for windows larger than the output, as
+/// the kernel gradient's are).
+enum class ConvAlgorithm { reference, im2col, im2col_by_feature };
+/// How many convolutions took `a` in this process (tests check which path compiled code took).
+uint64_t conv_runs(ConvAlgorithm a);
+
+}  // namespace fluxion::runtime

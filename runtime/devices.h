@@ -1,0 +1,59 @@
+// Devices as users see them (shared/api.md "Devices"): the list, placement of arrays, the default
+// device, and the worker each CPU device runs its share of an fx::pmap on.
+//
+// FLUXION_CPU_DEVICES=N gives N CPU devices in one process (XLA's forced host device count): they
+// share host memory, and each has a worker thread of its own, so a pmap over them runs N programs
+// at once. After fx::distributed::initialize every process sees the global list: process p owns
+// cpu:(p*N) .. cpu:(p*N+N-1) (runtime/distributed.h).
+//
+// How a GPU plugs in (issue 12): a cuda:k Device allocates Buffers of MemoryKind::device from its
+// own allocator, its worker is a stream (launches are queued, and block_until_ready waits on an
+// event instead of returning at once), device_put is a host-to-device copy, and its collectives use
+// a NCCL communicator behind the same ir/spmd.h interface.
+#pragma once
+#include <functional>
+#include <source_location>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "ir/array.h"
+#include "memory/device.h"
+
+namespace fluxion {
+
+/// Every device of every process, in order (cpu:0, cpu:1, ...).
+std::vector<Device> devices();
+/// The devices of one platform ("cpu", "cuda"); empty where there are none.
+std::vector<Device> devices(std::string_view platform);
+/// The devices this process drives (all of them without distributed::initialize).
+std::vector<Device> local_devices();
+bool is_local(const Device& d);
+
+/// x on device d: a copy placed there and committed to it, so eager ops that use it run there
+/// (computation follows data). A tracer is returned as it is (placement is decided when the
+/// program runs). DeviceError for a device this process does not have.
+Array device_put(const Array& x, const Device& d, std::source_location loc = std::source_location::current());
+
+/// New arrays and eager ops without committed operands go to `d` while the scope lives (on this
+/// thread). DeviceError for a device this process does not have.
+class default_device_scope {
+ public:
+  explicit default_device_scope(const Device& d, std::source_location loc = std::source_location::current());
+  ~default_device_scope();
+  default_device_scope(const default_device_scope&) = delete;
+  default_device_scope& operator=(const default_device_scope&) = delete;
+};
+
+namespace runtime {  // (runtime::Device, runtime/device.h, is a compile target: say fluxion::Device here)
+/// CPU devices per process: FLUXION_CPU_DEVICES (default 1).
+int cpu_devices_per_process();
+/// Checks that d is one of this process's devices; DeviceError naming `what` and `loc` if not.
+void check_local(const fluxion::Device& d, std::string_view what, SourceLoc loc);
+/// Runs task(k) on the worker thread of devs[k], for every k at once, with devs[k] as that
+/// thread's default device; returns when all have returned. The first exception is rethrown.
+/// (devs[0]'s share runs on the calling thread, which would otherwise only wait.)
+void run_on_devices(std::span<const fluxion::Device> devs, const std::function<void(size_t)>& task);
+}  // namespace runtime
+
+}  // namespace fluxion

@@ -1,0 +1,20 @@
+// fluxion_rt_gemm (runtime/library_calls.h): compiled kernels' matmul through Eigen. A file of its
+// own so that the AOT runtime (runtime/aot_runtime.cpp) links it without the reference kernels.
+#include <cstdint>
+
+#include "ir/dtype.h"
+#include "runtime/library_calls.h"
+#include "runtime/matmul.h"
+
+using namespace fluxion;
+
+extern "C" void fluxion_rt_gemm(int64_t* a) {
+  runtime::Matmul mm;
+  mm.is_double = DType(a[0]) == DType::float64;
+  mm.batch = a[1], mm.m = a[2], mm.n = a[3], mm.k = a[4];
+  mm.trans_lhs = a[5] != 0, mm.trans_rhs = a[6] != 0;
+  mm.lhs = reinterpret_cast<const void*>(a[9]);
+  mm.rhs = reinterpret_cast<const void*>(a[10]);
+  mm.out = reinterpret_cast<void*>(a[11]);
+  runtime::matmul(mm, int(a[7]), int(a[8]));
+}

@@ -1,0 +1,128 @@
+// fx::export_: an MLP compiled ahead of time, linked into a C program with the AOT runtime only
+// (ldd shows no LLVM or MLIR), run, and compared with the jit -- for the host and for x86-64-v3.
+// And the text form of programs: serialize, deserialize, same results.
+#include <doctest/doctest.h>
+#include <fluxion.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace fx = fluxion;
+
+namespace {
+
+std::string run_command(const std::string& cmd, int* status) {
+  std::string out;
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return "";
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  *status = ::pclose(p);
+  return out;
+}
+
+std::vector<float> ramp(int64_t n, float lo, float hi) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = lo + (hi - lo) * float(i) / float(std::max<int64_t>(n - 1, 1));
+  return v;
+}
+
+// A two-layer MLP whose weights are closed over (they end up in the header).
+struct Mlp {
+  fx::Array w1 = fx::array(ramp(16 * 32, -0.5f, 0.5f), fx::Shape{16, 32});
+  fx::Array b1 = fx::array(ramp(32, -0.1f, 0.1f));
+  fx::Array w2 = fx::array(ramp(32 * 4, 0.3f, -0.3f), fx::Shape{32, 4});
+  fx::Array b2 = fx::array(ramp(4, 0.f, 1.f));
+  fx::Array operator()(const fx::Array& x) const { return fx::matmul(fx::tanh(fx::matmul(x, w1) + b1), w2) + b2; }
+};
+
+// main.c: reads nothing, computes the MLP on a fixed input, prints every output with %a.
+const char* kMain = R"(#include <stdio.h>
+#include <stdlib.h>
+#include "mlp.h"
+int main(void) {
+  float* x = aligned_alloc(64, 8 * 16 * sizeof(float));
+  float* y = aligned_alloc(64, 64 * sizeof(float));
+  for (int i = 0; i < 8 * 16; ++i) x[i] = -1.0f + 2.0f * (float)i / (float)(8 * 16 - 1);
+  mlp_forward(x, y);
+  for (int i = 0; i < 8 * 4; ++i) printf("%a\n", (double)y[i]);
+  free(x);
+  free(y);
+  return 0;
+}
+)";
+
+}  // namespace
+
+TEST_CASE("export: an MLP linked into a C program without LLVM or MLIR equals the jit") {
+  Mlp mlp;
+  fx::Array x = fx::array(ramp(8 * 16, -1.f, 1.f), fx::Shape{8, 16});
+  const std::vector<float> want = fx::jit(mlp)(x).to_vector<float>();
+  fx::Exported exported = fx::export_(mlp, fx::AbstractArray{fx::Shape{8, 16}, fx::float32, false});
+  CHECK(exported.program().consts.size() >= 4);
+
+  const auto dir = std::filesystem::temp_directory_path() / ("fluxion-export-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "main.c") << kMain;
+  exported.write_header((dir / "mlp.h").string(), "mlp_forward");
+  for (const char* cpu : {"", "x86-64-v3"}) {
+    CAPTURE(cpu);
+    const std::string obj = (dir / (std::string("mlp") + cpu + ".o")).string();
+    const std::string prog = (dir / (std::string("mlp") + cpu)).string();
+    exported.write_object(obj, cpu);
+    int status = 0;
+    std::string log = run_command("cd " + dir.string() + " && cc -O2 -std=c11 main.c " + obj + " " + FLUXION_AOT_RUNTIME +
+                                      " -lstdc++ -lm -lmvec -lpthread -ldl -o " + prog,
+                                  &status);
+    INFO(log);
+    REQUIRE(status == 0);
+    const std::string libs = run_command("ldd " + prog, &status);
+    INFO(libs);
+    CHECK(libs.find("LLVM") == std::string::npos);
+    CHECK(libs.find("MLIR") == std::string::npos);
+    CHECK(libs.find("fluxion") == std::string::npos);
+    std::istringstream out(run_command(prog, &status));
+    REQUIRE(status == 0);
+    std::vector<float> got;
+    for (std::string line; std::getline(out, line);) got.push_back(std::strtof(line.c_str(), nullptr));
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-5));
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("export: errors name what cannot be exported") {
+  auto sorts = [](const fx::Array& a) { return fx::sort(a); };
+  CHECK_THROWS_AS(fx::export_(sorts, fx::zeros({4})), fx::CompileError);
+  auto prints = [](const fx::Array& a) {
+    fx::debug::print("{}", a);
+    return a;
+  };
+  CHECK_THROWS_AS(fx::export_(prints, fx::zeros({4})), fx::Error);
+  fx::Exported e = fx::export_([](const fx::Array& a) { return a * 2.f; }, fx::zeros({4}));
+  CHECK_THROWS_AS(e.write_header("/tmp/x.h", "not an identifier"), fx::ValueError);
+  CHECK_THROWS_AS(e.write_object("/tmp/x.o", "no-such-cpu"), fx::CompileError);
+}
+
+TEST_CASE("serialize: a program and its constants round-trip through text") {
+  Mlp mlp;
+  fx::Array x = fx::array(ramp(8 * 16, -1.f, 1.f), fx::Shape{8, 16});
+  fx::Program p = fx::make_ir(mlp)(x);
+  const std::string text = fx::serialize(p);
+  fx::Program q = fx::deserialize(text);
+  CHECK(q == p);
+  CHECK(fx::serialize(q) == text);
+  CHECK(fx::eval(q, {x})[0].to_vector<float>() == fx::eval(p, {x})[0].to_vector<float>());
+  CHECK_THROWS_AS(fx::deserialize("not a program"), fx::ParseError);
+  std::string broken = text;
+  broken.back() = 'z';
+  broken += '\n';
+  CHECK_THROWS_AS(fx::deserialize(broken), fx::ParseError);
+}

@@ -1,0 +1,112 @@
+// fx::onnx::export_: models run by onnxruntime (Python, from PyPI) against Fluxion's results. The
+// test is skipped, not passed, where `python3 -c "import onnxruntime"` fails.
+#include <doctest/doctest.h>
+#include <fluxion.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+namespace fx = fluxion;
+
+namespace {
+
+bool have_onnxruntime() {
+  static const bool have = std::system("python3 -c 'import onnxruntime, numpy' >/dev/null 2>&1") == 0;
+  return have;
+}
+
+// Runs `model` with onnxruntime on float32 inputs; returns out0 as floats (empty on failure).
+std::vector<float> run_onnxruntime(const std::string& model, const std::vector<fx::Array>& inputs) {
+  const std::filesystem::path dir = std::filesystem::path(model).parent_path();
+  std::string feeds;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::string file = (dir / ("in" + std::to_string(i) + ".bin")).string();
+    std::ofstream(file, std::ios::binary)
+        .write(static_cast<const char*>(inputs[i].data()), std::streamsize(inputs[i].aval().nbytes()));
+    std::string shape;
+    for (int64_t d : inputs[i].shape()) shape += std::to_string(d) + ",";
+    feeds += "'in" + std::to_string(i) + "': np.fromfile('" + file + "', dtype=np.float32).reshape((" + shape + ")),";
+  }
+  const std::string out = (dir / "out0.bin").string();
+  const std::string script = "import numpy as np, onnxruntime as ort\n"
+                             "s = ort.InferenceSession('" + model + "', providers=['CPUExecutionProvider'])\n"
+                             "y = s.run(['out0'], {" + feeds + "})[0]\n"
+                             "np.asarray(y, dtype=np.float32).tofile('" + out + "')\n";
+  std::ofstream((dir / "run.py").string()) << script;
+  if (std::system(("python3 " + (dir / "run.py").string() + " >" + (dir / "log.txt").string() + " 2>&1").c_str()) != 0) {
+    std::ifstream log((dir / "log.txt").string());
+    MESSAGE(std::string(std::istreambuf_iterator<char>(log), {}));
+    return {};
+  }
+  std::ifstream in(out, std::ios::binary | std::ios::ate);
+  std::vector<float> y(size_t(in.tellg()) / sizeof(float));
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(y.data()), std::streamsize(y.size() * sizeof(float)));
+  return y;
+}
+
+std::vector<float> ramp(int64_t n, float lo, float hi) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = lo + (hi - lo) * float(i) / float(std::max<int64_t>(n - 1, 1));
+  return v;
+}
+
+void check_same(const std::vector<float>& got, const fx::Array& want) {
+  const std::vector<float> w = want.to_vector<float>();
+  REQUIRE(got.size() == w.size());
+  for (size_t i = 0; i < w.size(); ++i) CHECK(got[i] == doctest::Approx(w[i]).epsilon(1e-5));
+}
+
+std::filesystem::path fresh_dir() {
+  auto d = std::filesystem::temp_directory_path() / ("fluxion-onnx-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("onnx: an MLP with softmax runs in onnxruntime" * doctest::skip(!have_onnxruntime())) {
+  const auto dir = fresh_dir();
+  fx::Array w1 = fx::array(ramp(16 * 32, -0.5f, 0.5f), fx::Shape{16, 32}), b1 = fx::array(ramp(32, -0.1f, 0.1f));
+  fx::Array w2 = fx::array(ramp(32 * 5, 0.3f, -0.3f), fx::Shape{32, 5});
+  auto mlp = [&](const fx::Array& x) { return fx::nn::softmax(fx::matmul(fx::nn::relu(fx::matmul(x, w1) + b1), w2)); };
+  fx::Array x = fx::array(ramp(8 * 16, -1.f, 1.f), fx::Shape{8, 16});
+  const std::string model = (dir / "mlp.onnx").string();
+  fx::onnx::export_(mlp, x, model);
+  check_same(run_onnxruntime(model, {x}), mlp(x));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("onnx: shape ops, reductions, indexing, comparisons, batched products" * doctest::skip(!have_onnxruntime())) {
+  const auto dir = fresh_dir();
+  auto f = [](const fx::Array& a, const fx::Array& b) {
+    fx::Array t = fx::transpose(fx::reshape(a, {4, 6}));                                  // [6, 4]
+    fx::Array c = fx::concatenate({t, fx::sqrt(fx::abs(t)) * 2.f}, 1);                     // [6, 8]
+    fx::Array s = fx::slice(c, {1, 0}, {5, 8});                                            // [4, 8]
+    fx::Array g = fx::take(s, fx::array(std::vector<int32_t>{3, 0, 2}), 0);                // [3, 8]
+    fx::Array m = fx::where(g > 0.f, fx::exp(-g), fx::tanh(g)) + fx::max(g, {1}, true);    // [3, 8]
+    fx::Array batched = fx::matmul(fx::reshape(b, {2, 3, 4}), fx::reshape(b, {2, 4, 3}));  // [2, 3, 3]
+    return fx::concatenate({fx::sum(fx::square(m), {0}), fx::ravel(batched * fx::arange(3, fx::float32)),
+                            fx::prod(fx::cos(g), {0}) - fx::mean(m)}, 0);
+  };
+  fx::Array a = fx::array(ramp(24, -2.f, 3.f)), b = fx::array(ramp(24, 1.f, -1.f));
+  const std::string model = (dir / "ops.onnx").string();
+  fx::onnx::export_(f, a, b, model);
+  check_same(run_onnxruntime(model, {a, b}), f(a, b));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("onnx: a primitive without an ONNX form is a CompileError naming it") {
+  auto sorts = [](const fx::Array& a) { return fx::sort(a); };
+  try {
+    fx::onnx::export_(sorts, fx::zeros({4}), "/tmp/never.onnx");
+    FAIL("no error");
+  } catch (const fx::CompileError& e) {
+    CHECK(std::string(e.what()).find("sort(f32[4])") != std::string::npos);
+    CHECK(std::string(e.what()).find("test_onnx.cpp") != std::string::npos);
+  }
+}

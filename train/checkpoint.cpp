@@ -1,0 +1,163 @@
+// fx::save / fx::load: dispatch by extension, the check of a file against a tree, and safetensors
+// (https://github.com/huggingface/safetensors: an 8-byte little-endian header length, a JSON header
+// naming each tensor's dtype, shape and byte range, then the bytes, row-major, little-endian).
+#include "train/checkpoint.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "api/creation.h"
+#include "ir/error.h"
+#include "train/file_io.h"
+#include "train/json.h"
+
+namespace fluxion::checkpoint_io {
+
+namespace {
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+constexpr std::pair<DType, const char*> kSafetensorsDTypes[] = {
+    {DType::bool_, "BOOL"}, {DType::int8, "I8"},     {DType::int32, "I32"},     {DType::int64, "I64"},
+    {DType::uint8, "U8"},   {DType::uint32, "U32"},  {DType::float16, "F16"},   {DType::bfloat16, "BF16"},
+    {DType::float32, "F32"}, {DType::float64, "F64"},
+};
+
+std::string shape_json(const Shape& s) {
+  std::string out = "[";
+  for (int i = 0; i < s.rank(); ++i) out += (i ? "," : "") + std::to_string(s[size_t(i)]);
+  return out + "]";
+}
+
+size_t nbytes(const Array& a) { return size_t(a.size()) * itemsize(a.dtype()); }
+
+}  // namespace
+
+std::vector<std::string> split_field_names(const char* names) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (const char* p = names; *p; ++p) {
+    if (*p == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else if (*p != ' ' && *p != '\t' && *p != '\n') {
+      cur += *p;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+void write(const std::string& path, const Entries& entries) {
+  std::set<std::string> seen;
+  for (const Entry& e : entries)
+    if (!seen.insert(e.name).second) throw ValueError("ValueError: save(" + path + "): two leaves named '" + e.name + "'");
+  if (ends_with(path, ".safetensors")) return write_safetensors(path, entries);
+  if (ends_with(path, ".npz")) return write_npz(path, entries);
+  if (ends_with(path, ".npy")) {
+    if (entries.size() != 1)
+      throw ValueError("ValueError: save(" + path + "): a .npy file holds one array, the tree has " +
+                       std::to_string(entries.size()) + " leaves (use .npz or .safetensors)");
+    return write_npy(path, entries[0].array);
+  }
+  throw ValueError("ValueError: save(" + path + "): unknown format (use .safetensors, .npz or .npy)");
+}
+
+Entries read(const std::string& path) {
+  if (ends_with(path, ".safetensors")) return read_safetensors(path);
+  if (ends_with(path, ".npz")) return read_npz(path);
+  if (ends_with(path, ".npy")) return {{"arr_0", read_npy(path)}};
+  throw ValueError("ValueError: load(" + path + "): unknown format (use .safetensors, .npz or .npy)");
+}
+
+std::vector<Array> match(const std::string& path, const Entries& file, const std::vector<std::string>& names,
+                         const std::vector<Array>& like) {
+  std::map<std::string, const Array*> by_name;
+  for (const Entry& e : file) by_name[e.name] = &e.array;
+  std::vector<Array> out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    auto it = by_name.find(names[i]);
+    if (it == by_name.end())
+      throw ValueError("ValueError: load(" + path + "): the file has no array named '" + names[i] + "'");
+    const Array& a = *it->second;
+    if (like[i].valid() && like[i].shape() != a.shape())
+      throw ShapeError("ShapeError: load(" + path + "): '" + names[i] + "' is " + a.aval().str() + " in the file, " +
+                       like[i].aval().str() + " in the tree");
+    if (like[i].valid() && like[i].dtype() != a.dtype())
+      throw TypeError("TypeError: load(" + path + "): '" + names[i] + "' is " + a.aval().str() + " in the file, " +
+                      like[i].aval().str() + " in the tree");
+    out.push_back(a);
+    by_name.erase(it);
+  }
+  if (!by_name.empty())
+    throw ValueError("ValueError: load(" + path + "): the file has arrays the tree does not, e.g. '" +
+                     by_name.begin()->first + "' (" + std::to_string(by_name.size()) + " in all)");
+  return out;
+}
+
+void write_safetensors(const std::string& path, const Entries& entries) {
+  // Tensors are stored in name order, as the Python library does.
+  std::vector<const Entry*> sorted;
+  for (const Entry& e : entries) sorted.push_back(&e);
+  std::sort(sorted.begin(), sorted.end(), [](const Entry* a, const Entry* b) { return a->name < b->name; });
+  std::string header = "{\"__metadata__\":{\"format\":\"fluxion\"}";
+  size_t offset = 0;
+  for (const Entry* e : sorted) {
+    const char* dt = nullptr;
+    for (auto [d, name] : kSafetensorsDTypes)
+      if (d == e->array.dtype()) dt = name;
+    size_t n = nbytes(e->array);
+    header += "," + json::quote(e->name) + ":{\"dtype\":\"" + dt + "\",\"shape\":" + shape_json(e->array.shape()) +
+              ",\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + n) + "]}";
+    offset += n;
+  }
+  header += "}";
+  header.append((8 - header.size() % 8) % 8, ' ');  // the data starts 8-byte aligned
+  std::string prefix;
+  io::put_le(prefix, header.size(), 8);
+  io::AtomicFile f(path);
+  f.write(prefix);
+  f.write(header);
+  for (const Entry* e : sorted) f.write(e->array.data(), nbytes(e->array));
+  f.commit();
+}
+
+Entries read_safetensors(const std::string& path) {
+  std::string bytes = io::read_file(path);
+  auto u = reinterpret_cast<const unsigned char*>(bytes.data());
+  if (bytes.size() < 8) io::fail(path, "too short for a safetensors file");
+  uint64_t hlen = io::get_le(u, 8);
+  if (hlen > bytes.size() - 8) io::fail(path, "the header length exceeds the file");
+  json::Value header = json::parse(std::string_view(bytes).substr(8, hlen), path);
+  if (header.kind != json::Value::Kind::object) io::fail(path, "the header is not a JSON object");
+  const size_t data_start = 8 + hlen, data_size = bytes.size() - data_start;
+  Entries out;
+  for (const auto& [name, info] : header.object) {
+    if (name == "__metadata__") continue;
+    auto field = [&](const char* key) -> const json::Value& {
+      auto it = info.object.find(key);
+      if (it == info.object.end()) io::fail(path, "tensor '" + name + "' has no " + key);
+      return it->second;
+    };
+    const std::string& dt = field("dtype").string;
+    DType dtype{};
+    bool known = false;
+    for (auto [d, n] : kSafetensorsDTypes)
+      if (dt == n) dtype = d, known = true;
+    if (!known) io::fail(path, "tensor '" + name + "' has dtype " + dt + ", which Fluxion does not support");
+    Shape shape;
+    for (const json::Value& d : field("shape").array) shape.push_back(d.number);
+    const auto& offs = field("data_offsets").array;
+    if (offs.size() != 2) io::fail(path, "tensor '" + name + "': data_offsets must be [begin, end]");
+    uint64_t b = uint64_t(offs[0].number), e = uint64_t(offs[1].number);
+    if (b > e || e > data_size || e - b != uint64_t(shape.numel()) * itemsize(dtype))
+      io::fail(path, "tensor '" + name + "': its byte range does not fit its shape or the file");
+    out.push_back({name, detail::array_from_host(bytes.data() + data_start + b, dtype, shape, size_t(shape.numel()), {})});
+  }
+  return out;
+}
+
+}  // namespace fluxion::checkpoint_io

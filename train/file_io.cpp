@@ -1,0 +1,83 @@
+#include "train/file_io.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "ir/error.h"
+
+namespace fluxion::io {
+
+void fail(const std::string& path, const std::string& what) { throw IOError("IOError: " + path + ": " + what); }
+
+std::string read_file(const std::string& path) {
+  // gzread reads gzip and plain files alike.
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (!f) fail(path, std::string("cannot open: ") + std::strerror(errno));
+  gzbuffer(f, 1 << 20);
+  std::string out;
+  std::vector<char> buf(1 << 20);
+  for (;;) {
+    int n = gzread(f, buf.data(), unsigned(buf.size()));
+    if (n < 0) {
+      int err = 0;
+      std::string msg = gzerror(f, &err);
+      gzclose(f);
+      fail(path, "read failed: " + msg);
+    }
+    if (n == 0) break;
+    out.append(buf.data(), size_t(n));
+  }
+  gzclose(f);
+  return out;
+}
+
+AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
+  std::string pattern = path_ + ".tmp.XXXXXX";
+  std::vector<char> name(pattern.begin(), pattern.end());
+  name.push_back('\0');
+  fd_ = mkstemp(name.data());
+  if (fd_ < 0) fail(path_, std::string("cannot create a temporary file beside it: ") + std::strerror(errno));
+  tmp_ = name.data();
+}
+
+AtomicFile::~AtomicFile() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    ::unlink(tmp_.c_str());
+  }
+}
+
+void AtomicFile::write(const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    ssize_t w = ::write(fd_, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) fail(path_, std::string("write failed: ") + std::strerror(errno));
+    p += w;
+    n -= size_t(w);
+  }
+}
+
+void AtomicFile::commit() {
+  // Data reaches the disk before the rename makes it visible under the real name.
+  if (::fsync(fd_) != 0) fail(path_, std::string("fsync failed: ") + std::strerror(errno));
+  int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) {
+    ::unlink(tmp_.c_str());
+    fail(path_, std::string("close failed: ") + std::strerror(errno));
+  }
+  if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    int e = errno;
+    ::unlink(tmp_.c_str());
+    fail(path_, std::string("rename failed: ") + std::strerror(e));
+  }
+}
+
+}  // namespace fluxion::io

@@ -1,0 +1,45 @@
+// Files for checkpoints and datasets: whole-file reads (gzip decompressed on the fly), and atomic
+// writes -- the bytes go to a temporary file in the same directory, which is flushed to disk and
+// renamed over the destination, so a crash leaves either the old file or the new one, never half.
+// Every failure is an IOError naming the path and the system's reason.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace fluxion::io {
+
+/// The whole file; a gzip file (by its magic bytes, whatever its name) is decompressed.
+std::string read_file(const std::string& path);
+
+class AtomicFile {
+ public:
+  explicit AtomicFile(std::string path);
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+  /// Removes the temporary file unless commit() ran.
+  ~AtomicFile();
+  void write(const void* data, size_t n);
+  void write(std::string_view s) { write(s.data(), s.size()); }
+  /// Flushes, syncs and renames the temporary file over the destination.
+  void commit();
+
+ private:
+  std::string path_, tmp_;
+  int fd_ = -1;
+};
+
+[[noreturn]] void fail(const std::string& path, const std::string& what);
+
+/// Little-endian integers (every format here stores them so).
+inline void put_le(std::string& out, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) out += char((v >> (8 * i)) & 0xFF);
+}
+inline uint64_t get_le(const unsigned char* p, int bytes) {
+  uint64_t v = 0;
+  for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+}  // namespace fluxion::io

@@ -1,0 +1,64 @@
+// fx::export_: ahead-of-time compilation of a function into an object file and a C header that a
+// program links without Fluxion's compiler -- no LLVM, no MLIR at run time (docs/export.md):
+//
+//   auto exported = fx::export_(mlp, x_example);           // traced once: the types are fixed
+//   exported.write_object("mlp.o");                        // the host CPU, or
+//   exported.write_object("mlp_v3.o", "x86-64-v3");        // any CPU LLVM knows / x86-64 level
+//   exported.write_header("mlp.h", "mlp_forward");         // void mlp_forward(const float* x, float* out)
+//   std::string text = exported.serialized();              // ir/serialize.h: load back, compile later
+//
+// cc main.c mlp.o libfluxion_aot_rt.a -lstdc++ -lm -lmvec -lpthread links it. Arrays the
+// function closes over (weights) are written into the header as static data. The arguments may
+// be example Arrays or AbstractArrays (only their types matter). Programs whose compiled code
+// calls back into the library (sort, polygamma, debug callbacks) are refused with a CompileError.
+#pragma once
+#include <string>
+#include <type_traits>
+
+#include "ir/program.h"
+#include "ir/trace.h"
+#include "transforms/make_ir.h"
+
+namespace fluxion {
+
+class Exported {
+ public:
+  /// `program`: what to compile (the jit's Program-level passes are applied here).
+  explicit Exported(Program program);
+
+  const Program& program() const { return program_; }
+  /// The object's entry symbol (derived from the program, so that several exported functions can
+  /// be linked into one program); write_header wraps it under the name the user chooses.
+  const std::string& symbol() const { return symbol_; }
+  /// Compiles for `cpu` ("" or "host": this machine; "x86-64-v3", "skylake", ...) and writes a
+  /// relocatable ELF object. CompileError for an unknown CPU or an unexportable program,
+  /// ValueError if the file cannot be written.
+  void write_object(const std::string& path, const std::string& cpu = "") const;
+  /// Writes the C header declaring `entry(inputs..., outputs...)` (a C identifier).
+  void write_header(const std::string& path, const std::string& entry) const;
+  /// The program and its constants as text (ir/serialize.h).
+  std::string serialized() const;
+
+ private:
+  Program program_;
+  std::string symbol_;
+};
+
+namespace export_detail {
+/// An example argument: an Array as it is, an AbstractArray as an uninitialised array of its type.
+inline Array example(const Array& a) { return a; }
+inline Array example(const AbstractArray& a) { return make_uninitialized(a); }
+template <class T>
+  requires(!std::is_same_v<T, Array> && !std::is_same_v<T, AbstractArray>)
+const T& example(const T& t) {
+  return t;
+}
+}  // namespace export_detail
+
+/// Traces f on the examples' types for export (see the top of this file).
+template <class F, class... Args>
+Exported export_(const F& f, const Args&... args) {
+  return Exported(detail::trace_to_program(f, export_detail::example(args)...).first);
+}
+
+}  // namespace fluxion

@@ -1,0 +1,279 @@
+#include "transforms/onnx.h"
+
+#include <fstream>
+
+#include "ir/trace.h"
+#include "transforms/jit_passes.h"
+#include "transforms/onnx_proto.h"
+
+namespace fluxion::onnx {
+
+namespace {
+
+using proto::Message;
+
+int onnx_dtype(DType d) {
+  switch (d) {
+    case DType::bool_: return proto::dtype::bool_;
+    case DType::int8: return proto::dtype::int8;
+    case DType::uint8: return proto::dtype::uint8;
+    case DType::int32: return proto::dtype::int32;
+    case DType::uint32: return proto::dtype::uint32;
+    case DType::int64: return proto::dtype::int64;
+    case DType::float16: return proto::dtype::float16;
+    case DType::bfloat16: return proto::dtype::bfloat16;
+    case DType::float32: return proto::dtype::float_;
+    case DType::float64: return proto::dtype::double_;
+  }
+  return 0;
+}
+
+// The ONNX operator computing the primitive elementwise with the same operands, or nullptr.
+const char* elementwise_op(Prim p) {
+  switch (p) {
+    case Prim::neg: return "Neg";
+    case Prim::sign: return "Sign";
+    case Prim::floor: return "Floor";
+    case Prim::ceil: return "Ceil";
+    case Prim::exp: return "Exp";
+    case Prim::log: return "Log";
+    case Prim::tanh: return "Tanh";
+    case Prim::logistic: return "Sigmoid";
+    case Prim::sin: return "Sin";
+    case Prim::cos: return "Cos";
+    case Prim::tan: return "Tan";
+    case Prim::asin: return "Asin";
+    case Prim::acos: return "Acos";
+    case Prim::atan: return "Atan";
+    case Prim::sinh: return "Sinh";
+    case Prim::cosh: return "Cosh";
+    case Prim::asinh: return "Asinh";
+    case Prim::acosh: return "Acosh";
+    case Prim::atanh: return "Atanh";
+    case Prim::sqrt: return "Sqrt";
+    case Prim::abs: return "Abs";
+    case Prim::not_: return "Not";
+    case Prim::erf: return "Erf";
+    case Prim::stop_gradient: return "Identity";
+    case Prim::add: case Prim::add_any: return "Add";
+    case Prim::sub: return "Sub";
+    case Prim::mul: return "Mul";
+    case Prim::div: return "Div";
+    case Prim::pow: return "Pow";
+    case Prim::max: return "Max";
+    case Prim::min: return "Min";
+    case Prim::and_: return "And";
+    case Prim::or_: return "Or";
+    case Prim::xor_: return "Xor";
+    case Prim::eq: return "Equal";
+    case Prim::lt: return "Less";
+    case Prim::le: return "LessOrEqual";
+    case Prim::gt: return "Greater";
+    case Prim::ge: return "GreaterOrEqual";
+    case Prim::select: return "Where";  // select(pred, on_true, on_false) = Where(pred, x, y)
+    default: return nullptr;
+  }
+}
+
+Message int_attr(const char* name, int64_t v) {
+  Message a;
+  a.bytes(proto::attribute::name, name).varint(proto::attribute::type, proto::attribute_type::int_);
+  a.varint(proto::attribute::i, uint64_t(v));
+  return a;
+}
+
+Message ints_attr(const char* name, const IntList& v) {
+  Message a;
+  a.bytes(proto::attribute::name, name).varint(proto::attribute::type, proto::attribute_type::ints);
+  for (int64_t x : v) a.varint(proto::attribute::ints, uint64_t(x));
+  return a;
+}
+
+Message string_attr(const char* name, const std::string& v) {
+  Message a;
+  a.bytes(proto::attribute::name, name).varint(proto::attribute::type, proto::attribute_type::string);
+  a.bytes(proto::attribute::s, v);
+  return a;
+}
+
+Message value_info(const std::string& name, const AbstractArray& a) {
+  Message shape;
+  for (int64_t d : a.shape) shape.message(proto::shape::dim, Message().varint(proto::dimension::dim_value, uint64_t(d)));
+  Message tensor;
+  tensor.varint(proto::tensor_type::elem_type, uint64_t(onnx_dtype(a.dtype))).message(proto::tensor_type::shape, shape);
+  return Message().bytes(proto::value_info::name, name).message(proto::value_info::type,
+                                                                Message().message(proto::type::tensor_type, tensor));
+}
+
+// Builds the graph of one program, eqn by eqn.
+class GraphWriter {
+ public:
+  explicit GraphWriter(const Program& p) : p_(p), names_(p.types.size()) {}
+
+  Message graph() {
+    for (size_t i = 0; i < p_.invars.size(); ++i) {
+      names_[size_t(p_.invars[i])] = "in" + std::to_string(i);
+      graph_.message(proto::graph::input, value_info(names_[size_t(p_.invars[i])], p_.type(p_.invars[i])));
+    }
+    for (size_t i = 0; i < p_.constvars.size(); ++i)
+      names_[size_t(p_.constvars[i])] = initializer(p_.consts[i].aval(), p_.consts[i].data());
+    for (const Eqn& e : p_.eqns) eqn(e);
+    for (size_t i = 0; i < p_.outvars.size(); ++i) {
+      const std::string out = "out" + std::to_string(i);
+      node("Identity", {atom(p_.outvars[i])}, {out});
+      graph_.message(proto::graph::output, value_info(out, p_.aval(p_.outvars[i])));
+    }
+    graph_.bytes(proto::graph::name, "fluxion");
+    return graph_;
+  }
+
+ private:
+  std::string fresh() { return "t" + std::to_string(next_++); }
+
+  std::string initializer(const AbstractArray& a, const void* data) {
+    const std::string name = fresh();
+    Message t;
+    for (int64_t d : a.shape) t.varint(proto::tensor::dims, uint64_t(d));
+    t.varint(proto::tensor::data_type, uint64_t(onnx_dtype(a.dtype))).bytes(proto::tensor::name, name);
+    t.bytes(proto::tensor::raw_data, std::string_view(static_cast<const char*>(data), a.nbytes()));
+    graph_.message(proto::graph::initializer, t);
+    return name;
+  }
+  std::string ints(const IntList& v) {
+    return initializer(AbstractArray{Shape{int64_t(v.size())}, DType::int64, false}, v.data());
+  }
+  std::string scalar(double v, DType d) {
+    const Literal lit = Literal::of_double(v, d);
+    unsigned char bytes[8];
+    lit.store(bytes);
+    return initializer(lit.aval(), bytes);
+  }
+  std::string atom(const Atom& a) {
+    if (!a.is_literal()) return names_[size_t(a.var)];
+    unsigned char bytes[8];
+    a.lit.store(bytes);
+    return initializer(a.lit.aval(), bytes);
+  }
+
+  void node(const char* op, const std::vector<std::string>& in, const std::vector<std::string>& out,
+            const std::vector<Message>& attrs = {}) {
+    Message n;
+    for (const std::string& s : in) n.bytes(proto::node::input, s);
+    for (const std::string& s : out) n.bytes(proto::node::output, s);
+    n.bytes(proto::node::name, "n" + std::to_string(nodes_++)).bytes(proto::node::op_type, op);
+    for (const Message& a : attrs) n.message(proto::node::attribute, a);
+    graph_.message(proto::graph::node, n);
+  }
+
+  void eqn(const Eqn& e);
+  std::string einsum(const Eqn& e);
+
+  const Program& p_;
+  std::vector<std::string> names_;
+  Message graph_;
+  int next_ = 0, nodes_ = 0;
+};
+
+// dot_general as an Einsum equation: output = batch dims, lhs free dims, rhs free dims.
+std::string GraphWriter::einsum(const Eqn& e) {
+  const IntList& lc = e.params.get_ints("lhs_contracting");
+  const IntList& rc = e.params.get_ints("rhs_contracting");
+  const IntList& lb = e.params.get_ints("lhs_batch");
+  const IntList& rb = e.params.get_ints("rhs_batch");
+  const int64_t lr = p_.aval(e.inputs[0]).ndim(), rr = p_.aval(e.inputs[1]).ndim();
+  std::string l(size_t(lr), ' '), r(size_t(rr), ' '), out;
+  char next = 'a';
+  for (size_t i = 0; i < lb.size(); ++i) l[size_t(lb[i])] = r[size_t(rb[i])] = next, out += next++;
+  for (size_t i = 0; i < lc.size(); ++i) l[size_t(lc[i])] = r[size_t(rc[i])] = next++;
+  for (char& c : l)
+    if (c == ' ') c = next, out += next++;
+  for (char& c : r)
+    if (c == ' ') c = next, out += next++;
+  return l + "," + r + "->" + out;
+}
+
+void GraphWriter::eqn(const Eqn& e) {
+  std::vector<std::string> in;
+  for (const Atom& a : e.inputs) in.push_back(atom(a));
+  std::vector<std::string> out;
+  for (int32_t v : e.outputs) out.push_back(names_[size_t(v)] = fresh());
+  if (const char* op = elementwise_op(e.prim)) return node(op, in, out);
+  const Params& ps = e.params;
+  switch (e.prim) {
+    case Prim::rsqrt: {
+      const std::string t = fresh();
+      node("Sqrt", in, {t});
+      return node("Reciprocal", {t}, out);
+    }
+    case Prim::ne: {
+      const std::string t = fresh();
+      node("Equal", in, {t});
+      return node("Not", {t}, out);
+    }
+    case Prim::rem: return node("Mod", in, out, {int_attr("fmod", 1)});
+    case Prim::integer_pow:
+      return node("Pow", {in[0], scalar(double(ps.get_int("y")), p_.aval(e.inputs[0]).dtype)}, out);
+    case Prim::convert_element_type: return node("Cast", in, out, {int_attr("to", onnx_dtype(ps.get<DType>("new_dtype")))});
+    case Prim::broadcast_in_dim: {
+      const IntList& shape = ps.get_ints("shape");
+      const IntList& bdims = ps.get_ints("broadcast_dimensions");
+      IntList ones(shape.size(), 1);
+      for (size_t k = 0; k < bdims.size(); ++k) ones[size_t(bdims[k])] = p_.aval(e.inputs[0]).shape[k];
+      const std::string t = fresh();
+      node("Reshape", {in[0], ints(ones)}, {t});
+      return node("Expand", {t, ints(shape)}, out);
+    }
+    case Prim::reshape: return node("Reshape", {in[0], ints(ps.get_ints("new_sizes"))}, out);
+    case Prim::squeeze: return node("Squeeze", {in[0], ints(ps.get_ints("dimensions"))}, out);
+    case Prim::transpose: return node("Transpose", in, out, {ints_attr("perm", ps.get_ints("permutation"))});
+    case Prim::reduce_sum:
+      return node("ReduceSum", {in[0], ints(ps.get_ints("axes"))}, out, {int_attr("keepdims", 0)});
+    case Prim::reduce_max: case Prim::reduce_min: case Prim::reduce_prod:
+      return node(e.prim == Prim::reduce_max ? "ReduceMax" : e.prim == Prim::reduce_min ? "ReduceMin" : "ReduceProd", in, out,
+                  {ints_attr("axes", ps.get_ints("axes")), int_attr("keepdims", 0)});
+    case Prim::concatenate: return node("Concat", in, out, {int_attr("axis", ps.get_int("dimension"))});
+    case Prim::slice: {
+      const int64_t rank = p_.aval(e.inputs[0]).ndim();
+      IntList axes, steps = ps.has("strides") ? ps.get_ints("strides") : IntList(size_t(rank), 1);
+      for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+      return node("Slice", {in[0], ints(ps.get_ints("start_indices")), ints(ps.get_ints("limit_indices")), ints(axes), ints(steps)}, out);
+    }
+    case Prim::gather:
+      if (ps.has("batch_dims") && ps.get_int("batch_dims") != 0) break;
+      return node("Gather", in, out, {int_attr("axis", ps.get_int("axis"))});
+    case Prim::dot_general: {
+      const bool plain = ps.get_ints("lhs_batch").empty() && p_.aval(e.inputs[0]).ndim() == 2 && p_.aval(e.inputs[1]).ndim() == 2 &&
+                         ps.get_ints("lhs_contracting") == IntList{1} && ps.get_ints("rhs_contracting") == IntList{0};
+      if (plain) return node("MatMul", in, out);
+      return node("Einsum", in, out, {string_attr("equation", einsum(e))});
+    }
+    case Prim::iota: {  // a constant: computed now
+      const Array v = bind1(Prim::iota, std::span<const Array>{}, ps, e.loc);
+      const std::string t = initializer(v.aval(), v.data());
+      return node("Identity", {t}, out);
+    }
+    default: break;
+  }
+  std::vector<AbstractArray> types;
+  for (const Atom& a : e.inputs) types.push_back(p_.aval(a));
+  op_error(ErrorKind::Compile, prim_name(e.prim), types, e.loc,
+           "fx::onnx::export_: this primitive (with these params) has no ONNX form");
+}
+
+}  // namespace
+
+void export_program(Program p, const std::string& path) {
+  if (is_tracing()) throw ValueError("ValueError: fx::onnx::export_ was called inside a transformation");
+  const std::string stem = jit_dump_stem(p);
+  p = jit_passes(std::move(p), stem);
+  Message model;
+  model.varint(proto::model::ir_version, 8).bytes(proto::model::producer_name, "fluxion");
+  model.message(proto::model::opset_import, Message().bytes(proto::opset::domain, "").varint(proto::opset::version, 17));
+  model.message(proto::model::graph, GraphWriter(p).graph());
+  std::ofstream out(path, std::ios::binary);
+  out << model.str();
+  out.close();
+  if (!out) throw ValueError("ValueError: fx::onnx::export_: cannot write " + path);
+}
+
+}  // namespace fluxion::onnx

@@ -1,0 +1,37 @@
+// fx::onnx::export_: an inference function as an ONNX model (opset 17), for runtimes such as
+// onnxruntime:
+//
+//   fx::onnx::export_(model, x_example, "model.onnx");   // inputs in0, in1, ...; outputs out0, ...
+//
+// The function is traced on the examples' types (Arrays or AbstractArrays) and goes through the
+// jit's Program-level passes (custom derivatives inlined); closed-over arrays become initializers.
+// Primitives map to ONNX operators one to one where ONNX has them (elementwise math and
+// comparisons, Where, Cast, MatMul or Einsum for dot_general, Reduce*, Reshape, Expand,
+// Transpose, Squeeze, Concat, Slice, Gather); any other is a CompileError naming it and the
+// user's line. See docs/export.md.
+#pragma once
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "ir/program.h"
+#include "transforms/export.h"
+
+namespace fluxion::onnx {
+
+/// Writes `p` as an ONNX model file.
+void export_program(Program p, const std::string& path);
+
+/// export_(f, examples..., path).
+template <class F, class... Args>
+void export_(const F& f, const Args&... args_then_path) {
+  static_assert(sizeof...(Args) >= 1, "fx::onnx::export_(f, examples..., path)");
+  constexpr size_t n = sizeof...(Args) - 1;
+  auto all = std::forward_as_tuple(args_then_path...);
+  const std::string path = std::get<n>(all);
+  [&]<size_t... I>(std::index_sequence<I...>) {
+    export_program(detail::trace_to_program(f, export_detail::example(std::get<I>(all))...).first, path);
+  }(std::make_index_sequence<n>{});
+}
+
+}  // namespace fluxion::onnx
