@@ -1,6 +1,6 @@
 // Matrix decompositions and solves I: cholesky, triangular_solve, lu (jax.lax.linalg), batched
-// over leading dims, float32/float64. The reference kernels are Eigen's (or, for lu, a plain
-// partial-pivoting loop that also records LAPACK's pivots); compiled code calls the same kernels as
+// over leading dims, float32/float64. The reference kernels are Eigen's (LLT, triangular solves,
+// PartialPivLU, whose permutation gives LAPACK's pivots); compiled code calls the same kernels as
 // library functions (lowering/lower_library.cpp). Failures are NaN/inf in the result, never an
 // abort: cholesky of a matrix that is not positive definite is all NaN, a zero pivot leaves inf
 // in the solves downstream; api/linalg_decomp.cpp turns them into typed errors eagerly.
@@ -241,28 +241,29 @@ std::vector<AbstractArray> lu_shape(std::span<const AbstractArray> in, const Par
   return {in[0], rows, rows};
 }
 
+// Eigen's blocked PartialPivLU (the same choice of pivot as getrf: the largest magnitude in the
+// column; a zero column leaves a zero pivot, and the solves downstream give inf/NaN). Eigen exposes
+// only the final permutation; getrf's pivots follow from it, because row j of P a is fixed once
+// step j has swapped it into place: pivots[j] is where row permutation[j] sits at step j.
 void lu_kernel(std::span<const View> in, std::span<const View> out, const Params&) {
   dispatch_float(in[0].dtype(), [&](auto z) {
     using T = decltype(z);
     const int64_t n = in[0].shape()[size_t(in[0].shape().rank() - 1)];
+    std::vector<int32_t> row_at(static_cast<size_t>(n)), position_of(static_cast<size_t>(n));
     for (int64_t b = 0; b < batch_count(in[0].shape()); ++b) {
-      MatrixMap<T> lu(out[0].as<T>() + b * n * n, n, n);
-      lu = MatrixMap<T>(in[0].as<T>() + b * n * n, n, n);
+      Eigen::PartialPivLU<Matrix<T>> f(MatrixMap<T>(in[0].as<T>() + b * n * n, n, n));
+      MatrixMap<T>(out[0].as<T>() + b * n * n, n, n) = f.matrixLU();
       int32_t* piv = out[1].as<int32_t>() + b * n;
       int32_t* perm = out[2].as<int32_t>() + b * n;
-      for (int64_t i = 0; i < n; ++i) perm[i] = int32_t(i);
+      const auto& to_row = f.permutationP().indices();  // row i of a is row to_row[i] of P a
+      for (int64_t i = 0; i < n; ++i) perm[to_row[i]] = int32_t(i);
+      for (int64_t i = 0; i < n; ++i) row_at[size_t(i)] = position_of[size_t(i)] = int32_t(i);
       for (int64_t j = 0; j < n; ++j) {
-        Eigen::Index p = 0;
-        lu.col(j).tail(n - j).cwiseAbs().maxCoeff(&p);
-        p += j;
-        piv[j] = int32_t(p);
-        if (p != j) {
-          lu.row(j).swap(lu.row(p));
-          std::swap(perm[j], perm[p]);
-        }
-        if (lu(j, j) == T(0)) continue;  // singular: U gets a zero pivot (solves give inf/NaN)
-        lu.col(j).tail(n - j - 1) /= lu(j, j);
-        lu.bottomRightCorner(n - j - 1, n - j - 1).noalias() -= lu.col(j).tail(n - j - 1) * lu.row(j).tail(n - j - 1);
+        const int32_t p = position_of[size_t(perm[j])];
+        piv[j] = p;
+        std::swap(row_at[size_t(j)], row_at[size_t(p)]);
+        position_of[size_t(row_at[size_t(j)])] = int32_t(j);
+        position_of[size_t(row_at[size_t(p)])] = p;
       }
     }
   });

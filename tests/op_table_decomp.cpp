@@ -138,6 +138,7 @@ fx::Array eye_of(const fx::Array& x) { return fx::eye(x.shape()[size_t(x.ndim() 
 fx::Array spd_of(const fx::Array& x) {
   return fx::matmul(x, fx::swapaxes(x, -1, -2)) + eye_of(x) * double(x.shape()[size_t(x.ndim() - 1)]);
 }
+bool is_square(const fx::Array& x) { return x.shape()[size_t(x.ndim() - 1)] == x.shape()[size_t(x.ndim() - 2)]; }
 fx::Array sym_of(const fx::Array& x) { return (x + fx::swapaxes(x, -1, -2)) * 0.5; }
 
 OpInfo entry(std::string name, std::function<fx::Array(const std::vector<fx::Array>&)> op,
@@ -163,15 +164,43 @@ void add_solve_ops(std::vector<OpInfo>& t) {
   using K = fx::ErrorKind;
   namespace la = fx::linalg;
   {
-    OpInfo e = entry("linalg.cholesky", [](const auto& x) { return la::cholesky(spd_of(x[0])); },
+    // (A non-square operand goes to cholesky as it is: the error sample's ShapeError is cholesky's.)
+    OpInfo e = entry("linalg.cholesky", [](const auto& x) { return la::cholesky(is_square(x[0]) ? spd_of(x[0]) : x[0]); },
                      [](const auto& xs, fx::DType) {
                        const int64_t n = last(xs[0]);
                        return per_matrix(xs, {n, n}, [n](const Mat& a, const Mat&) { return cholesky(spd(a, n), n); });
                      },
                      {one({3, 3}, 1), one({2, 4, 4}, 2)});
     e.errors = {ErrorSample{{uniform({2, 3}, -1, 1, 3)}, K::Shape, "not square"}};
+    e.error_name = "cholesky(";
     t.push_back(std::move(e));
   }
+  t.push_back(entry("linalg.cholesky (l l^T = a)",
+                    [](const auto& x) {
+                      fx::Array l = la::cholesky(spd_of(x[0]));
+                      return fx::matmul(l, fx::swapaxes(l, -1, -2));
+                    },
+                    [](const auto& xs, fx::DType) {
+                      const int64_t n = last(xs[0]);
+                      return per_matrix(xs, {n, n}, [n](const Mat& a, const Mat&) { return spd(a, n); });
+                    },
+                    {one({3, 3}, 5), one({2, 4, 4}, 7)}));
+  // P a = L U: p^T (l u) with P one-hot from the permutation, against a itself.
+  t.push_back(entry("linalg.lu (p^T l u = a)",
+                    [](const auto& x) {
+                      fx::Array a = x[0] + eye_of(x[0]) * 2.0;
+                      auto [packed, pivots, perm] = la::lu(a);
+                      const int64_t n = a.shape()[size_t(a.ndim() - 1)];
+                      fx::Array lower = fx::astype(fx::expand_dims(fx::arange(n), -1) > fx::arange(n), a.dtype());
+                      fx::Array l = packed * lower + eye_of(a), u = packed * (1.0 - lower);
+                      fx::Array p = fx::astype(fx::equal(fx::expand_dims(perm, -1), fx::arange(n)), a.dtype());
+                      return fx::matmul(fx::swapaxes(p, -1, -2), fx::matmul(l, u));
+                    },
+                    [](const auto& xs, fx::DType) {
+                      const int64_t n = last(xs[0]);
+                      return per_matrix(xs, {n, n}, [n](const Mat& a, const Mat&) { return shifted(a, n, 2.0); });
+                    },
+                    {one({3, 3}, 8), one({2, 4, 4}, 9)}));
   t.push_back(entry("linalg.triangular_solve", [](const auto& x) { return la::triangular_solve(x[0] + eye_of(x[0]) * 4.0, x[1]); },
                     [](const auto& xs, fx::DType) {
                       const int64_t n = last(xs[0]), k = last(xs[1]);

@@ -293,7 +293,6 @@ void add_linalg_ops(std::vector<OpInfo>& t) {
     set_tolerance(e, Check::eager, kFloatTypes, Tolerance{0, 0});
     e.error_name = e.name + "(";
   }
-  add_decomposition_ops(t);
 }
 
 }  // namespace optable
