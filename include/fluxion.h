@@ -12,6 +12,7 @@
 #include "api/debug.h"
 #include "api/elementwise.h"
 #include "api/indexing.h"
+#include "api/interop.h"
 #include "api/linalg.h"
 #include "api/linalg_decomp.h"
 #include "api/nn.h"
