@@ -166,26 +166,31 @@ std::vector<AbstractArray> triangular_solve_shape(std::span<const AbstractArray>
   return {b};
 }
 
+// Solved in place in the output, on the operand's own memory: op(a) is a view (a or a^T, whose
+// triangle is then the other one), the right side uses Eigen's OnTheRight solve -- no copies.
 void triangular_solve_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
   const bool left = params.get_bool("left_side"), transpose_a = params.get_bool("transpose_a");
   const bool unit = params.get_bool("unit_diagonal");
+  const bool lower = params.get_bool("lower") != transpose_a;  // the triangle of op(a)
   dispatch_float(in[0].dtype(), [&](auto z) {
     using T = decltype(z);
     const Shape& bs = in[1].shape();
     const int64_t n = in[0].shape()[size_t(bs.rank() - 1)], rows = bs[size_t(bs.rank() - 2)], cols = bs[size_t(bs.rank() - 1)];
     for (int64_t k = 0; k < batch_count(bs); ++k) {
-      MatrixMap<T> a(in[0].as<T>() + k * n * n, n, n), b(in[1].as<T>() + k * rows * cols, rows, cols);
-      MatrixMap<T> x(out[0].as<T>() + k * rows * cols, rows, cols);
-      // op(a) as a left-side triangular matrix: the right side solves op(a)^T x^T = b^T.
-      Matrix<T> m = transpose_a != !left ? Matrix<T>(a.transpose()) : Matrix<T>(a);
-      const bool lower = params.get_bool("lower") != (transpose_a != !left);
-      Matrix<T> rhs = left ? Matrix<T>(b) : Matrix<T>(b.transpose());
-      if (lower && unit) m.template triangularView<Eigen::UnitLower>().solveInPlace(rhs);
-      else if (lower) m.template triangularView<Eigen::Lower>().solveInPlace(rhs);
-      else if (unit) m.template triangularView<Eigen::UnitUpper>().solveInPlace(rhs);
-      else m.template triangularView<Eigen::Upper>().solveInPlace(rhs);
-      if (left) x = rhs;
-      else x = rhs.transpose();
+      MatrixMap<T> a(in[0].as<T>() + k * n * n, n, n), x(out[0].as<T>() + k * rows * cols, rows, cols);
+      x = MatrixMap<T>(in[1].as<T>() + k * rows * cols, rows, cols);
+      auto solve = [&](const auto& op_a) {
+        auto in_place = [&](auto view) {
+          if (left) view.solveInPlace(x);
+          else view.template solveInPlace<Eigen::OnTheRight>(x);
+        };
+        if (lower && unit) in_place(op_a.template triangularView<Eigen::UnitLower>());
+        else if (lower) in_place(op_a.template triangularView<Eigen::Lower>());
+        else if (unit) in_place(op_a.template triangularView<Eigen::UnitUpper>());
+        else in_place(op_a.template triangularView<Eigen::Upper>());
+      };
+      if (transpose_a) solve(a.transpose());
+      else solve(a);
     }
   });
 }
