@@ -159,22 +159,9 @@ Sample two(fx::Shape a, fx::Shape b, uint64_t seed) {
 int64_t last(const HostArray& x) { return x.shape[size_t(x.shape.rank() - 1)]; }
 int64_t second_last(const HostArray& x) { return x.shape[size_t(x.shape.rank() - 2)]; }
 
-// cholesky, the solves, inv, det, slogdet: against elimination and substitution on the host.
-void add_solve_ops(std::vector<OpInfo>& t) {
-  using K = fx::ErrorKind;
+// The factors' reconstructions: l l^T = a (cholesky) and p^T l u = a (lu).
+void add_factor_ops(std::vector<OpInfo>& t) {
   namespace la = fx::linalg;
-  {
-    // (A non-square operand goes to cholesky as it is: the error sample's ShapeError is cholesky's.)
-    OpInfo e = entry("linalg.cholesky", [](const auto& x) { return la::cholesky(is_square(x[0]) ? spd_of(x[0]) : x[0]); },
-                     [](const auto& xs, fx::DType) {
-                       const int64_t n = last(xs[0]);
-                       return per_matrix(xs, {n, n}, [n](const Mat& a, const Mat&) { return cholesky(spd(a, n), n); });
-                     },
-                     {one({3, 3}, 1), one({2, 4, 4}, 2)});
-    e.errors = {ErrorSample{{uniform({2, 3}, -1, 1, 3)}, K::Shape, "not square"}};
-    e.error_name = "cholesky(";
-    t.push_back(std::move(e));
-  }
   t.push_back(entry("linalg.cholesky (l l^T = a)",
                     [](const auto& x) {
                       fx::Array l = la::cholesky(spd_of(x[0]));
@@ -201,6 +188,24 @@ void add_solve_ops(std::vector<OpInfo>& t) {
                       return per_matrix(xs, {n, n}, [n](const Mat& a, const Mat&) { return shifted(a, n, 2.0); });
                     },
                     {one({3, 3}, 8), one({2, 4, 4}, 9)}));
+}
+
+// cholesky, the solves, inv, det, slogdet: against elimination and substitution on the host.
+void add_solve_ops(std::vector<OpInfo>& t) {
+  using K = fx::ErrorKind;
+  namespace la = fx::linalg;
+  {
+    // (A non-square operand goes to cholesky as it is: the error sample's ShapeError is cholesky's.)
+    OpInfo e = entry("linalg.cholesky", [](const auto& x) { return la::cholesky(is_square(x[0]) ? spd_of(x[0]) : x[0]); },
+                     [](const auto& xs, fx::DType) {
+                       const int64_t n = last(xs[0]);
+                       return per_matrix(xs, {n, n}, [n](const Mat& a, const Mat&) { return cholesky(spd(a, n), n); });
+                     },
+                     {one({3, 3}, 1), one({2, 4, 4}, 2)});
+    e.errors = {ErrorSample{{uniform({2, 3}, -1, 1, 3)}, K::Shape, "not square"}};
+    e.error_name = "cholesky(";
+    t.push_back(std::move(e));
+  }
   t.push_back(entry("linalg.triangular_solve", [](const auto& x) { return la::triangular_solve(x[0] + eye_of(x[0]) * 4.0, x[1]); },
                     [](const auto& xs, fx::DType) {
                       const int64_t n = last(xs[0]), k = last(xs[1]);
@@ -333,6 +338,7 @@ void add_spectral_ops(std::vector<OpInfo>& t) {
 }  // namespace
 
 void add_decomposition_ops(std::vector<OpInfo>& t) {
+  add_factor_ops(t);
   add_solve_ops(t);
   add_spectral_ops(t);
 }
