@@ -180,8 +180,12 @@ void triangular_solve_kernel(std::span<const View> in, std::span<const View> out
       MatrixMap<T> a(in[0].as<T>() + k * n * n, n, n), x(out[0].as<T>() + k * rows * cols, rows, cols);
       x = MatrixMap<T>(in[1].as<T>() + k * rows * cols, rows, cols);
       auto solve = [&](const auto& op_a) {
+        // One right-hand side goes to Eigen's vector solve: its matrix path (blocked, packing the
+        // right-hand side) is several times slower for a single column.
         auto in_place = [&](auto view) {
-          if (left) view.solveInPlace(x);
+          if (left && cols == 1) view.solveInPlace(x.col(0));
+          else if (left) view.solveInPlace(x);
+          else if (rows == 1) view.template solveInPlace<Eigen::OnTheRight>(x.row(0));
           else view.template solveInPlace<Eigen::OnTheRight>(x);
         };
         if (lower && unit) in_place(op_a.template triangularView<Eigen::UnitLower>());
