@@ -41,6 +41,9 @@ namespace fluxion {
   X(sort, "sort")                                                                                  \
   /* linear algebra (prims/dot_general.cpp) */                                                     \
   X(dot_general, "dot_general")                                                                    \
+  /* matrix decompositions and solves, batched over leading dims (prims/linalg.cpp) */             \
+  X(cholesky, "cholesky") X(triangular_solve, "triangular_solve") X(lu, "lu") X(qr, "qr")          \
+  X(eigh, "eigh") X(svd, "svd")                                                                    \
   /* convolution (prims/conv.cpp) */                                                               \
   X(conv_general_dilated, "conv_general_dilated")                                                  \
   /* windowed reductions and the max-pool gradient (prims/reduce_window.cpp) */                     \

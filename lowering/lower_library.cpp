@@ -152,6 +152,9 @@ void add_library_lowerings(LowerTable& t) {
   for (Prim p : {Prim::psum, Prim::pmean, Prim::pmax, Prim::pmin, Prim::all_gather, Prim::psum_scatter, Prim::ppermute,
                  Prim::all_to_all, Prim::axis_index})
     t[size_t(p)] = &call_reference_kernel;
+  // The matrix decompositions and solves (prims/linalg.cpp, linalg_spectral.cpp): Eigen's.
+  for (Prim p : {Prim::cholesky, Prim::triangular_solve, Prim::lu, Prim::qr, Prim::eigh, Prim::svd})
+    t[size_t(p)] = &call_reference_kernel;
 }
 
 }  // namespace fluxion::lowering

@@ -81,7 +81,12 @@ void give_block(void* p, size_t capacity) {
 
 Buffer::Buffer(size_t n) : nbytes(n), capacity(size_class(n)) { data = take_block(capacity); }
 
-Buffer::~Buffer() { give_block(data, capacity); }
+Buffer::Buffer(void* external_data, size_t n, std::shared_ptr<void> keep_alive)
+    : data(external_data), nbytes(n), capacity(n), owner(std::move(keep_alive)), external(true) {}
+
+Buffer::~Buffer() {
+  if (!external) give_block(data, capacity);
+}
 
 // The block and its capacity sit in the 16 bytes in front of the pointer handed out, which is
 // placed at the first `alignment` boundary after them, so scratch_free needs nothing else.

@@ -21,12 +21,21 @@ struct Buffer {
   /// go wherever their op runs -- JAX's rule.
   bool committed = false;
 
+  /// Memory the Buffer did not allocate (fx::from_buffer, from_eigen, DLPack import): `owner` is
+  /// released when the last array using the bytes goes; the bytes never enter the cache.
+  std::shared_ptr<void> owner;
+  bool external = false;
+
   explicit Buffer(size_t n);
+  Buffer(void* external_data, size_t n, std::shared_ptr<void> keep_alive);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
 
   static std::shared_ptr<Buffer> allocate(size_t nbytes) { return std::make_shared<Buffer>(nbytes); }
+  static std::shared_ptr<Buffer> wrap(void* data, size_t nbytes, std::shared_ptr<void> keep_alive) {
+    return std::make_shared<Buffer>(data, nbytes, std::move(keep_alive));
+  }
 };
 
 /// Scratch memory for compiled kernels' temporaries (the jit's memref.alloc and dealloc), from the

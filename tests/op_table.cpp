@@ -31,6 +31,9 @@ const std::vector<OpInfo>& op_table() {
     add_linalg_ops(t);
     stamp(t, n, "op_table_linalg.cpp");
     n = t.size();
+    add_decomposition_ops(t);
+    stamp(t, n, "op_table_decomp.cpp");
+    n = t.size();
     add_conv_ops(t);
     stamp(t, n, "op_table_conv.cpp");
     return t;

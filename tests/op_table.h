@@ -106,6 +106,7 @@ void add_shape_ops(std::vector<OpInfo>& t);        // tests/op_table_shape.cpp
 void add_indexing_ops(std::vector<OpInfo>& t);     // tests/op_table_indexing.cpp
 void add_reduce_ops(std::vector<OpInfo>& t);       // tests/op_table_reduce.cpp
 void add_linalg_ops(std::vector<OpInfo>& t);       // tests/op_table_linalg.cpp
+void add_decomposition_ops(std::vector<OpInfo>& t);  // tests/op_table_decomp.cpp
 void add_conv_ops(std::vector<OpInfo>& t);         // tests/op_table_conv.cpp
 
 /// "name [dtype] label (shapes...)": a sample in failure messages.

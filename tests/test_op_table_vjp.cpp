@@ -274,6 +274,15 @@ std::vector<LinearCase> linear_cases() {
                  return fx::bind(P::sort, {keys, a[0]}, params, std::source_location::current())[1];
                },
                {f64({2, 4}, 35)}});
+  // triangular_solve: linear in the right-hand side (a fixed, well-conditioned triangular factor).
+  fx::Array tri = to_array(host({3, 3}, {3, 0.5, -1, 0.25, 2, 0.5, -0.5, 1, 4}), fx::float64);
+  r.push_back({"triangular_solve(a, x)", P::triangular_solve,
+               [tri](const Arrays& a) { return fx::linalg::triangular_solve(tri, a[0]); }, {f64({3, 2}, 36)}});
+  r.push_back({"triangular_solve(a, x) right, upper, transposed", P::triangular_solve,
+               [tri](const Arrays& a) {
+                 return fx::linalg::triangular_solve(tri, a[0], {.left_side = false, .lower = false, .transpose_a = true});
+               },
+               {f64({2, 3}, 37)}});
   add_windowed_cases(r);
   return r;
 }

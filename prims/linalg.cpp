@@ -1,0 +1,304 @@
+// Matrix decompositions and solves I: cholesky, triangular_solve, lu (jax.lax.linalg), batched
+// over leading dims, float32/float64. The reference kernels are Eigen's (LLT, triangular solves,
+// PartialPivLU, whose permutation gives LAPACK's pivots); compiled code calls the same kernels as
+// library functions (lowering/lower_library.cpp). Failures are NaN/inf in the result, never an
+// abort: cholesky of a matrix that is not positive definite is all NaN, a zero pivot leaves inf
+// in the solves downstream; api/linalg_decomp.cpp turns them into typed errors eagerly.
+// Derivative rules follow JAX's (jax/_src/lax/linalg.py), written with the helpers in linalg.h.
+#include "prims/linalg.h"
+
+#include <cmath>
+#include <limits>
+
+namespace fluxion::linalg_rules {
+
+void check_matrix(const AbstractArray& a, const char* what, bool square) {
+  if (a.dtype != DType::float32 && a.dtype != DType::float64)
+    rule_error(ErrorKind::Type, std::string(what) + " must be float32 or float64, got " + a.str());
+  if (a.ndim() < 2) rule_error(ErrorKind::Shape, std::string(what) + " must have rank >= 2 (a matrix), got " + a.str());
+  if (square && a.shape[size_t(a.ndim() - 1)] != a.shape[size_t(a.ndim() - 2)])
+    rule_error(ErrorKind::Shape, std::string(what) + " must be square in its last two dims, got " + a.str());
+}
+
+int64_t batch_count(const Shape& s) {
+  int64_t n = 1;
+  for (int d = 0; d + 2 < s.rank(); ++d) n *= s[size_t(d)];
+  return n;
+}
+
+Shape with_matrix(const Shape& s, int64_t rows, int64_t cols) {
+  Shape r(std::vector<int64_t>(s.begin(), s.end() - 2));
+  r.push_back(rows);
+  r.push_back(cols);
+  return r;
+}
+Shape with_vector(const Shape& s, int64_t last) {
+  Shape r(std::vector<int64_t>(s.begin(), s.end() - 2));
+  r.push_back(last);
+  return r;
+}
+
+namespace {
+IntList iota_list(int64_t n) {
+  IntList r;
+  for (int64_t i = 0; i < n; ++i) r.push_back(i);
+  return r;
+}
+}  // namespace
+
+Array mm(const Array& a, const Array& b) {
+  const int64_t r = a.ndim();
+  Params p{{"lhs_contracting", IntList{r - 1}},
+           {"rhs_contracting", IntList{r - 2}},
+           {"lhs_batch", iota_list(r - 2)},
+           {"rhs_batch", iota_list(r - 2)}};
+  return bind1(Prim::dot_general, {a, b}, p, {});
+}
+
+Array mT(const Array& a) {
+  IntList perm = iota_list(a.ndim());
+  std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+  return lax::transpose(a, perm);
+}
+
+Array triangle_mask(const AbstractArray& a, bool lower, int64_t k) {
+  const int r = a.ndim();
+  const Shape square{a.shape[size_t(r - 2)], a.shape[size_t(r - 1)]};
+  Array rows = lax::iota(DType::int32, square, 0), cols = lax::iota(DType::int32, square, 1);
+  Array shifted = lax::add(rows, lax::scalar_like(rows, double(k)));
+  Array keep = lower ? lax::le(cols, shifted) : lax::ge(cols, shifted);
+  return lax::broadcast_in_dim(lax::convert(keep, a.dtype), a.shape, {r - 2, r - 1});
+}
+Array tril(const Array& a, int64_t k) { return lax::mul(a, triangle_mask(a.aval(), true, k)); }
+Array triu(const Array& a, int64_t k) { return lax::mul(a, triangle_mask(a.aval(), false, k)); }
+Array eye_like(const AbstractArray& a) {
+  return lax::mul(triangle_mask(a, true, 0), triangle_mask(a, false, 0));
+}
+Array diagonal(const Array& a) { return lax::reduce_sum(lax::mul(a, eye_like(a.aval())), {a.ndim() - 1}); }
+Array to_diagonal(const Array& v) {
+  Shape s = v.shape();
+  s.push_back(s[size_t(s.rank() - 1)]);
+  Array rows = rows_of(v, s);
+  return lax::mul(rows, eye_like(rows.aval()));
+}
+Array rows_of(const Array& v, const Shape& like) {
+  const int r = like.rank();
+  IntList dims = iota_list(r - 2);
+  dims.push_back(r - 1);
+  return lax::broadcast_in_dim(v, like, dims);
+}
+Array cols_of(const Array& v, const Shape& like) {
+  const int r = like.rank();
+  IntList dims = iota_list(r - 2);
+  dims.push_back(r - 2);
+  return lax::broadcast_in_dim(v, like, dims);
+}
+Array triangular_solve(const Array& a, const Array& b, bool left_side, bool lower, bool transpose_a,
+                       bool unit_diagonal) {
+  Params p{{"left_side", left_side}, {"lower", lower}, {"transpose_a", transpose_a}, {"unit_diagonal", unit_diagonal}};
+  return bind1(Prim::triangular_solve, {a, b}, p, {});
+}
+Array safe_reciprocal(const Array& x) {
+  Array zero = lax::eq(x, lax::scalar_like(x, 0));
+  return lax::select(zero, lax::scalar_like(x, 0), lax::div(lax::scalar_like(x, 1), lax::select(zero, lax::scalar_like(x, 1), x)));
+}
+
+namespace {
+
+// ---- cholesky(a) = L, lower, L L^T = a (a's lower triangle is read) -----------------------------------
+std::vector<AbstractArray> cholesky_shape(std::span<const AbstractArray> in, const Params&) {
+  if (in.size() != 1) rule_error(ErrorKind::Type, "expects 1 operand");
+  check_matrix(in[0], "the operand", true);
+  return {in[0]};
+}
+
+void cholesky_kernel(std::span<const View> in, std::span<const View> out, const Params&) {
+  dispatch_float(in[0].dtype(), [&](auto z) {
+    using T = decltype(z);
+    const int64_t n = in[0].shape()[size_t(in[0].shape().rank() - 1)];
+    for (int64_t b = 0; b < batch_count(in[0].shape()); ++b) {
+      MatrixMap<T> a(in[0].as<T>() + b * n * n, n, n), l(out[0].as<T>() + b * n * n, n, n);
+      Eigen::LLT<Matrix<T>> llt(a);
+      if (llt.info() != Eigen::Success) l.setConstant(std::numeric_limits<T>::quiet_NaN());
+      else l = llt.matrixL().toDenseMatrix();
+    }
+  });
+}
+
+// dL = L Phi(L^-1 sym(dA) L^-T), Phi: the lower triangle with its diagonal halved.
+std::vector<Array> cholesky_jvp(Arrays, Arrays t, Arrays out, const Params&, SourceLoc) {
+  const Array& l = out[0];
+  Array da = lax::mul(lax::add(t[0], mT(t[0])), lax::scalar_like(t[0], 0.5));
+  Array x = triangular_solve(l, da, true, true, false, false);  // L^-1 dA
+  Array y = triangular_solve(l, x, false, true, true, false);   // (L^-1 dA) L^-T
+  Array phi = lax::mul(y, lax::sub(triangle_mask(y.aval(), true, 0), lax::mul(eye_like(y.aval()), lax::scalar_like(y, 0.5))));
+  return {mm(l, phi)};
+}
+
+const Registration cholesky_registration = PrimitiveRules{
+    .prim = Prim::cholesky,
+    .shape = &cholesky_shape,
+    .kernel = &cholesky_kernel,
+    .jvp = &cholesky_jvp,
+    .batch = &batch_leading<Prim::cholesky>,
+};
+
+// ---- triangular_solve(a, b)[left_side, lower, transpose_a, unit_diagonal] ------------------------------
+// left: op(a) x = b; right: x op(a) = b; op(a) = a or a^T; only a's `lower` (or upper) triangle is
+// read, and with unit_diagonal not its diagonal either.
+std::vector<AbstractArray> triangular_solve_shape(std::span<const AbstractArray> in, const Params& params) {
+  if (in.size() != 2) rule_error(ErrorKind::Type, "expects 2 operands (a, b)");
+  for (const char* k : {"left_side", "lower", "transpose_a", "unit_diagonal"})
+    if (!params.has(k)) rule_error(ErrorKind::Value, std::string("expects the param ") + k);
+  const AbstractArray &a = in[0], &b = in[1];
+  check_matrix(a, "a", true);
+  check_matrix(b, "b", false);
+  if (a.dtype != b.dtype) rule_error(ErrorKind::Type, "a and b must have one dtype, got " + a.str() + " and " + b.str());
+  const int r = a.ndim();
+  bool same_batch = b.ndim() == r;
+  for (int d = 0; same_batch && d + 2 < r; ++d) same_batch = a.shape[size_t(d)] == b.shape[size_t(d)];
+  if (!same_batch) rule_error(ErrorKind::Shape, "a and b must have the same batch dims, got " + a.str() + " and " + b.str());
+  const int64_t n = a.shape[size_t(r - 1)];
+  const bool left = params.get_bool("left_side");
+  if (b.shape[size_t(left ? r - 2 : r - 1)] != n)
+    rule_error(ErrorKind::Shape, std::string(left ? "b's rows" : "b's columns") + " must match a's size " +
+                                     std::to_string(n) + ", got " + b.str());
+  return {b};
+}
+
+// Solved in place in the output, on the operand's own memory: op(a) is a view (a or a^T, whose
+// triangle is then the other one), the right side uses Eigen's OnTheRight solve -- no copies.
+void triangular_solve_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
+  const bool left = params.get_bool("left_side"), transpose_a = params.get_bool("transpose_a");
+  const bool unit = params.get_bool("unit_diagonal");
+  const bool lower = params.get_bool("lower") != transpose_a;  // the triangle of op(a)
+  dispatch_float(in[0].dtype(), [&](auto z) {
+    using T = decltype(z);
+    const Shape& bs = in[1].shape();
+    const int64_t n = in[0].shape()[size_t(bs.rank() - 1)], rows = bs[size_t(bs.rank() - 2)], cols = bs[size_t(bs.rank() - 1)];
+    for (int64_t k = 0; k < batch_count(bs); ++k) {
+      MatrixMap<T> a(in[0].as<T>() + k * n * n, n, n), x(out[0].as<T>() + k * rows * cols, rows, cols);
+      x = MatrixMap<T>(in[1].as<T>() + k * rows * cols, rows, cols);
+      auto solve = [&](const auto& op_a) {
+        // One right-hand side goes to Eigen's vector solve: its matrix path (blocked, packing the
+        // right-hand side) is several times slower for a single column.
+        auto in_place = [&](auto view) {
+          if (left && cols == 1) view.solveInPlace(x.col(0));
+          else if (left) view.solveInPlace(x);
+          else if (rows == 1) view.template solveInPlace<Eigen::OnTheRight>(x.row(0));
+          else view.template solveInPlace<Eigen::OnTheRight>(x);
+        };
+        if (lower && unit) in_place(op_a.template triangularView<Eigen::UnitLower>());
+        else if (lower) in_place(op_a.template triangularView<Eigen::Lower>());
+        else if (unit) in_place(op_a.template triangularView<Eigen::UnitUpper>());
+        else in_place(op_a.template triangularView<Eigen::Upper>());
+      };
+      if (transpose_a) solve(a.transpose());
+      else solve(a);
+    }
+  });
+}
+
+Array solve_like(const Array& a, const Array& b, const Params& p, bool flip_transpose) {
+  return triangular_solve(a, b, p.get_bool("left_side"), p.get_bool("lower"),
+                          p.get_bool("transpose_a") != flip_transpose, p.get_bool("unit_diagonal"));
+}
+
+// dx = op(A)^-1 (db - op(dA) x) on the left, (db - x op(dA)) op(A)^-1 on the right; dA is cut to
+// the triangle the primal reads.
+std::vector<Array> triangular_solve_jvp(Arrays in, Arrays t, Arrays out, const Params& p, SourceLoc) {
+  Array rhs = t[1];
+  if (!is_zero(t[0])) {
+    const bool lower = p.get_bool("lower");
+    Array da = lower ? tril(t[0], p.get_bool("unit_diagonal") ? -1 : 0) : triu(t[0], p.get_bool("unit_diagonal") ? 1 : 0);
+    if (p.get_bool("transpose_a")) da = mT(da);
+    Array term = p.get_bool("left_side") ? mm(da, out[0]) : mm(out[0], da);
+    rhs = is_zero(rhs) ? lax::neg(term) : lax::sub(rhs, term);
+  }
+  return {solve_like(in[0], rhs, p, false)};
+}
+
+// Linear in b: x = M b (left) or b M (right) with M = op(a)^-1, so ct_b = op(a)^-T ct (or ct op(a)^-T).
+std::vector<Array> triangular_solve_transpose(Arrays ct, std::span<const LinearArg> a, const Params& p, SourceLoc loc) {
+  if (a[0].linear) throw TypeError("TypeError: transpose of triangular_solve at " + loc.str() + ": not linear in a");
+  if (is_zero(ct[0])) return {Array(), Array()};
+  return {Array(), solve_like(a[0].value, ct[0], p, true)};
+}
+
+constexpr KernelParam kTriangularSolveParams[] = {
+    {"left_side", true}, {"lower", true}, {"transpose_a", true}, {"unit_diagonal", true}};
+
+const Registration triangular_solve_registration = PrimitiveRules{
+    .prim = Prim::triangular_solve,
+    .shape = &triangular_solve_shape,
+    .kernel = &triangular_solve_kernel,
+    .kernel_params = kTriangularSolveParams,
+    .jvp = &triangular_solve_jvp,
+    .transpose = &triangular_solve_transpose,
+    .linear = {.operands = 0b10},
+    .batch = &batch_leading<Prim::triangular_solve>,
+};
+
+// ---- lu(a) = (lu, pivots, permutation): P a = L U, L unit lower and U upper packed in lu ----------------
+// pivots[j]: the row swapped with row j at step j (LAPACK's getrf, 0-based); permutation: row i of
+// P a is row permutation[i] of a. Square matrices only.
+std::vector<AbstractArray> lu_shape(std::span<const AbstractArray> in, const Params&) {
+  if (in.size() != 1) rule_error(ErrorKind::Type, "expects 1 operand");
+  check_matrix(in[0], "the operand", true);
+  const Shape& s = in[0].shape;
+  const AbstractArray rows{with_vector(s, s[size_t(s.rank() - 1)]), DType::int32, false};
+  return {in[0], rows, rows};
+}
+
+// Eigen's blocked PartialPivLU (the same choice of pivot as getrf: the largest magnitude in the
+// column; a zero column leaves a zero pivot, and the solves downstream give inf/NaN). Eigen exposes
+// only the final permutation; getrf's pivots follow from it, because row j of P a is fixed once
+// step j has swapped it into place: pivots[j] is where row permutation[j] sits at step j.
+void lu_kernel(std::span<const View> in, std::span<const View> out, const Params&) {
+  dispatch_float(in[0].dtype(), [&](auto z) {
+    using T = decltype(z);
+    const int64_t n = in[0].shape()[size_t(in[0].shape().rank() - 1)];
+    std::vector<int32_t> row_at(static_cast<size_t>(n)), position_of(static_cast<size_t>(n));
+    for (int64_t b = 0; b < batch_count(in[0].shape()); ++b) {
+      Eigen::PartialPivLU<Matrix<T>> f(MatrixMap<T>(in[0].as<T>() + b * n * n, n, n));
+      MatrixMap<T>(out[0].as<T>() + b * n * n, n, n) = f.matrixLU();
+      int32_t* piv = out[1].as<int32_t>() + b * n;
+      int32_t* perm = out[2].as<int32_t>() + b * n;
+      const auto& to_row = f.permutationP().indices();  // row i of a is row to_row[i] of P a
+      for (int64_t i = 0; i < n; ++i) perm[to_row[i]] = int32_t(i);
+      for (int64_t i = 0; i < n; ++i) row_at[size_t(i)] = position_of[size_t(i)] = int32_t(i);
+      for (int64_t j = 0; j < n; ++j) {
+        const int32_t p = position_of[size_t(perm[j])];
+        piv[j] = p;
+        std::swap(row_at[size_t(j)], row_at[size_t(p)]);
+        position_of[size_t(row_at[size_t(j)])] = int32_t(j);
+        position_of[size_t(row_at[size_t(p)])] = p;
+      }
+    }
+  });
+}
+
+// With x = L^-1 P dA U^-1: dL = L tril(x, -1), dU = triu(x) U (JAX's lu_jvp_rule, square case).
+std::vector<Array> lu_jvp(Arrays, Arrays t, Arrays out, const Params&, SourceLoc) {
+  const Array& lu = out[0];
+  const AbstractArray& m = lu.aval();
+  const int r = m.ndim();
+  // P as a matrix: P[i, j] = (permutation[i] == j).
+  Array cols = lax::iota(DType::int32, m.shape, r - 1);
+  Array p = lax::convert(lax::eq(cols_of(out[2], m.shape), cols), m.dtype);
+  Array l = lax::add(tril(lu, -1), eye_like(m)), u = triu(lu);
+  Array la = triangular_solve(l, mm(p, t[0]), true, true, false, true);
+  Array x = triangular_solve(u, la, false, false, false, false);
+  return {lax::add(mm(l, tril(x, -1)), mm(triu(x), u)), Array(), Array()};
+}
+
+const Registration lu_registration = PrimitiveRules{
+    .prim = Prim::lu,
+    .shape = &lu_shape,
+    .kernel = &lu_kernel,
+    .jvp = &lu_jvp,
+    .batch = &batch_leading<Prim::lu>,
+};
+
+}  // namespace
+}  // namespace fluxion::linalg_rules

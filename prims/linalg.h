@@ -1,0 +1,72 @@
+// Shared pieces of the matrix primitives (prims/linalg.cpp, linalg_spectral.cpp): every one works
+// on the last two dims of its operands and loops over the leading (batch) dims; kernels map each
+// matrix as a row-major Eigen matrix; derivative rules are written with the batched helpers below.
+#pragma once
+// GCC 12 reports -Wmaybe-uninitialized false positives inside Eigen's own matrix-vector products
+// (bench/meson.build notes the same); they are Eigen's, not this code's.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <Eigen/Dense>
+#pragma GCC diagnostic pop
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lax/lax.h"
+#include "prims/registry.h"
+
+namespace fluxion::linalg_rules {
+
+using Arrays = std::span<const Array>;
+template <class T>
+using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <class T>
+using MatrixMap = Eigen::Map<Matrix<T>>;
+
+/// Shape rule checks: a float32/float64 operand of rank >= 2 (square when asked).
+void check_matrix(const AbstractArray& a, const char* what, bool square);
+/// prod(shape[:-2]): how many matrices a batched operand holds.
+int64_t batch_count(const Shape& s);
+/// s with its last two dims replaced by (rows, cols), or the last dim by `last` (vectors).
+Shape with_matrix(const Shape& s, int64_t rows, int64_t cols);
+Shape with_vector(const Shape& s, int64_t last);
+
+/// Calls f(T{}) for float32/float64 (the shape rules admit only those).
+template <class F>
+void dispatch_float(DType d, F&& f) {
+  if (d == DType::float32) f(float{});
+  else f(double{});
+}
+
+// ---- batched helpers for the rules (operands of equal batch dims) ----------------------------------
+Array mm(const Array& a, const Array& b);  // a @ b over the last two dims
+Array mT(const Array& a);                  // swaps the last two dims
+/// 1 on and below (lower) or on and above the k-th diagonal, else 0, shaped like a's matrices.
+Array triangle_mask(const AbstractArray& a, bool lower, int64_t k);
+Array tril(const Array& a, int64_t k = 0);
+Array triu(const Array& a, int64_t k = 0);
+Array eye_like(const AbstractArray& a);  // the identity, broadcast to a's shape
+Array diagonal(const Array& a);          // [..., n, n] -> [..., n]
+Array to_diagonal(const Array& v);       // [..., n] -> [..., n, n]
+/// v [..., n] as every row (rows_of) or every column (cols_of) of a [..., m, n] / [..., n, k] matrix.
+Array rows_of(const Array& v, const Shape& like);
+Array cols_of(const Array& v, const Shape& like);
+Array triangular_solve(const Array& a, const Array& b, bool left_side, bool lower, bool transpose_a,
+                       bool unit_diagonal);
+/// 1/x where x != 0, else 0 (the convention of the spectral derivatives' degenerate cases).
+Array safe_reciprocal(const Array& x);
+
+/// The batching rule of a primitive over trailing matrices: every operand's vmap dim goes in front
+/// (an unmapped operand is broadcast), so the vmap dim is one more batch dim; outputs at 0.
+template <Prim P>
+std::vector<BatchedArray> batch_leading(std::span<const BatchedArray> args, const Params& params, int64_t size,
+                                        SourceLoc loc) {
+  std::vector<Array> ins;
+  for (const BatchedArray& a : args) ins.push_back(batch_at(a, 0, size, loc));
+  std::vector<Array> outs = bind(P, ins, params, loc);
+  std::vector<BatchedArray> r;
+  for (const Array& o : outs) r.push_back({o, 0});
+  return r;
+}
+
+}  // namespace fluxion::linalg_rules
