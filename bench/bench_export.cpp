@@ -87,10 +87,11 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(dir);
   fx::Exported e = fx::export_(mlp, x.aval());
   e.write_header((dir / "mlp.h").string(), "mlp_forward");
-  e.write_object((dir / "mlp.o").string());
+  const int threads = fx::runtime::cpu_device().num_threads;
+  e.write_object((dir / "mlp.o").string(), "", threads);
   std::ofstream(dir / "main.c") << kDriver;
   run("cd " + dir.string() + " && cc -O2 -std=c11 main.c mlp.o " FLUXION_AOT_RUNTIME
-      " -lstdc++ -lm -lmvec -lpthread -ldl -o mlp");
+      " -lstdc++ -lm -lmvec -lpthread -ldl -L" FLUXION_LIBOMP_DIR " -lomp -Wl,-rpath," FLUXION_LIBOMP_DIR " -o mlp");
   const std::string out = run((dir / "mlp").string() + " " + std::to_string(reps));
   const double exported = std::strtod(out.c_str(), nullptr);
   const double first = std::strtod(out.substr(out.find(' ')).c_str(), nullptr);
@@ -101,7 +102,7 @@ int main(int argc, char** argv) {
   std::printf("MLP %lldx%lld-%lld-%lld inference (relu, softmax), f32, best of %d x 50 calls\n", (long long)kBatch,
               (long long)kIn, (long long)kHidden, (long long)kOut, reps);
   std::printf("  jit call (in process, %d kernel threads)     %9.1f us\n", fx::runtime::cpu_device().num_threads, jitted);
-  std::printf("  exported, C program with libfluxion_aot_rt   %9.1f us   speed / jit = %.2fx (target >= 1.0x)\n", exported,
+  std::printf("  exported (%d threads), C program, AOT runtime %9.1f us   speed / jit = %.2fx (target >= 1.0x)\n", threads, exported,
               jitted / exported);
   std::printf("  first output: exported %.6f, jit %.6f\n", first, double(want));
   return 0;

@@ -1,5 +1,6 @@
 // fx::export_: an MLP compiled ahead of time, linked into a C program with the AOT runtime only
-// (ldd shows no LLVM or MLIR), run, and compared with the jit -- for the host and for x86-64-v3.
+// (ldd shows no LLVM or MLIR), run, and compared with the jit -- for the host and for x86-64-v3,
+// single-threaded, and for the host on two OpenMP threads (linked with libomp).
 // And the text form of programs: serialize, deserialize, same results.
 #include <doctest/doctest.h>
 #include <fluxion.h>
@@ -72,20 +73,27 @@ TEST_CASE("export: an MLP linked into a C program without LLVM or MLIR equals th
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "main.c") << kMain;
   exported.write_header((dir / "mlp.h").string(), "mlp_forward");
-  for (const char* cpu : {"", "x86-64-v3"}) {
+  struct Build {
+    const char* cpu;
+    int threads;  // > 1: OpenMP loops, linked with libomp
+  };
+  for (Build build : {Build{"", 1}, Build{"x86-64-v3", 1}, Build{"", 2}}) {
+    const std::string cpu = build.cpu;
     CAPTURE(cpu);
-    const std::string obj = (dir / (std::string("mlp") + cpu + ".o")).string();
-    const std::string prog = (dir / (std::string("mlp") + cpu)).string();
-    exported.write_object(obj, cpu);
+    CAPTURE(build.threads);
+    const std::string name = "mlp" + cpu + "_t" + std::to_string(build.threads);
+    const std::string obj = (dir / (name + ".o")).string(), prog = (dir / name).string();
+    exported.write_object(obj, cpu, build.threads);
+    const std::string omp = build.threads > 1 ? " -L" FLUXION_LIBOMP_DIR " -lomp -Wl,-rpath," FLUXION_LIBOMP_DIR : "";
     int status = 0;
     std::string log = run_command("cd " + dir.string() + " && cc -O2 -std=c11 main.c " + obj + " " + FLUXION_AOT_RUNTIME +
-                                      " -lstdc++ -lm -lmvec -lpthread -ldl -o " + prog,
+                                      " -lstdc++ -lm -lmvec -lpthread -ldl" + omp + " -o " + prog,
                                   &status);
     INFO(log);
     REQUIRE(status == 0);
     const std::string libs = run_command("ldd " + prog, &status);
     INFO(libs);
-    CHECK(libs.find("LLVM") == std::string::npos);
+    CHECK(libs.find("LLVM") == std::string::npos);  // (libomp lives in /usr/lib/llvm-14: lower case)
     CHECK(libs.find("MLIR") == std::string::npos);
     CHECK(libs.find("fluxion") == std::string::npos);
     std::istringstream out(run_command(prog, &status));
@@ -109,6 +117,7 @@ TEST_CASE("export: errors name what cannot be exported") {
   fx::Exported e = fx::export_([](const fx::Array& a) { return a * 2.f; }, fx::zeros({4}));
   CHECK_THROWS_AS(e.write_header("/tmp/x.h", "not an identifier"), fx::ValueError);
   CHECK_THROWS_AS(e.write_object("/tmp/x.o", "no-such-cpu"), fx::CompileError);
+  CHECK_THROWS_AS(e.write_object("/tmp/x.o", "", 0), fx::ValueError);
 }
 
 TEST_CASE("serialize: a program and its constants round-trip through text") {

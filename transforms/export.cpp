@@ -87,10 +87,11 @@ Exported::Exported(Program program) {
 
 std::string Exported::serialized() const { return serialize(program_); }
 
-void Exported::write_object(const std::string& path, const std::string& cpu) const {
+void Exported::write_object(const std::string& path, const std::string& cpu, int threads) const {
+  if (threads < 1) throw ValueError("ValueError: export: threads must be at least 1, got " + std::to_string(threads));
   lowering::ScopedCpuTarget target(lowering::resolve_cpu_target(cpu == "host" ? "" : cpu));
   lowering::CompileOptions options;
-  options.num_threads = 1;  // no OpenMP runtime to link
+  options.num_threads = threads;  // > 1: OpenMP parallel loops (__kmpc_*), so the program links libomp
   options.dump_name = symbol_;
   write_file(path, lowering::compile_object_cpu(program_, options, symbol_));
 }

@@ -31,9 +31,11 @@ class Exported {
   /// be linked into one program); write_header wraps it under the name the user chooses.
   const std::string& symbol() const { return symbol_; }
   /// Compiles for `cpu` ("" or "host": this machine; "x86-64-v3", "skylake", ...) and writes a
-  /// relocatable ELF object. CompileError for an unknown CPU or an unexportable program,
-  /// ValueError if the file cannot be written.
-  void write_object(const std::string& path, const std::string& cpu = "") const;
+  /// relocatable ELF object. With `threads` > 1 its large loops and products run on that many
+  /// OpenMP threads, and the program links the OpenMP runtime too (`-lomp`: docs/export.md).
+  /// CompileError for an unknown CPU or an unexportable program, ValueError if the file cannot be
+  /// written or `threads` < 1.
+  void write_object(const std::string& path, const std::string& cpu = "", int threads = 1) const;
   /// Writes the C header declaring `entry(inputs..., outputs...)` (a C identifier).
   void write_header(const std::string& path, const std::string& entry) const;
   /// The program and its constants as text (ir/serialize.h).
