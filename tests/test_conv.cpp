@@ -7,6 +7,8 @@
 
 #include <fluxion.h>
 
+#include "tests/test_helpers.h"
+
 #include <cmath>
 #include <string>
 
@@ -15,6 +17,7 @@
 
 namespace {
 namespace fx = fluxion;
+using test_helpers::max_abs_diff;
 namespace rt = fluxion::runtime;
 
 fx::Array wave(const fx::Shape& s, double phase, fx::DType d = fx::float32) {
@@ -23,13 +26,6 @@ fx::Array wave(const fx::Shape& s, double phase, fx::DType d = fx::float32) {
   return fx::astype(fx::array(v, s), d);
 }
 
-double max_abs_diff(const fx::Array& a, const fx::Array& b) {
-  REQUIRE(a.shape() == b.shape());
-  auto x = fx::astype(a, fx::float64).to_vector<double>(), y = fx::astype(b, fx::float64).to_vector<double>();
-  double m = 0;
-  for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::abs(x[i] - y[i]));
-  return m;
-}
 
 // max |a - b| relative to the largest |b| (float32 sums of many terms).
 double rel_diff(const fx::Array& a, const fx::Array& b) {

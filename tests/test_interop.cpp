@@ -6,20 +6,10 @@
 #include <fluxion.h>
 
 #include "api/interop_eigen.h"
+#include "tests/test_helpers.h"
 
 namespace fx = fluxion;
-
-namespace {
-template <class F>
-std::string error_of(F call) {
-  try {
-    call();
-  } catch (const fx::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-}  // namespace
+using test_helpers::error_of;
 
 TEST_CASE("from_buffer: no copy; the deleter runs when the last array holding the bytes goes") {
   float* p = new float[6]{1, 2, 3, 4, 5, 6};

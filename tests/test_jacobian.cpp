@@ -5,9 +5,12 @@
 
 #include <fluxion.h>
 
+#include "tests/test_helpers.h"
+
 #include <cmath>
 
 namespace fx = fluxion;
+using test_helpers::max_abs_diff;
 
 namespace {
 struct Lin {
@@ -15,13 +18,6 @@ struct Lin {
 };
 FLUXION_TREE(Lin, w, b);
 
-double max_abs_diff(const fx::Array& a, const fx::Array& b) {
-  REQUIRE(a.shape() == b.shape());
-  std::vector<double> x = a.to_vector<double>(), y = b.to_vector<double>();
-  double m = 0;
-  for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::abs(x[i] - y[i]));
-  return m;
-}
 
 // y = [w.x + b, b * sum(tanh w)]: d y / d w = [x; b (1 - tanh^2 w)], d y / d b = [1, sum tanh w],
 // d y / d x = [w; 0].

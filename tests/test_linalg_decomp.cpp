@@ -6,29 +6,17 @@
 
 #include <fluxion.h>
 
+#include "tests/test_helpers.h"
+
 #include <cmath>
 #include <string>
 
 namespace fx = fluxion;
+using test_helpers::max_abs_diff;
+using test_helpers::error_of;
 namespace la = fx::linalg;
 
 namespace {
-double max_abs_diff(const fx::Array& a, const fx::Array& b) {
-  REQUIRE(a.shape() == b.shape());
-  std::vector<double> x = a.to_vector<double>(), y = b.to_vector<double>();
-  double m = 0;
-  for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::abs(x[i] - y[i]));
-  return m;
-}
-template <class F>
-std::string error_of(F call) {
-  try {
-    call();
-  } catch (const fx::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 // -1/2 y^T K^-1 y - 1/2 log det K - n/2 log 2 pi with K = s^2 exp(-|xi - xj|^2 / 2 l^2) + noise I.
 fx::Array gp_loglik(const fx::Array& theta, const fx::Array& x, const fx::Array& y) {
