@@ -5,7 +5,7 @@
 // bench/peers/common.py), which bench/peers/join.py joins with the peers' lines; bench/peers/run.sh
 // runs everything. The GradBench-style rows also time their plain C++ loops (baseline_peers.cpp),
 // on the kernels' thread count and on one thread.
-//   build/bench/fluxion_bench_peers [repeats [group...]]   groups: elementwise models dispatch gradbench
+//   build/bench/fluxion_bench_peers [repeats [group...]]   groups: elementwise models dispatch gradbench conv linalg
 #include <fluxion.h>
 
 #include <algorithm>
@@ -220,6 +220,35 @@ void conv_rows() {
         "ms", 1, x, w, g);
 }
 
+// The linear algebra of issue 15 (bench/bench_linalg.cpp measures the same against Eigen by hand).
+void linalg_rows() {
+  namespace la = fx::linalg;
+  const LinalgInputs d = linalg_data();
+  const auto abs = [](const fx::Array& y) { return abs_sum(y); };
+  auto cho_solve = [](const fx::Array& m, const fx::Array& r) {
+    fx::Array l = la::cholesky(m);
+    return la::triangular_solve(l, la::triangular_solve(l, r), {.transpose_a = true});
+  };
+  timed("cho_solve", fx::jit(cho_solve), abs, "ms", 1, d.spd, d.rhs);
+  timed("lu_solve", fx::jit([](const fx::Array& m, const fx::Array& r) { return la::solve(m, r); }), abs, "ms", 1, d.spd, d.rhs);
+  timed("qr512", fx::jit([](const fx::Array& m) { return la::qr(m); }), [](const auto& r) { return abs_sum(r.second); }, "ms", 1, d.a);
+  timed("eigh512", fx::jit([](const fx::Array& m) { return la::eigh(m); }), [](const auto& r) { return abs_sum(r.first); }, "ms", 1,
+        d.sym);
+  timed("svd512", fx::jit([](const fx::Array& m) { return la::svd(m); }), [](const auto& r) { return abs_sum(std::get<1>(r)); },
+        "ms", 1, d.a);
+  const auto [x, y] = gp_data();
+  auto loglik = [x, y](const fx::Array& t) {
+    fx::Array dx = fx::expand_dims(x, 1) - fx::expand_dims(x, 0);
+    fx::Array eye = fx::eye(kGpN, fx::float64);
+    fx::Array k = fx::exp(2.0 * t[0]) * fx::exp(-0.5 * dx * dx / fx::exp(2.0 * t[1])) + fx::exp(2.0 * t[2]) * eye;
+    fx::Array l = la::cholesky(k);
+    fx::Array z = la::triangular_solve(l, y);
+    return -0.5 * fx::sum(z * z) - fx::sum(fx::log(fx::sum(l * eye, {1})));
+  };
+  timed("gp_vg", fx::jit(fx::value_and_grad(loglik)), [](const auto& r) { return item(r.first); }, "ms", 1,
+        fx::array({0.0, 0.0, -2.0}));
+}
+
 int main(int argc, char** argv) {
   if (argc > 1) g_repeats = std::max(1, std::atoi(argv[1]));
   const int threads = fx::runtime::cpu_device().num_threads;
@@ -230,5 +259,6 @@ int main(int argc, char** argv) {
   if (want(argc, argv, "dispatch")) dispatch_rows();
   if (want(argc, argv, "gradbench")) gradbench_rows(threads);
   if (want(argc, argv, "conv")) conv_rows();
+  if (want(argc, argv, "linalg")) linalg_rows();
   return 0;
 }

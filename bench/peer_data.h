@@ -6,6 +6,7 @@
 #pragma once
 #include <fluxion.h>
 
+#include <cmath>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -23,6 +24,7 @@ constexpr int64_t kRnnSteps = 1000, kRnnWidth = 64;
 constexpr int64_t kBaCams = 49, kBaPoints = 10000, kBaObs = 30000;
 constexpr int64_t kKmN = 10000, kKmK = 100, kKmD = 16;
 constexpr int64_t kSmall = 8, kCompileN = 1024;
+constexpr int64_t kLaBatch = 256, kLaN = 64, kLaBig = 512, kGpN = 2000;
 
 inline uint64_t splitmix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -121,5 +123,27 @@ struct KmeansData {
       for (int64_t d = 0; d < kKmD; ++d) centroids.push_back(points[size_t(j * (kKmN / kKmK) * kKmD + d)]);
   }
 };
+
+/// Linear algebra (f64): spd = b b^T + 64 I over 256 matrices b = pattern(-1, 1, salt 11), right-hand
+/// sides [256, 64, 1], a general 512x512 matrix and its symmetric part.
+struct LinalgInputs {
+  fx::Array spd, rhs, a, sym;
+};
+inline LinalgInputs linalg_data() {
+  fx::Array b = pattern({kLaBatch, kLaN, kLaN}, -1, 1, 11, fx::float64);
+  fx::Array a = pattern({kLaBig, kLaBig}, -1, 1, 13, fx::float64);
+  return {fx::matmul(b, fx::swapaxes(b, -1, -2)) + fx::eye(kLaN, fx::float64) * double(kLaN),
+          pattern({kLaBatch, kLaN, 1}, -1, 1, 12, fx::float64), a, (a + fx::transpose(a)) * 0.5};
+}
+
+/// The GP's 2000 1-D points: x_i = 10 frac(0.618... i), y_i = sin x_i + 0.1 sin 37 i.
+inline std::pair<fx::Array, fx::Array> gp_data() {
+  std::vector<double> x(static_cast<size_t>(kGpN)), y(static_cast<size_t>(kGpN));
+  for (int64_t i = 0; i < kGpN; ++i) {
+    x[size_t(i)] = 10.0 * std::fmod(double(i) * 0.618033988749895, 1.0);
+    y[size_t(i)] = std::sin(x[size_t(i)]) + 0.1 * std::sin(37.0 * double(i));
+  }
+  return {fx::array(x), fx::array(y)};
+}
 
 }  // namespace bench::peers

@@ -26,6 +26,8 @@ KM_N, KM_K, KM_D = 10000, 100, 16
 SMALL = 8                         # cached jit call and eager add: f32[8]
 COMPILE_N = 1024                  # one-op compile: x * c over f32[1024]
 CONV_N, CONV_C, CONV_HW = 128, 64, 32  # conv3x3: 3x3, 64 -> 64 features, 32x32, batch 128, NCHW
+LA_BATCH, LA_N, LA_BIG = 256, 64, 512  # linalg: 256 SPD 64x64 systems; one 512x512 matrix (f64)
+GP_N = 2000                       # GP log marginal likelihood over 2000 1-D points (f64)
 
 # Column ranges of the bundle-adjustment tables (camera: rotation 3, center 3, focal 1, principal
 # point 2, radial distortion 2; point: 3). Points sit in front of the cameras (z in 8..12).
@@ -100,6 +102,23 @@ def kmeans_data():
     nearest one of at least one point (the Hessian diagonal has no zero)."""
     points = pattern((KM_N, KM_D), -1, 1, 1, np.float64)
     return points, points[:: KM_N // KM_K].copy()
+
+
+def linalg_data():
+    """spd f64[256,64,64] (b b^T + 64 I with b = pattern(-1, 1, salt 11)), rhs f64[256,64,1], a general
+    f64[512,512] and its symmetric part (a + a^T) / 2."""
+    b = pattern((LA_BATCH, LA_N, LA_N), -1, 1, 11, np.float64)
+    spd = b @ np.swapaxes(b, -1, -2) + LA_N * np.eye(LA_N)
+    a = pattern((LA_BIG, LA_BIG), -1, 1, 13, np.float64)
+    return spd, pattern((LA_BATCH, LA_N, 1), -1, 1, 12, np.float64), a, (a + a.T) * 0.5
+
+
+def gp_data():
+    """x, y f64[2000] (x_i = 10 frac(0.618... i), y_i = sin x_i + 0.1 sin 37 i) and the
+    log-hyperparameters theta f64[3] = (log signal sd, log length scale, log noise sd)."""
+    i = np.arange(GP_N, dtype=np.float64)
+    x = 10.0 * np.fmod(i * 0.618033988749895, 1.0)
+    return x, np.sin(x) + 0.1 * np.sin(37.0 * i), np.array([0.0, 0.0, -2.0])
 
 
 def ba_residual(xp, p, feat):

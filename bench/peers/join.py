@@ -35,6 +35,12 @@ ROWS = [  # workload id, label, target of Fluxion time / plain-loop time
     ("conv3x3", "conv 3×3 64→64 32² b128 forward + both gradients f32", None),
     ("kmeans_cost", "k-means cost n=10k k=100 d=16 f64", None),
     ("kmeans_dir", "k-means Newton direction (grad, Hessian diag) f64", 1.5),
+    ("cho_solve", "Cholesky + solve, 256 × 64² f64", None),
+    ("lu_solve", "LU solve, 256 × 64² f64", None),
+    ("qr512", "QR 512² f64 (reduced, Q and R)", None),
+    ("eigh512", "eigh 512² f64 (values and vectors)", None),
+    ("svd512", "SVD 512² f64 (U, S, Vᵀ)", None),
+    ("gp_vg", "GP log-likelihood value_and_grad, n=2000 f64", None),
 ]
 PEERS = [("jax", "JAX"), ("torch", "PyTorch")]
 

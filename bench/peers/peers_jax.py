@@ -97,6 +97,33 @@ def conv3x3_grads(x, w, g):
     return (y, *pullback(g))
 
 
+def cho_solve(spd, rhs):
+    return jax.scipy.linalg.cho_solve((jnp.linalg.cholesky(spd), True), rhs)
+
+
+def gp_loglik(theta, x, y):
+    """The GP's log marginal likelihood (up to a constant) through the Cholesky factor."""
+    d = x[:, None] - x[None, :]
+    eye = jnp.eye(x.shape[0], dtype=x.dtype)
+    k = jnp.exp(2 * theta[0]) * jnp.exp(-0.5 * d * d / jnp.exp(2 * theta[1])) + jnp.exp(2 * theta[2]) * eye
+    l = jnp.linalg.cholesky(k)
+    z = jax.scipy.linalg.solve_triangular(l, y, lower=True)
+    return -0.5 * jnp.sum(z * z) - jnp.sum(jnp.log(jnp.diagonal(l)))
+
+
+def linalg_rows(timed):
+    spd, rhs, a, sym = device(c.linalg_data())
+    f64 = np.float64
+    timed("cho_solve", jax.jit(cho_solve), [spd, rhs], c.abs_sum, dtype=f64)
+    timed("lu_solve", jax.jit(jnp.linalg.solve), [spd, rhs], c.abs_sum, dtype=f64)
+    timed("qr512", jax.jit(jnp.linalg.qr), [a], lambda r: c.abs_sum(r[1]), dtype=f64)
+    timed("eigh512", jax.jit(jnp.linalg.eigh), [sym], lambda r: c.abs_sum(r[0]), dtype=f64)
+    timed("svd512", jax.jit(partial(jnp.linalg.svd, full_matrices=False)), [a], lambda r: c.abs_sum(r[1]), dtype=f64)
+    x, y, theta = device(c.gp_data())
+    vg = jax.jit(jax.value_and_grad(gp_loglik))
+    timed("gp_vg", lambda t: vg(t, x, y), [theta], lambda r: float(r[0]), dtype=f64)
+
+
 def main():
     rec = c.Recorder("jax", c.repeats_from_argv())
     print(f"# jax {jax.__version__} on {jax.devices()}", flush=True)
@@ -167,6 +194,8 @@ def main():
     kp, kc = device(c.kmeans_data())
     timed("kmeans_cost", jax.jit(kmeans_cost), [kp, kc], float, dtype=np.float64)
     timed("kmeans_dir", jax.jit(kmeans_dir), [kp, kc], c.abs_sum, dtype=np.float64)
+
+    linalg_rows(timed)
 
 
 if __name__ == "__main__":

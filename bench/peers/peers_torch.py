@@ -78,6 +78,30 @@ def conv3x3_grads(x, w, g):
     return (y.detach(), *torch.autograd.grad(y, (x, w), g))
 
 
+def gp_value_and_grad(theta, x, y):
+    theta = theta.detach().requires_grad_()
+    d = x[:, None] - x[None, :]
+    eye = torch.eye(x.shape[0], dtype=x.dtype)
+    k = torch.exp(2 * theta[0]) * torch.exp(-0.5 * d * d / torch.exp(2 * theta[1])) + torch.exp(2 * theta[2]) * eye
+    l = torch.linalg.cholesky(k)
+    z = torch.linalg.solve_triangular(l, y[:, None], upper=False)
+    value = -0.5 * torch.sum(z * z) - torch.sum(torch.log(torch.diagonal(l)))
+    return value.detach(), torch.autograd.grad(value, theta)[0]
+
+
+@torch.no_grad()
+def linalg_rows(timed, abs_sum):
+    spd, rhs, a, sym = tensors(c.linalg_data())
+    timed("cho_solve", lambda m, r: torch.cholesky_solve(r, torch.linalg.cholesky(m)), [spd, rhs], abs_sum)
+    timed("lu_solve", torch.linalg.solve, [spd, rhs], abs_sum)
+    timed("qr512", torch.linalg.qr, [a], lambda r: abs_sum(r[1]))
+    timed("eigh512", torch.linalg.eigh, [sym], lambda r: abs_sum(r[0]))
+    timed("svd512", lambda m: torch.linalg.svd(m, full_matrices=False), [a], lambda r: abs_sum(r[1]))
+    x, y, theta = tensors(c.gp_data())
+    with torch.enable_grad():
+        timed("gp_vg", lambda t: gp_value_and_grad(t, x, y), [theta], lambda r: float(r[0]))
+
+
 def tensors(tree):
     if isinstance(tree, (tuple, list)):
         return type(tree)(tensors(a) for a in tree)
@@ -152,6 +176,8 @@ def main():
     kp, kc = tensors(c.kmeans_data())
     timed("kmeans_cost", kmeans_cost, [kp, kc], float)
     timed("kmeans_dir", kmeans_dir, [kp, kc], abs_sum)
+
+    linalg_rows(timed, abs_sum)
 
 
 if __name__ == "__main__":
