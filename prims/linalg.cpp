@@ -7,8 +7,13 @@
 // Derivative rules follow JAX's (jax/_src/lax/linalg.py), written with the helpers in linalg.h.
 #include "prims/linalg.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
+#include <vector>
+
+#include "prims/isa_level.h"
 
 namespace fluxion::linalg_rules {
 
@@ -103,6 +108,44 @@ Array safe_reciprocal(const Array& x) {
   return lax::select(zero, lax::scalar_like(x, 0), lax::div(lax::scalar_like(x, 1), lax::select(zero, lax::scalar_like(x, 1), x)));
 }
 
+// ---- the kernels' dispatch to the per-level Eigen builds ---------------------------------------------
+
+namespace {
+
+using BuildFn = void (*)(LinalgBlock&);
+// Index: the x86-64 level. Only the baseline build exists off x86-64 (prims/meson.build).
+#if defined(__x86_64__)
+constexpr BuildFn kBuilds[] = {nullptr, &linalg_eigen_level1, &linalg_eigen_level2, &linalg_eigen_level3,
+                               &linalg_eigen_level4};
+#else
+constexpr BuildFn kBuilds[] = {nullptr, &linalg_eigen_level1};
+#endif
+constexpr int kTopLevel = int(sizeof kBuilds / sizeof kBuilds[0]) - 1;
+std::atomic<uint64_t> g_blocks[kTopLevel + 1];
+
+}  // namespace
+
+LinalgBlock block_of(LinalgOp op, DType d) {
+  LinalgBlock b{};
+  b.op = op;
+  b.is_double = d == DType::float64;
+  return b;
+}
+
+void* matrix_at(const View& v, int64_t i, int64_t elements) {
+  return static_cast<char*>(v.data) + i * elements * itemsize(v.dtype());
+}
+
+void run_linalg(LinalgBlock& b) {
+  const int level = std::clamp(kernel_isa_level(), 1, kTopLevel);
+  kBuilds[level](b);
+  g_blocks[level].fetch_add(1, std::memory_order_relaxed);
+}
+
+uint64_t linalg_blocks_computed(int level) {
+  return level >= 1 && level <= kTopLevel ? g_blocks[level].load(std::memory_order_relaxed) : 0;
+}
+
 namespace {
 
 // ---- cholesky(a) = L, lower, L L^T = a (a's lower triangle is read) -----------------------------------
@@ -113,16 +156,13 @@ std::vector<AbstractArray> cholesky_shape(std::span<const AbstractArray> in, con
 }
 
 void cholesky_kernel(std::span<const View> in, std::span<const View> out, const Params&) {
-  dispatch_float(in[0].dtype(), [&](auto z) {
-    using T = decltype(z);
-    const int64_t n = in[0].shape()[size_t(in[0].shape().rank() - 1)];
-    for (int64_t b = 0; b < batch_count(in[0].shape()); ++b) {
-      MatrixMap<T> a(in[0].as<T>() + b * n * n, n, n), l(out[0].as<T>() + b * n * n, n, n);
-      Eigen::LLT<Matrix<T>> llt(a);
-      if (llt.info() != Eigen::Success) l.setConstant(std::numeric_limits<T>::quiet_NaN());
-      else l = llt.matrixL().toDenseMatrix();
-    }
-  });
+  LinalgBlock blk = block_of(LinalgOp::cholesky, in[0].dtype());
+  blk.n = in[0].shape()[size_t(in[0].shape().rank() - 1)];
+  for (int64_t b = 0; b < batch_count(in[0].shape()); ++b) {
+    blk.a = matrix_at(in[0], b, blk.n * blk.n);
+    blk.out[0] = matrix_at(out[0], b, blk.n * blk.n);
+    run_linalg(blk);
+  }
 }
 
 // dL = L Phi(L^-1 sym(dA) L^-T), Phi: the lower triangle with its diagonal halved.
@@ -166,37 +206,22 @@ std::vector<AbstractArray> triangular_solve_shape(std::span<const AbstractArray>
   return {b};
 }
 
-// Solved in place in the output, on the operand's own memory: op(a) is a view (a or a^T, whose
-// triangle is then the other one), the right side uses Eigen's OnTheRight solve -- no copies.
 void triangular_solve_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
-  const bool left = params.get_bool("left_side"), transpose_a = params.get_bool("transpose_a");
-  const bool unit = params.get_bool("unit_diagonal");
-  const bool lower = params.get_bool("lower") != transpose_a;  // the triangle of op(a)
-  dispatch_float(in[0].dtype(), [&](auto z) {
-    using T = decltype(z);
-    const Shape& bs = in[1].shape();
-    const int64_t n = in[0].shape()[size_t(bs.rank() - 1)], rows = bs[size_t(bs.rank() - 2)], cols = bs[size_t(bs.rank() - 1)];
-    for (int64_t k = 0; k < batch_count(bs); ++k) {
-      MatrixMap<T> a(in[0].as<T>() + k * n * n, n, n), x(out[0].as<T>() + k * rows * cols, rows, cols);
-      x = MatrixMap<T>(in[1].as<T>() + k * rows * cols, rows, cols);
-      auto solve = [&](const auto& op_a) {
-        // One right-hand side goes to Eigen's vector solve: its matrix path (blocked, packing the
-        // right-hand side) is several times slower for a single column.
-        auto in_place = [&](auto view) {
-          if (left && cols == 1) view.solveInPlace(x.col(0));
-          else if (left) view.solveInPlace(x);
-          else if (rows == 1) view.template solveInPlace<Eigen::OnTheRight>(x.row(0));
-          else view.template solveInPlace<Eigen::OnTheRight>(x);
-        };
-        if (lower && unit) in_place(op_a.template triangularView<Eigen::UnitLower>());
-        else if (lower) in_place(op_a.template triangularView<Eigen::Lower>());
-        else if (unit) in_place(op_a.template triangularView<Eigen::UnitUpper>());
-        else in_place(op_a.template triangularView<Eigen::Upper>());
-      };
-      if (transpose_a) solve(a.transpose());
-      else solve(a);
-    }
-  });
+  LinalgBlock blk = block_of(LinalgOp::triangular_solve, in[0].dtype());
+  blk.left = params.get_bool("left_side");
+  blk.transpose_a = params.get_bool("transpose_a");
+  blk.unit_diagonal = params.get_bool("unit_diagonal");
+  blk.lower = params.get_bool("lower") != blk.transpose_a;  // the triangle of op(a)
+  const Shape& bs = in[1].shape();
+  blk.n = in[0].shape()[size_t(bs.rank() - 1)];
+  blk.rows = bs[size_t(bs.rank() - 2)];
+  blk.cols = bs[size_t(bs.rank() - 1)];
+  for (int64_t k = 0; k < batch_count(bs); ++k) {
+    blk.a = matrix_at(in[0], k, blk.n * blk.n);
+    blk.b = matrix_at(in[1], k, blk.rows * blk.cols);
+    blk.out[0] = matrix_at(out[0], k, blk.rows * blk.cols);
+    run_linalg(blk);
+  }
 }
 
 Array solve_like(const Array& a, const Array& b, const Params& p, bool flip_transpose) {
@@ -255,27 +280,24 @@ std::vector<AbstractArray> lu_shape(std::span<const AbstractArray> in, const Par
 // only the final permutation; getrf's pivots follow from it, because row j of P a is fixed once
 // step j has swapped it into place: pivots[j] is where row permutation[j] sits at step j.
 void lu_kernel(std::span<const View> in, std::span<const View> out, const Params&) {
-  dispatch_float(in[0].dtype(), [&](auto z) {
-    using T = decltype(z);
-    const int64_t n = in[0].shape()[size_t(in[0].shape().rank() - 1)];
-    std::vector<int32_t> row_at(static_cast<size_t>(n)), position_of(static_cast<size_t>(n));
-    for (int64_t b = 0; b < batch_count(in[0].shape()); ++b) {
-      Eigen::PartialPivLU<Matrix<T>> f(MatrixMap<T>(in[0].as<T>() + b * n * n, n, n));
-      MatrixMap<T>(out[0].as<T>() + b * n * n, n, n) = f.matrixLU();
-      int32_t* piv = out[1].as<int32_t>() + b * n;
-      int32_t* perm = out[2].as<int32_t>() + b * n;
-      const auto& to_row = f.permutationP().indices();  // row i of a is row to_row[i] of P a
-      for (int64_t i = 0; i < n; ++i) perm[to_row[i]] = int32_t(i);
-      for (int64_t i = 0; i < n; ++i) row_at[size_t(i)] = position_of[size_t(i)] = int32_t(i);
-      for (int64_t j = 0; j < n; ++j) {
-        const int32_t p = position_of[size_t(perm[j])];
-        piv[j] = p;
-        std::swap(row_at[size_t(j)], row_at[size_t(p)]);
-        position_of[size_t(row_at[size_t(j)])] = int32_t(j);
-        position_of[size_t(row_at[size_t(p)])] = p;
-      }
+  LinalgBlock blk = block_of(LinalgOp::lu, in[0].dtype());
+  const int64_t n = blk.n = in[0].shape()[size_t(in[0].shape().rank() - 1)];
+  std::vector<int32_t> row_at(static_cast<size_t>(n)), position_of(static_cast<size_t>(n));
+  for (int64_t b = 0; b < batch_count(in[0].shape()); ++b) {
+    blk.a = matrix_at(in[0], b, n * n);
+    blk.out[0] = matrix_at(out[0], b, n * n);
+    int32_t* piv = out[1].as<int32_t>() + b * n;
+    int32_t* perm = blk.perm = out[2].as<int32_t>() + b * n;
+    run_linalg(blk);
+    for (int64_t i = 0; i < n; ++i) row_at[size_t(i)] = position_of[size_t(i)] = int32_t(i);
+    for (int64_t j = 0; j < n; ++j) {
+      const int32_t p = position_of[size_t(perm[j])];
+      piv[j] = p;
+      std::swap(row_at[size_t(j)], row_at[size_t(p)]);
+      position_of[size_t(row_at[size_t(j)])] = int32_t(j);
+      position_of[size_t(row_at[size_t(p)])] = p;
     }
-  });
+  }
 }
 
 // With x = L^-1 P dA U^-1: dL = L tril(x, -1), dU = triu(x) U (JAX's lu_jvp_rule, square case).

@@ -1,27 +1,20 @@
 // Shared pieces of the matrix primitives (prims/linalg.cpp, linalg_spectral.cpp): every one works
-// on the last two dims of its operands and loops over the leading (batch) dims; kernels map each
-// matrix as a row-major Eigen matrix; derivative rules are written with the batched helpers below.
+// on the last two dims of its operands and loops over the leading (batch) dims, handing each matrix
+// to Eigen's kernel for the CPU's level (run_linalg, prims/linalg_block.h); derivative rules are
+// written with the batched helpers below.
 #pragma once
-// GCC 12 reports -Wmaybe-uninitialized false positives inside Eigen's own matrix-vector products
-// (bench/meson.build notes the same); they are Eigen's, not this code's.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <Eigen/Dense>
-#pragma GCC diagnostic pop
+#include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "lax/lax.h"
+#include "prims/linalg_block.h"
 #include "prims/registry.h"
 
 namespace fluxion::linalg_rules {
 
 using Arrays = std::span<const Array>;
-template <class T>
-using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-template <class T>
-using MatrixMap = Eigen::Map<Matrix<T>>;
 
 /// Shape rule checks: a float32/float64 operand of rank >= 2 (square when asked).
 void check_matrix(const AbstractArray& a, const char* what, bool square);
@@ -31,12 +24,14 @@ int64_t batch_count(const Shape& s);
 Shape with_matrix(const Shape& s, int64_t rows, int64_t cols);
 Shape with_vector(const Shape& s, int64_t last);
 
-/// Calls f(T{}) for float32/float64 (the shape rules admit only those).
-template <class F>
-void dispatch_float(DType d, F&& f) {
-  if (d == DType::float32) f(float{});
-  else f(double{});
-}
+/// A block for `op` on operands of dtype `d` (float32 or float64: the shape rules admit only those).
+LinalgBlock block_of(LinalgOp op, DType d);
+/// Matrix (or vector) `i` of a batched kernel operand whose matrices hold `elements` each.
+void* matrix_at(const View& v, int64_t i, int64_t elements);
+/// Runs one matrix with the Eigen build for kernel_isa_level() (prims/isa_level.h).
+void run_linalg(LinalgBlock& b);
+/// How many matrices the build for `level` (1-4) has computed in this process (for tests).
+uint64_t linalg_blocks_computed(int level);
 
 // ---- batched helpers for the rules (operands of equal batch dims) ----------------------------------
 Array mm(const Array& a, const Array& b);  // a @ b over the last two dims

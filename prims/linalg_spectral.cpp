@@ -29,17 +29,15 @@ std::vector<AbstractArray> qr_shape(std::span<const AbstractArray> in, const Par
           AbstractArray{with_matrix(in[0].shape, k, n), in[0].dtype, false}};
 }
 
-void qr_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
-  dispatch_float(in[0].dtype(), [&](auto z) {
-    using T = decltype(z);
-    const int64_t m = rows(*in[0].aval), n = cols(*in[0].aval), k = cols(*out[0].aval);
-    for (int64_t b = 0; b < batch_count(in[0].shape()); ++b) {
-      Eigen::HouseholderQR<Matrix<T>> qr(Matrix<T>(MatrixMap<T>(in[0].as<T>() + b * m * n, m, n)));
-      MatrixMap<T> q(out[0].as<T>() + b * m * k, m, k), r(out[1].as<T>() + b * k * n, k, n);
-      q = qr.householderQ() * Matrix<T>::Identity(m, k);
-      r = qr.matrixQR().topRows(k).template triangularView<Eigen::Upper>();
-    }
-  });
+void qr_kernel(std::span<const View> in, std::span<const View> out, const Params&) {
+  LinalgBlock blk = block_of(LinalgOp::qr, in[0].dtype());
+  const int64_t m = blk.m = rows(*in[0].aval), n = blk.n = cols(*in[0].aval), k = blk.cols = cols(*out[0].aval);
+  for (int64_t b = 0; b < batch_count(in[0].shape()); ++b) {
+    blk.a = matrix_at(in[0], b, m * n);
+    blk.out[0] = matrix_at(out[0], b, m * k);
+    blk.out[1] = matrix_at(out[1], b, k * n);
+    run_linalg(blk);
+  }
 }
 
 // With X = Q^T dA R^-1 and its skew part dO = tril(X, -1) - tril(X, -1)^T:
@@ -74,15 +72,14 @@ std::vector<AbstractArray> eigh_shape(std::span<const AbstractArray> in, const P
 }
 
 void eigh_kernel(std::span<const View> in, std::span<const View> out, const Params&) {
-  dispatch_float(in[0].dtype(), [&](auto z) {
-    using T = decltype(z);
-    const int64_t n = cols(*in[0].aval);
-    for (int64_t b = 0; b < batch_count(in[0].shape()); ++b) {
-      Eigen::SelfAdjointEigenSolver<Matrix<T>> es(Matrix<T>(MatrixMap<T>(in[0].as<T>() + b * n * n, n, n)));
-      MatrixMap<T>(out[0].as<T>() + b * n * n, n, n) = es.eigenvectors();
-      Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>>(out[1].as<T>() + b * n, n) = es.eigenvalues();
-    }
-  });
+  LinalgBlock blk = block_of(LinalgOp::eigh, in[0].dtype());
+  const int64_t n = blk.m = blk.n = cols(*in[0].aval);
+  for (int64_t b = 0; b < batch_count(in[0].shape()); ++b) {
+    blk.a = matrix_at(in[0], b, n * n);
+    blk.out[0] = matrix_at(out[0], b, n * n);
+    blk.out[1] = matrix_at(out[1], b, n);
+    run_linalg(blk);
+  }
 }
 
 // dw = diag(V^T dA V); dV = V (F o V^T dA V) with F_ij = 1 / (w_j - w_i) (0 where w_j = w_i).
@@ -115,18 +112,17 @@ std::vector<AbstractArray> svd_shape(std::span<const AbstractArray> in, const Pa
 }
 
 void svd_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
-  dispatch_float(in[0].dtype(), [&](auto z) {
-    using T = decltype(z);
-    const int64_t m = rows(*in[0].aval), n = cols(*in[0].aval), k = std::min(m, n);
-    const int64_t ku = cols(*out[0].aval), kv = rows(*out[2].aval);
-    const unsigned options = full(params) ? Eigen::ComputeFullU | Eigen::ComputeFullV : Eigen::ComputeThinU | Eigen::ComputeThinV;
-    for (int64_t b = 0; b < batch_count(in[0].shape()); ++b) {
-      Eigen::BDCSVD<Matrix<T>> svd(Matrix<T>(MatrixMap<T>(in[0].as<T>() + b * m * n, m, n)), options);
-      MatrixMap<T>(out[0].as<T>() + b * m * ku, m, ku) = svd.matrixU();
-      Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>>(out[1].as<T>() + b * k, k) = svd.singularValues();
-      MatrixMap<T>(out[2].as<T>() + b * kv * n, kv, n) = svd.matrixV().transpose();
-    }
-  });
+  LinalgBlock blk = block_of(LinalgOp::svd, in[0].dtype());
+  const int64_t m = blk.m = rows(*in[0].aval), n = blk.n = cols(*in[0].aval), k = std::min(m, n);
+  const int64_t ku = blk.cols = cols(*out[0].aval), kv = blk.rows = rows(*out[2].aval);
+  blk.full_matrices = full(params);
+  for (int64_t b = 0; b < batch_count(in[0].shape()); ++b) {
+    blk.a = matrix_at(in[0], b, m * n);
+    blk.out[0] = matrix_at(out[0], b, m * ku);
+    blk.out[1] = matrix_at(out[1], b, k);
+    blk.out[2] = matrix_at(out[2], b, kv * n);
+    run_linalg(blk);
+  }
 }
 
 // JAX's svd_jvp_rule (real, reduced): with dS = U^T dA V and F_ij = 1 / (s_j^2 - s_i^2),

@@ -35,18 +35,6 @@ constexpr int64_t kSlabAlign = 16;
 
 }  // namespace
 
-int host_isa_level() {
-#if defined(__x86_64__)
-  static const int level = __builtin_cpu_supports("x86-64-v4")   ? 4
-                           : __builtin_cpu_supports("x86-64-v3") ? 3
-                           : __builtin_cpu_supports("x86-64-v2") ? 2
-                                                                 : 1;
-  return level;
-#else
-  return 1;
-#endif
-}
-
 std::string matmul_implementation(int isa_level) {
   const int level = level_for(isa_level);
 #if defined(__x86_64__)

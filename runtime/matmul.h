@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <string>
 
+#include "prims/isa_level.h"
+
 namespace fluxion::runtime {
 
 /// A batched row-major product out[b] = op(lhs[b]) @ op(rhs[b]) of float32 or float64 matrices,
@@ -29,8 +31,7 @@ struct Matmul {
 /// baseline), on up to `threads` threads when it has enough work (matmul.cpp says how much).
 void matmul(const Matmul& mm, int isa_level, int threads);
 
-/// This CPU's x86-64 micro-architecture level, 1-4 (the baseline on other architectures).
-int host_isa_level();
+using fluxion::host_isa_level;  // prims/isa_level.h
 
 /// The build that serves a call made for `isa_level` on this host, e.g. "eigen x86-64-v3".
 std::string matmul_implementation(int isa_level);

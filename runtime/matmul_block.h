@@ -4,7 +4,7 @@
 //
 // This header is compiled into the per-level objects too (with -march=x86-64-vN), so it declares
 // plain data and functions only: an inline function here would be emitted in every level's object
-// and the linker could keep an AVX-512 copy for all callers (tests/check_matmul_symbols.sh checks).
+// and the linker could keep an AVX-512 copy for all callers (tests/check_level_symbols.sh checks).
 #pragma once
 #include <cstdint>
 

@@ -5,7 +5,7 @@
 // Eigen's namespace is renamed per level (fluxion_eigen_level3, ...): its templates instantiate as
 // weak symbols, and with one shared name the linker would keep one level's copy for every caller
 // in the library, e.g. AVX-512 code in the baseline path of an AVX2 machine. The only other symbol
-// an object defines is its entry point; tests/check_matmul_symbols.sh proves it on the built
+// an object defines is its entry point; tests/check_level_symbols.sh proves it on the built
 // objects, so a standard-library function emitted out of line here would fail that test.
 #include "runtime/matmul_block.h"
 

@@ -6,9 +6,13 @@
 
 #include <fluxion.h>
 
+#include "prims/isa_level.h"
+#include "prims/linalg.h"
 #include "tests/test_helpers.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 namespace fx = fluxion;
@@ -128,4 +132,27 @@ TEST_CASE("norm, lstsq, matrix_power against direct formulas") {
   CHECK(max_abs_diff(la::matrix_power(m, 3), fx::matmul(m, fx::matmul(m, m))) < 1e-12);
   CHECK(max_abs_diff(la::matrix_power(m, -2), la::inv(fx::matmul(m, m))) < 1e-12);
   CHECK(max_abs_diff(la::matrix_power(m, 0), fx::eye(2, fx::float64)) == 0);
+}
+
+// The kernels run Eigen built for kernel_isa_level() (prims/linalg_block.h), eagerly and under jit;
+// meson runs this file's cases also with FLUXION_CPU=x86-64-v2 and -v3, so an AVX-512 host checks
+// the builds that AVX2 and SSE4 machines run (the op table checks their values).
+TEST_CASE("linalg levels: every matrix runs the Eigen build for kernel_isa_level()") {
+  namespace rules = fx::linalg_rules;
+  const int level = fx::kernel_isa_level();
+  CHECK(level >= 1);
+  CHECK(level <= fx::host_isa_level());
+  const char* cpu = std::getenv("FLUXION_CPU");
+  const std::string name = cpu ? cpu : "";
+  if (name.size() == 9 && name.starts_with("x86-64-v")) CHECK(level == std::min(name[8] - '0', fx::host_isa_level()));
+  uint64_t before[5];
+  for (int l = 1; l <= 4; ++l) before[l] = rules::linalg_blocks_computed(l);
+  fx::Array x = fx::random::normal(fx::random::key(4), {3, 5, 5}, fx::float64);
+  fx::Array spd = fx::matmul(x, fx::swapaxes(x, -1, -2)) + fx::eye(5, fx::float64) * 5.0;
+  fx::Array l_eager = la::cholesky(spd);
+  fx::Array l_jit = fx::jit([](const fx::Array& a) { return la::cholesky(a); })(spd);
+  CHECK(max_abs_diff(l_eager, l_jit) == 0.0);
+  CHECK(max_abs_diff(fx::matmul(l_jit, fx::swapaxes(l_jit, -1, -2)), spd) < 1e-12);
+  for (int l = 1; l <= 4; ++l)
+    CHECK(rules::linalg_blocks_computed(l) - before[l] == (l == level ? 6u : 0u));  // 3 matrices, twice
 }

@@ -1,0 +1,47 @@
+// One matrix of a linear-algebra primitive, as each x86-64-level build of its Eigen kernel
+// (prims/linalg_eigen.cpp) computes it. The primitives' kernels (prims/linalg.cpp,
+// linalg_spectral.cpp) loop over the batch and hand each matrix to the build for
+// kernel_isa_level(), so the blocked products inside Eigen's decompositions use the CPU's widest
+// vectors, and the jit's library calls, which run the same kernels, do too.
+//
+// This header is compiled into the per-level objects, so it declares plain data and functions
+// only (the reason is runtime/matmul_block.h's; tests/check_level_symbols.sh checks both).
+#pragma once
+#include <cstdint>
+
+namespace fluxion::linalg_rules {
+
+enum class LinalgOp : int32_t { cholesky, triangular_solve, lu, qr, eigh, svd };
+
+/// Row-major, contiguous operands and outputs of one matrix (float32, or float64 if is_double).
+///   cholesky          a [n, n] -> out[0] = L [n, n]; failed if a is not positive definite
+///                     (L is then all NaN)
+///   triangular_solve  a [n, n], b [rows, cols] -> out[0] = x [rows, cols] solving op(a) x = b
+///                     (left) or x op(a) = b; `lower` is the triangle of op(a)
+///   lu                a [n, n] -> out[0] = L and U packed, perm [n]: row perm[i] of P a is row i of a
+///   qr                a [m, n] -> out[0] = q [m, k], out[1] = r [k, n] (k = cols of q)
+///   eigh              a [n, n] -> out[0] = v [n, n], out[1] = w [n] ascending
+///   svd               a [m, n] -> out[0] = u [m, ku], out[1] = s [min(m, n)], out[2] = vt [kv, n]
+struct LinalgBlock {
+  LinalgOp op;
+  bool is_double;
+  int64_t m, n;
+  int64_t rows, cols;  // triangular_solve: b; qr: q's cols in `cols`; svd: u's cols, vt's rows
+  bool left, lower, transpose_a, unit_diagonal, full_matrices;
+  const void* a;
+  const void* b;
+  void* out[3];
+  int32_t* perm;
+  bool failed;
+};
+
+/// The kernel built for one x86-64 level (level 1 is the library's baseline build and the only
+/// one on other architectures).
+void linalg_eigen_level1(LinalgBlock& b);
+#if defined(__x86_64__)
+void linalg_eigen_level2(LinalgBlock& b);
+void linalg_eigen_level3(LinalgBlock& b);
+void linalg_eigen_level4(LinalgBlock& b);
+#endif
+
+}  // namespace fluxion::linalg_rules

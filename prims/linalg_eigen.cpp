@@ -1,0 +1,131 @@
+// The matrix kernels of the linear-algebra primitives for one x86-64 level (prims/linalg_block.h):
+// Eigen's LLT, triangular solves, PartialPivLU, HouseholderQR, SelfAdjointEigenSolver and BDCSVD
+// on one matrix. prims/meson.build compiles this file once per level with that level's -march and
+// FLUXION_LINALG_LEVEL set, and Eigen's namespace is renamed per level, for the reasons
+// runtime/matmul_eigen.cpp gives.
+#include "prims/linalg_block.h"
+
+#ifndef FLUXION_LINALG_LEVEL
+#error "build this file through prims/meson.build, which sets FLUXION_LINALG_LEVEL"
+#endif
+#define FLUXION_CAT2(a, b) a##b
+#define FLUXION_CAT(a, b) FLUXION_CAT2(a, b)
+#define Eigen FLUXION_CAT(fluxion_eigen_level, FLUXION_LINALG_LEVEL)
+#include <Eigen/Dense>
+#include <limits>
+
+namespace {
+
+using fluxion::linalg_rules::LinalgBlock;
+using fluxion::linalg_rules::LinalgOp;
+
+template <class T>
+using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <class T>
+using Map = Eigen::Map<Matrix<T>>;
+template <class T>
+using ConstMap = Eigen::Map<const Matrix<T>>;
+template <class T>
+using VectorMap = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>>;
+
+template <class T>
+T* out(LinalgBlock& b, int i) {
+  return static_cast<T*>(b.out[i]);
+}
+
+// Factored in place in the output: no copy of the factor, no temporary.
+template <class T>
+void cholesky(LinalgBlock& b) {
+  Map<T> l(out<T>(b, 0), b.n, b.n);
+  l = ConstMap<T>(static_cast<const T*>(b.a), b.n, b.n);
+  Eigen::LLT<Eigen::Ref<Matrix<T>>> llt(l);
+  if (llt.info() != Eigen::Success) {
+    l.setConstant(std::numeric_limits<T>::quiet_NaN());
+    b.failed = true;
+    return;
+  }
+  l.template triangularView<Eigen::StrictlyUpper>().setZero();
+}
+
+// Solved in place in the output, reading a where it lies: op(a) is a view (a or a^T, whose
+// triangle is then the other one); the right side uses Eigen's OnTheRight solve.
+template <class T>
+void triangular_solve(LinalgBlock& b) {
+  ConstMap<T> a(static_cast<const T*>(b.a), b.n, b.n);
+  Map<T> x(out<T>(b, 0), b.rows, b.cols);
+  x = ConstMap<T>(static_cast<const T*>(b.b), b.rows, b.cols);
+  auto solve = [&](const auto& op_a) {
+    // One right-hand side goes to Eigen's vector solve: its matrix path (blocked, packing the
+    // right-hand side) is several times slower for a single column.
+    auto in_place = [&](auto view) {
+      if (b.left && b.cols == 1) view.solveInPlace(x.col(0));
+      else if (b.left) view.solveInPlace(x);
+      else if (b.rows == 1) view.template solveInPlace<Eigen::OnTheRight>(x.row(0));
+      else view.template solveInPlace<Eigen::OnTheRight>(x);
+    };
+    if (b.lower && b.unit_diagonal) in_place(op_a.template triangularView<Eigen::UnitLower>());
+    else if (b.lower) in_place(op_a.template triangularView<Eigen::Lower>());
+    else if (b.unit_diagonal) in_place(op_a.template triangularView<Eigen::UnitUpper>());
+    else in_place(op_a.template triangularView<Eigen::Upper>());
+  };
+  if (b.transpose_a) solve(a.transpose());
+  else solve(a);
+}
+
+template <class T>
+void lu(LinalgBlock& b) {
+  Map<T> packed(out<T>(b, 0), b.n, b.n);
+  packed = ConstMap<T>(static_cast<const T*>(b.a), b.n, b.n);
+  Eigen::PartialPivLU<Eigen::Ref<Matrix<T>>> f(packed);
+  const auto& to_row = f.permutationP().indices();  // row i of a is row to_row[i] of P a
+  for (int64_t i = 0; i < b.n; ++i) b.perm[to_row[i]] = int32_t(i);
+}
+
+template <class T>
+void qr(LinalgBlock& b) {
+  const int64_t k = b.cols;
+  Eigen::HouseholderQR<Matrix<T>> f(Matrix<T>(ConstMap<T>(static_cast<const T*>(b.a), b.m, b.n)));
+  Map<T>(out<T>(b, 0), b.m, k) = f.householderQ() * Matrix<T>::Identity(b.m, k);
+  Map<T>(out<T>(b, 1), k, b.n) = f.matrixQR().topRows(k).template triangularView<Eigen::Upper>();
+}
+
+template <class T>
+void eigh(LinalgBlock& b) {
+  Eigen::SelfAdjointEigenSolver<Matrix<T>> es(Matrix<T>(ConstMap<T>(static_cast<const T*>(b.a), b.n, b.n)));
+  Map<T>(out<T>(b, 0), b.n, b.n) = es.eigenvectors();
+  VectorMap<T>(out<T>(b, 1), b.n) = es.eigenvalues();
+}
+
+template <class T>
+void svd(LinalgBlock& b) {
+  const int64_t k = b.m < b.n ? b.m : b.n;
+  const unsigned options =
+      b.full_matrices ? Eigen::ComputeFullU | Eigen::ComputeFullV : Eigen::ComputeThinU | Eigen::ComputeThinV;
+  Eigen::BDCSVD<Matrix<T>> f(Matrix<T>(ConstMap<T>(static_cast<const T*>(b.a), b.m, b.n)), options);
+  Map<T>(out<T>(b, 0), b.m, b.cols) = f.matrixU();
+  VectorMap<T>(out<T>(b, 1), k) = f.singularValues();
+  Map<T>(out<T>(b, 2), b.rows, b.n) = f.matrixV().transpose();
+}
+
+template <class T>
+void run(LinalgBlock& b) {
+  switch (b.op) {
+    case LinalgOp::cholesky: return cholesky<T>(b);
+    case LinalgOp::triangular_solve: return triangular_solve<T>(b);
+    case LinalgOp::lu: return lu<T>(b);
+    case LinalgOp::qr: return qr<T>(b);
+    case LinalgOp::eigh: return eigh<T>(b);
+    case LinalgOp::svd: return svd<T>(b);
+  }
+}
+
+}  // namespace
+
+namespace fluxion::linalg_rules {
+
+void FLUXION_CAT(linalg_eigen_level, FLUXION_LINALG_LEVEL)(LinalgBlock& b) {
+  if (b.is_double) run<double>(b);
+  else run<float>(b);
+}
+
+}  // namespace fluxion::linalg_rules
