@@ -113,7 +113,7 @@ Array safe_reciprocal(const Array& x) {
 namespace {
 
 using BuildFn = void (*)(LinalgBlock&);
-// Index: the x86-64 level. Only the baseline build exists off x86-64 (prims/meson.build).
+// Index: the x86-64 level. Only the baseline build exists off x86-64 (runtime/meson.build).
 #if defined(__x86_64__)
 constexpr BuildFn kBuilds[] = {nullptr, &linalg_eigen_level1, &linalg_eigen_level2, &linalg_eigen_level3,
                                &linalg_eigen_level4};

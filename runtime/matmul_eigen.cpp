@@ -1,5 +1,5 @@
 // Eigen's matrix product for one x86-64 micro-architecture level. runtime/meson.build compiles this
-// file once per level, each time with that level's -march flag and FLUXION_MATMUL_LEVEL set, so
+// file once per level, each time with that level's -march flag and FLUXION_ISA_LEVEL set, so
 // that Eigen picks its SSE, AVX2+FMA or AVX-512 kernels from the compiler's own ISA macros.
 //
 // Eigen's namespace is renamed per level (fluxion_eigen_level3, ...): its templates instantiate as
@@ -9,12 +9,12 @@
 // objects, so a standard-library function emitted out of line here would fail that test.
 #include "runtime/matmul_block.h"
 
-#ifndef FLUXION_MATMUL_LEVEL
-#error "build this file through runtime/meson.build, which sets FLUXION_MATMUL_LEVEL"
+#ifndef FLUXION_ISA_LEVEL
+#error "build this file through runtime/meson.build, which sets FLUXION_ISA_LEVEL"
 #endif
 #define FLUXION_CAT2(a, b) a##b
 #define FLUXION_CAT(a, b) FLUXION_CAT2(a, b)
-#define Eigen FLUXION_CAT(fluxion_eigen_level, FLUXION_MATMUL_LEVEL)
+#define Eigen FLUXION_CAT(fluxion_eigen_level, FLUXION_ISA_LEVEL)
 #include <Eigen/Core>
 
 namespace {
@@ -45,7 +45,7 @@ void product_of(const fluxion::runtime::MatmulBlock& b) {
 
 namespace fluxion::runtime {
 
-void FLUXION_CAT(matmul_eigen_level, FLUXION_MATMUL_LEVEL)(bool is_double, const MatmulBlock& b) {
+void FLUXION_CAT(matmul_eigen_level, FLUXION_ISA_LEVEL)(bool is_double, const MatmulBlock& b) {
   if (is_double) product_of<double>(b);
   else product_of<float>(b);
 }
