@@ -14,6 +14,8 @@
 #include <llvm/ExecutionEngine/Orc/RTDyldObjectLinkingLayer.h>
 #include <llvm/ExecutionEngine/SectionMemoryManager.h>
 #include <llvm/ADT/StringExtras.h>
+#include <llvm/Analysis/LoopInfo.h>
+#include <llvm/IR/Dominators.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
@@ -40,6 +42,7 @@
 #include "ir/error.h"
 #include "lowering/passes.h"
 #include "lowering/target.h"
+#include "lowering/tiling.h"
 #include "runtime/kernel_symbols.h"
 
 namespace fluxion::lowering {
@@ -178,28 +181,67 @@ class LinkedKernel : public runtime::Kernel {
 };
 
 // The LLVM IR passes for an optimization level: none at 0 (small kernels, where compile time is
-// everything), else a list chosen from default<O3> by what the kernels need (callgrind, docs/jit.md):
-//   * sroa .. gvn: SROA of the memref descriptors, CSE, instcombine, loop invariants;
-//   * loop-unroll, full unrolling only: the scalar loops MLIR leaves (generics the vectorizer
-//     skips, short rows) fold once unrolled (GradBench BA residuals 8.4 -> 0.9 ms, as default<O3>;
-//     partial and runtime unrolling only added code);
-//   * slp-vectorizer: a contraction's register tile (vector<8x32x1>, unit reduction dim) reaches
-//     LLVM as one-lane multiplies; SLP packs them again (generated 256^3 matmul 54M -> 10.5M
-//     instructions);
-//   * loop-rotate + licm with speculation: the accumulator tile loaded and stored every k step
-//     moves to registers (10.5M -> 6.9M, default<O3> 7.1M).
-// The list costs 1.8x the instructions of its first line alone (the list before) on the MLP step
-// (callgrind of the whole bench_compile mlp: 6.0 G against 3.4 G), and default<O3> 1.5-2x
-// its time on long elementwise chains (bench_compile sweep).
+// everything), else a list chosen from default<O3> by what each kernel needs (callgrind, docs/jit.md):
+//   * always -- sroa .. gvn: SROA of the memref descriptors, CSE, instcombine, loop invariants;
+//   * where scalar loops remain (generics the vectorizer skips: gathers, libm calls) -- loop-unroll,
+//     full unrolling only: such loops of a few iterations fold once unrolled (GradBench BA
+//     residuals 8.4 -> 0.9 ms, as default<O3>; partial and runtime unrolling only added code).
+//     Loops that already compute on vectors are marked not to be unrolled (mark_vector_loops):
+//     unrolling the MLP step's 8-trip vector loops bought nothing and cost a sixth of its compile;
+//   * where a generated contraction is left (tiling.h: kGeneratedContraction) -- slp-vectorizer,
+//     then loop-rotate + licm with speculation: the register tile (vector<8x32x1>, unit reduction
+//     dim) reaches LLVM as one-lane multiplies that SLP packs again (generated 256^3 matmul 54M ->
+//     10.5M instructions), and the accumulator tile loaded and stored every k step moves to
+//     registers (10.5M -> 6.9M; default<O3> 7.1M).
 // FLUXION_JIT_LLVM_PASSES replaces the list (LLVM's new-pass-manager syntax, e.g. "default<O3>").
-std::string llvm_passes(int opt_level) {
-  if (const char* e = std::getenv("FLUXION_JIT_LLVM_PASSES"); e && *e) return e;
+struct PassChoice {
+  bool scalar_loops = false;  // some loop is left to unroll
+  bool contraction = false;   // the module carries kGeneratedContraction
+};
+
+const char* passes_override() {
+  const char* e = std::getenv("FLUXION_JIT_LLVM_PASSES");
+  return e && *e ? e : nullptr;
+}
+
+std::string llvm_passes(int opt_level, const PassChoice& c) {
+  if (const char* e = passes_override()) return e;
   if (opt_level <= 0) return "";
-  return "function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,loop-mssa(licm),gvn,"
-         "instcombine<no-verify-fixpoint>,simplifycfg,"
-         "loop-unroll<O3;no-partial;no-runtime>,instcombine<no-verify-fixpoint>,simplifycfg,"
-         "slp-vectorizer,instcombine<no-verify-fixpoint>,"
-         "loop-mssa(loop-rotate,licm<allowspeculation>),gvn)";
+  std::string s = "function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,loop-mssa(licm),gvn,"
+                  "instcombine<no-verify-fixpoint>,simplifycfg";
+  if (c.scalar_loops) s += ",loop-unroll<O3;no-partial;no-runtime>,instcombine<no-verify-fixpoint>,simplifycfg";
+  if (c.contraction) s += ",slp-vectorizer,instcombine<no-verify-fixpoint>,loop-mssa(loop-rotate,licm<allowspeculation>),gvn";
+  return s + ")";
+}
+
+// Whether a loop's body already computes on vectors (vector arithmetic, loads, stores or calls).
+bool computes_on_vectors(const llvm::Loop& loop) {
+  for (const llvm::BasicBlock* b : loop.blocks())
+    for (const llvm::Instruction& i : *b) {
+      if (const auto* st = llvm::dyn_cast<llvm::StoreInst>(&i)) {
+        if (st->getValueOperand()->getType()->isVectorTy()) return true;
+      } else if (i.getType()->isVectorTy() &&
+                 (llvm::isa<llvm::BinaryOperator>(i) || llvm::isa<llvm::LoadInst>(i) || llvm::isa<llvm::CallInst>(i))) {
+        return true;
+      }
+    }
+  return false;
+}
+
+// Marks every loop that computes on vectors `llvm.loop.unroll.disable`, so that loop-unroll
+// only sees the scalar loops MLIR left; returns whether any loop is left to unroll.
+bool mark_vector_loops(llvm::Module& m) {
+  bool scalar = false;
+  for (llvm::Function& f : m) {
+    if (f.isDeclaration()) continue;
+    llvm::DominatorTree dt(f);
+    llvm::LoopInfo loops(dt);
+    for (llvm::Loop* l : loops.getLoopsInPreorder()) {
+      if (computes_on_vectors(*l)) l->setLoopAlreadyUnrolled();
+      else scalar = true;
+    }
+  }
+  return scalar;
 }
 
 void optimize(llvm::Module& m, llvm::TargetMachine& tm, const std::string& passes) {
@@ -237,7 +279,10 @@ ObjectCode emit_object(mlir::ModuleOp m, int opt_level, const std::string& ll_du
   }
 
   auto t0 = Clock::now();
-  optimize(*module, *tm, llvm_passes(opt_level));
+  PassChoice choice;
+  choice.contraction = bool(m->getAttr(kGeneratedContraction));
+  if (opt_level > 0 && !passes_override()) choice.scalar_loops = mark_vector_loops(*module);
+  optimize(*module, *tm, llvm_passes(opt_level, choice));
   out.optimize_ms = ms_since(t0);
   if (!ll_dump.empty()) {
     std::string s;

@@ -96,6 +96,7 @@ struct Plan {
   std::vector<int64_t> cache;  // cache tiles of a contraction (empty: none), before `tile`
   std::vector<int64_t> tile;   // scf.for tile sizes (all 0: none), in the loop order after `swap`
   bool swap = false;          // interchange the two loops first (column reductions)
+  bool contraction = false;   // a register tile of broadcast multiply-adds (tiling.h: kGeneratedContraction)
 };
 
 // A large matmul-like contraction (M, N, then one reduction K innermost) also gets cache tiles: up
@@ -204,6 +205,7 @@ Plan plan_for(linalg::GenericOp g, int num_threads) {
     plan.tile[n - 1] = largest_divisor_at_most(ranges[n - 1], vs.vec);
   } else if (last_par >= 0) {
     const bool contraction = innermost_reduction;
+    plan.contraction = contraction;
     plan.tile[size_t(last_par)] = largest_divisor_at_most(ranges[size_t(last_par)], contraction ? vs.nr : vs.vec);
     if (contraction) {
       int m = -1;
@@ -250,6 +252,11 @@ const char* kVectorizeFunction =
     "  transform.yield\n"
     "}\n"
     "}\n";
+
+// Tells code generation that a register tile is left for LLVM to pack (tiling.h).
+void note_contraction(ModuleOp module, const Plan& plan) {
+  if (plan.contraction) module->setAttr(kGeneratedContraction, UnitAttr::get(module.getContext()));
+}
 
 }  // namespace
 
@@ -306,6 +313,7 @@ std::string row_fusion_script(ModuleOp module, int num_threads) {
   for (size_t k = 0; k < generics.size(); ++k) {
     generics[k]->setAttr("fx_tag", IntegerAttr::get(IntegerType::get(module.getContext(), 64), int64_t(k)));
     plans.push_back(plan_for(generics[k], 1));
+    note_contraction(module, plans.back());
     if (plans.back().swap) return {};  // a column reduction does not run over row blocks
   }
   auto match = [&](size_t k, const std::string& in) {
@@ -354,6 +362,7 @@ std::string tile_and_vectorize_script(ModuleOp module, int num_threads) {
   int64_t tag = 0;
   for (linalg::GenericOp g : generics) {
     Plan plan = plan_for(g, num_threads);
+    note_contraction(module, plan);
     g->setAttr("fx_tag", IntegerAttr::get(IntegerType::get(module.getContext(), 64), tag));
     const std::string t = std::to_string(tag++);
     bool any = false;

@@ -6,6 +6,11 @@
 
 namespace fluxion::lowering {
 
+/// A unit attribute the tiling scripts put on the module when some generic got a contraction's
+/// register tile (vector<8x32x1>: a unit reduction dim, which reaches LLVM as one-lane multiplies).
+/// Code generation (codegen_cpu.cpp) runs SLP vectorization and loop rotation for such kernels only.
+inline constexpr const char* kGeneratedContraction = "fx.generated_contraction";
+
 /// Tags every linalg.generic of `module` (attribute fx_tag) and returns the transform script that
 /// tiles and vectorizes each one (empty when there is nothing to do). See tiling.cpp for the plan.
 std::string tile_and_vectorize_script(mlir::ModuleOp module, int num_threads);
