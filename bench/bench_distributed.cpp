@@ -170,6 +170,23 @@ void dispatch_overhead() {
               (tp - tj) * 1e6, verdict(tp - tj <= 5e-6));
 }
 
+// (d) in instructions, for callgrind: part `i J P` makes J jit calls and P pmap(8) calls after
+// warming both. Instruction totals of every thread, `valgrind --tool=callgrind prog i J P`, for
+// (J, P) = (0, 0), (N, 0), (0, N) give each call's work without the machine's load (threads run one
+// at a time under valgrind); the difference is pmap's overhead in instructions.
+void dispatch_instructions(int jit_calls, int pmap_calls) {
+  auto f = [](const fx::Array& x) { return x + 1.f; };
+  auto jitted = fx::jit(f);
+  auto pmapped = fx::pmap(f, "i", fx::in_axes(0), fx::out_axes(0), first(8));
+  fx::Array one = fx::ones({4});
+  fx::Array eight = fx::pmap([](const fx::Array& x) { return x; }, "i", fx::in_axes(0), fx::out_axes(0), first(8))(fx::ones({8, 4}));
+  jitted(one);
+  pmapped(eight);
+  for (int i = 0; i < jit_calls; ++i) jitted(one).block_until_ready();
+  for (int i = 0; i < pmap_calls; ++i) pmapped(eight).block_until_ready();
+  std::printf("(d) ran %d jit and %d pmap(8) calls (part i, for callgrind)\n", jit_calls, pmap_calls);
+}
+
 #ifdef FLUXION_BENCH_MPI
 void all_reduce_2_processes() {
   const int me = fx::distributed::process_index();
@@ -210,6 +227,7 @@ int main(int argc, char** argv) {
   if (only.find('a') != std::string::npos) all_reduce_4_devices();
   if (only.find('c') != std::string::npos) data_parallel_step();
   if (only.find('d') != std::string::npos) dispatch_overhead();
+  if (only == "i") dispatch_instructions(argc > 2 ? std::atoi(argv[2]) : 0, argc > 3 ? std::atoi(argv[3]) : 0);
   std::printf("(b) needs 2 processes: mpirun -np 2 --oversubscribe build/bench/fluxion_bench_distributed\n");
   return 0;
 }
