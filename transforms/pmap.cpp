@@ -232,7 +232,7 @@ void check_processes_agree(const std::string& signature, const std::string& axis
   std::vector<char> all(kBytes * size_t(procs), 0);
   std::memcpy(all.data() + kBytes * size_t(me), signature.data(), std::min(signature.size(), kBytes - 1));
   std::string why;
-  if (!runtime::interprocess_all_gather(all.data(), kBytes, why))
+  if (!runtime::interprocess_all_gather(nullptr, all.data(), kBytes, why))
     throw DeviceError("DeviceError: pmap over '" + axis + "' at " + loc.str() + ": " + why);
   for (int p = 0; p < procs; ++p) {
     const std::string theirs(all.data() + kBytes * size_t(p));
