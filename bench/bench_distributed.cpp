@@ -8,7 +8,8 @@
 //                                                                                   target >= 1.6x
 //   (d) pmap dispatch overhead with 8 devices: pmap of x + 1 minus one jit call of it;  target <= 5 us
 // One process: FLUXION_CPU_DEVICES is set to 8 here. Times are the best of several repetitions.
-// An argument picks parts: `fluxion_bench_distributed cd` runs (c) and (d).
+// An argument picks parts: `fluxion_bench_distributed cd` runs (c) and (d); `i J P` makes J jit and
+// P pmap(8) calls of (d) for counting instructions under callgrind (dispatch_instructions).
 #include <fluxion.h>
 
 #include <algorithm>
