@@ -63,6 +63,8 @@ class LocalGroup::Member final : public Communicator {
   }
 
   bool all_reduce(ReduceOp op, DType dtype, const void* in, void* out, int64_t count) override {
+    if (g_.local_ == 1 && g_.processes_ > 1)  // the process's only device: MPI reads `in` itself
+      return across_processes_alone([&](std::string& why) { return interprocess_all_reduce(op, dtype, in, out, count, why); });
     g_.ins_[size_t(r_)] = in;
     g_.outs_[size_t(r_)] = out;
     if (!g_.barrier(r_)) return false;
@@ -70,11 +72,13 @@ class LocalGroup::Member final : public Communicator {
     reduce_slice(op, dtype, g_.ins_, g_.outs_, begin, end);
     if (!g_.barrier(r_)) return false;
     if (g_.processes_ == 1) return true;
-    return across_processes([&](std::string& why) { return interprocess_all_reduce(op, dtype, out, count, why); },
+    return across_processes([&](std::string& why) { return interprocess_all_reduce(op, dtype, nullptr, out, count, why); },
                             out, size_t(count) * itemsize(dtype));
   }
 
   bool all_gather(const void* in, void* out, size_t bytes) override {
+    if (g_.local_ == 1 && g_.processes_ > 1)
+      return across_processes_alone([&](std::string& why) { return interprocess_all_gather(in, out, bytes, why); });
     g_.outs_[size_t(r_)] = out;
     if (!g_.barrier(r_)) return false;
     const size_t at = size_t(rank()) * bytes;
@@ -82,7 +86,7 @@ class LocalGroup::Member final : public Communicator {
     if (!g_.barrier(r_)) return false;
     if (g_.processes_ == 1) return true;
     return across_processes(
-        [&](std::string& why) { return interprocess_all_gather(out, bytes * size_t(g_.local_), why); }, out,
+        [&](std::string& why) { return interprocess_all_gather(nullptr, out, bytes * size_t(g_.local_), why); }, out,
         bytes * size_t(size()));
   }
 
@@ -100,6 +104,15 @@ class LocalGroup::Member final : public Communicator {
     if (!g_.barrier(r_)) return false;
     if (r_ != 0) std::memcpy(out, g_.outs_[0], bytes);
     return g_.barrier(r_);
+  }
+
+  // The same with no other local device: no local step, nothing to share.
+  template <class F>
+  bool across_processes_alone(F exchange) {
+    std::string why;
+    if (exchange(why)) return true;
+    g_.abort(why);
+    return false;
   }
 
   LocalGroup& g_;

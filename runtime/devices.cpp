@@ -1,14 +1,8 @@
 #include "runtime/devices.h"
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
-#include <exception>
-#include <memory>
-#include <mutex>
-#include <thread>
 
 #include "ir/trace.h"
 #include "memory/buffer.h"
@@ -50,50 +44,6 @@ void check_env_default() {
   (void)checked;
 }
 
-// One device's worker: a thread that runs the tasks given to it, in order.
-class Worker {
- public:
-  explicit Worker(fluxion::Device d) : device_(d), thread_([this] { loop(); }) { thread_.detach(); }
-  void submit(std::function<void()> task) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      tasks_.push_back(std::move(task));
-    }
-    cv_.notify_one();
-  }
-
- private:
-  void loop() {
-    push_default_device(device_);  // arrays this worker makes live on its device
-    for (;;) {
-      std::function<void()> task;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return !tasks_.empty(); });
-        task = std::move(tasks_.front());
-        tasks_.pop_front();
-      }
-      task();
-    }
-  }
-  fluxion::Device device_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> tasks_;
-  std::thread thread_;
-};
-
-// Workers start on first use and live as long as the process (never destroyed: a worker may be
-// running while static destructors run).
-Worker& worker(const fluxion::Device& d) {
-  static std::mutex mu;
-  static auto* workers = new std::vector<std::unique_ptr<Worker>>();
-  std::lock_guard<std::mutex> lock(mu);
-  const size_t k = size_t(d.id);
-  if (workers->size() <= k) workers->resize(k + 1);
-  if (!(*workers)[k]) (*workers)[k] = std::make_unique<Worker>(d);
-  return *(*workers)[k];
-}
 }  // namespace
 
 void check_local(const fluxion::Device& d, std::string_view what, SourceLoc loc) {
@@ -119,36 +69,6 @@ void check_placeable(const fluxion::Device& d, std::string_view what, SourceLoc 
                       ") is present, but arrays on GPUs are not implemented yet (docs/gpu.md)");
 }
 }  // namespace
-
-void run_on_devices(std::span<const fluxion::Device> devs, const std::function<void(size_t)>& task) {
-  struct Launch {
-    std::mutex mu;
-    std::condition_variable cv;
-    size_t remaining;
-    std::exception_ptr error;
-  } launch;
-  launch.remaining = devs.size();
-  auto run = [&launch, &task](size_t k) {
-    std::exception_ptr e;
-    try {
-      task(k);
-    } catch (...) {
-      e = std::current_exception();
-    }
-    std::lock_guard<std::mutex> lock(launch.mu);
-    if (e && !launch.error) launch.error = e;
-    if (--launch.remaining == 0) launch.cv.notify_one();
-  };
-  for (size_t k = 1; k < devs.size(); ++k) worker(devs[k]).submit([&run, k] { run(k); });
-  // The first device's share runs here, as its default device: the caller would only wait, and a
-  // launch on one device then costs no thread handoff.
-  push_default_device(devs[0]);
-  run(0);
-  pop_default_device();
-  std::unique_lock<std::mutex> lock(launch.mu);
-  launch.cv.wait(lock, [&] { return launch.remaining == 0; });
-  if (launch.error) std::rethrow_exception(launch.error);
-}
 
 }  // namespace runtime
 

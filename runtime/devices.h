@@ -2,8 +2,8 @@
 // device, and the worker each CPU device runs its share of an fx::pmap on.
 //
 // FLUXION_CPU_DEVICES=N gives N CPU devices in one process (XLA's forced host device count): they
-// share host memory, and each has a worker thread of its own, so a pmap over them runs N programs
-// at once. After fx::distributed::initialize every process sees the global list: process p owns
+// share host memory, and a pmap over them runs N programs at once on worker threads
+// (runtime/device_workers.h). After fx::distributed::initialize every process sees the global list: process p owns
 // cpu:(p*N) .. cpu:(p*N+N-1) (runtime/distributed.h).
 //
 // How a GPU plugs in (issue 12): a cuda:k Device allocates Buffers of MemoryKind::device from its
@@ -11,7 +11,6 @@
 // event instead of returning at once), device_put is a host-to-device copy, and its collectives use
 // a NCCL communicator behind the same ir/spmd.h interface.
 #pragma once
-#include <functional>
 #include <source_location>
 #include <span>
 #include <string_view>
@@ -50,10 +49,6 @@ namespace runtime {  // (runtime::Device, runtime/device.h, is a compile target:
 int cpu_devices_per_process();
 /// Checks that d is one of this process's devices; DeviceError naming `what` and `loc` if not.
 void check_local(const fluxion::Device& d, std::string_view what, SourceLoc loc);
-/// Runs task(k) on the worker thread of devs[k], for every k at once, with devs[k] as that
-/// thread's default device; returns when all have returned. The first exception is rethrown.
-/// (devs[0]'s share runs on the calling thread, which would otherwise only wait.)
-void run_on_devices(std::span<const fluxion::Device> devs, const std::function<void(size_t)>& task);
 }  // namespace runtime
 
 }  // namespace fluxion

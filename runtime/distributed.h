@@ -30,13 +30,14 @@ int process_count();
 namespace fluxion::runtime {
 /// Whether this build has MPI.
 bool mpi_available();
-/// Across processes (one call per process, from the thread that leads its local devices): the
-/// MPI collective on `buf` in place. They give up after collective_timeout_s() seconds, or when
-/// a peer has failed; then they return false and `why` says what happened.
-bool interprocess_all_reduce(ReduceOp op, DType dtype, void* buf, int64_t count, std::string& why);
-/// `buf` holds process_count() blocks of `bytes`; this process's block (at process_index())
-/// is sent, the others are received.
-bool interprocess_all_gather(void* buf, size_t bytes, std::string& why);
+/// Across processes (one call per process, from the thread that leads its local devices): the MPI
+/// collective from `in` into `buf` (in place when `in` is null or `buf`). They give up after
+/// collective_timeout_s() seconds when a peer does not arrive; then they return false and `why`
+/// says what happened.
+bool interprocess_all_reduce(ReduceOp op, DType dtype, const void* in, void* buf, int64_t count, std::string& why);
+/// `buf` receives process_count() blocks of `bytes`, in process order; this process's block comes
+/// from `in` (from its place in `buf` when `in` is null).
+bool interprocess_all_gather(const void* in, void* buf, size_t bytes, std::string& why);
 /// Seconds a collective waits for its peers: FLUXION_COLLECTIVE_TIMEOUT (default 60).
 double collective_timeout_s();
 }  // namespace fluxion::runtime

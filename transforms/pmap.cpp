@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <variant>
 
 #include "ir/spmd.h"
 #include "memory/buffer.h"
@@ -27,12 +28,71 @@ Placement place(const std::vector<Device>& devices, const std::string& axis, Sou
   return at;
 }
 
-std::shared_ptr<const jit_detail::Compiled> compile(jit_detail::JitCache& cache, const std::string& key, Program program,
-                                                    std::shared_ptr<const void> out_like, size_t local_devices) {
+void append_processes(std::string& key) {
+  key += '@';
+  key += std::to_string(distributed::process_count());
+}
+
+std::shared_ptr<const Signature> lookup(Cache& cache, const std::string& key) {
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  auto it = cache.signatures.find(key);
+  return it == cache.signatures.end() ? nullptr : it->second;
+}
+
+namespace {
+// Whether running p meets the other devices: a collective's eqn (it names an axis by its key),
+// also inside a sub-program (a cond branch, a loop body).
+bool meets_other_devices(const Program& p) {
+  for (const Eqn& e : p.eqns) {
+    if (e.params.has("axis_key")) return true;
+    for (const auto& [name, v] : e.params.entries()) {
+      if (const ProgramRef* q = std::get_if<ProgramRef>(&v); q && *q && meets_other_devices(**q)) return true;
+      if (const ProgramList* list = std::get_if<ProgramList>(&v))
+        for (const ProgramRef& q : *list)
+          if (q && meets_other_devices(*q)) return true;
+    }
+  }
+  return false;
+}
+// The out_axes position of each output (kNotMapped for fx::none), checked before anything runs.
+std::vector<int64_t> out_positions(const runtime::Executable& e, const OutAxes& out, SourceLoc loc) {
+  const size_t nout = e.out_avals().size();
+  if (out.specs.size() != 1 && out.specs.size() != nout)
+    throw ValueError("ValueError: pmap at " + loc.str() + ": out_axes has " + std::to_string(out.specs.size()) +
+                     " entries for " + std::to_string(nout) + " outputs");
+  std::vector<int64_t> at(nout);
+  for (size_t j = 0; j < nout; ++j) {
+    const AxisSpec& spec = out.specs.size() == 1 ? out.specs[0] : out.specs[j];
+    const Axis* a = std::get_if<Axis>(&spec);
+    if (!a) throw ValueError("ValueError: pmap at " + loc.str() + ": out_axes takes an axis or fx::none per output");
+    if (!a->mapped()) {
+      at[j] = kNotMapped;
+      continue;
+    }
+    const int64_t rank = int64_t(e.out_avals()[j].shape.size()) + 1;
+    at[j] = a->value() < 0 ? a->value() + rank : a->value();
+    if (at[j] < 0 || at[j] >= rank)
+      throw ValueError("ValueError: pmap at " + loc.str() + ": out_axes " + std::to_string(a->value()) +
+                       " is out of range for output " + std::to_string(j) + " of rank " + std::to_string(rank));
+  }
+  return at;
+}
+}  // namespace
+
+std::shared_ptr<const Signature> compile(Cache& cache, const std::string& key, Program program,
+                                         std::shared_ptr<const void> out_like, Placement at, std::vector<int64_t> dims,
+                                         const OutAxes& out, SourceLoc loc) {
   // The devices run at once: each kernel gets its share of the cores.
   runtime::Device target = runtime::cpu_device();
-  target.num_threads = std::max(1, target.num_threads / int(local_devices));
-  return jit_detail::compile_signature(cache, key, std::move(program), std::move(out_like), target);
+  target.num_threads = std::max(1, target.num_threads / int(at.local.size()));
+  auto sig = std::make_shared<Signature>();
+  sig->compiled = jit_detail::compile_signature(cache.jit, key, std::move(program), std::move(out_like), target);
+  sig->at = std::move(at);
+  sig->dims = std::move(dims);
+  sig->out_at = out_positions(*sig->compiled->executable, out, loc);
+  sig->schedule = meets_other_devices(sig->compiled->program) ? runtime::Schedule::together : runtime::Schedule::any_thread;
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  return cache.signatures.try_emplace(key, std::move(sig)).first->second;
 }
 
 namespace {
@@ -49,22 +109,32 @@ Split split_of(const AbstractArray& global, int64_t axis) {
   return s;
 }
 
-// Device k's piece of x along `axis`, placed on `d`.
+// Device k's piece of x along `axis`, placed on `d`. Where the piece is one contiguous block (the
+// axes before `axis` have size 1, as for the usual leading axis) it is a view of x's bytes, kept
+// alive by x's buffer: CPU devices share host memory, and programs do not write their inputs.
 Array shard_of(const Array& x, int64_t axis, size_t k, const Device& d) {
   AbstractArray piece = x.aval();
   const size_t n = size_t(piece.shape[size_t(axis)]);
   Shape rest;
-  for (int64_t d = 0; d < int64_t(piece.shape.size()); ++d)
-    if (d != axis) rest.push_back(piece.shape[size_t(d)]);
+  for (int64_t a = 0; a < int64_t(piece.shape.size()); ++a)
+    if (a != axis) rest.push_back(piece.shape[size_t(a)]);
   piece.shape = rest;
-  Array out = make_uninitialized(piece);
   const Split s = split_of(x.aval(), axis);
   const char* src = static_cast<const char*>(x.data());
-  char* dst = static_cast<char*>(out.impl()->buffer->data);
-  for (size_t o = 0; o < s.outer; ++o) std::memcpy(dst + o * s.block, src + (o * n + k) * s.block, s.block);
-  out.impl()->buffer->device = d;
-  out.impl()->buffer->committed = true;
-  return out;
+  std::shared_ptr<Buffer> buffer;
+  if (s.outer == 1 && x.impl()->buffer) {
+    buffer = Buffer::wrap(const_cast<char*>(src) + k * s.block, s.block, x.impl()->buffer);
+  } else {
+    buffer = Buffer::allocate(piece.nbytes());
+    char* dst = static_cast<char*>(buffer->data);
+    for (size_t o = 0; o < s.outer; ++o) std::memcpy(dst + o * s.block, src + (o * n + k) * s.block, s.block);
+  }
+  buffer->device = d;
+  buffer->committed = true;
+  auto impl = std::make_shared<ArrayImpl>();
+  impl->aval = std::move(piece);
+  impl->buffer = std::move(buffer);
+  return Array(std::move(impl));
 }
 
 // A sharded input that already lives on these devices, split along this axis, is used as it is.
@@ -89,59 +159,69 @@ Array sharded(std::vector<Array> shards, int64_t axis) {
 
 }  // namespace
 
-std::vector<Array> run(const jit_detail::Compiled& c, std::span<const Array> leaves, const std::vector<int64_t>& dims,
-                       const Placement& at, const std::string& axis, const OutAxes& out, SourceLoc loc) {
-  const size_t n = at.local.size();
-  std::vector<bool> reuse(leaves.size());
-  for (size_t i = 0; i < leaves.size(); ++i) reuse[i] = dims[i] != kNotMapped && reusable(leaves[i], dims[i], at.local);
-  runtime::LocalGroup group(int(n), distributed::process_index(), distributed::process_count());
-  const int64_t key = axis_key(axis);
-  std::vector<std::vector<Array>> outs(n);
-  runtime::run_on_devices(at.local, [&](size_t k) {
-    try {
-      std::vector<Array> in;
-      in.reserve(leaves.size() + c.consts.size());
-      for (size_t i = 0; i < leaves.size(); ++i)
-        in.push_back(dims[i] == kNotMapped ? leaves[i]
-                     : reuse[i]            ? leaves[i].impl()->sharding->shards[k]
-                                           : shard_of(leaves[i], dims[i], k, at.local[k]));
-      in.insert(in.end(), c.consts.begin(), c.consts.end());
-      AxisBinding bound(key, &group.member(int(k)));
-      outs[k] = c.executable->run(in);
-      if (std::optional<std::string> why = take_collective_failure()) {
-        group.abort(*why);
-        throw DeviceError("DeviceError: pmap over '" + axis + "' at " + loc.str() + " on " + at.local[k].str() + ": " + *why);
+namespace {
+// How device k gets leaf i.
+enum class Feed : uint8_t { whole, shard, slice };
+}  // namespace
+
+std::vector<Array> run(const Signature& sig, std::span<const Array> leaves, const std::string& axis, SourceLoc loc) {
+  const jit_detail::Compiled& c = *sig.compiled;
+  const std::vector<Device>& local = sig.at.local;
+  const size_t n = local.size(), per = leaves.size() + c.consts.size();
+  const std::vector<int64_t>& positions = sig.out_at;
+  std::vector<Feed> feed(leaves.size());
+  for (size_t i = 0; i < leaves.size(); ++i)
+    feed[i] = sig.dims[i] == kNotMapped                     ? Feed::whole
+              : reusable(leaves[i], sig.dims[i], local) ? Feed::shard
+                                                             : Feed::slice;
+  // Device k's arguments are args[k * per, (k + 1) * per), its results results[k]: each device
+  // writes only its own, so nothing is locked.
+  std::vector<Array> args(n * per);
+  std::vector<std::vector<Array>> results(n);
+  auto feed_and_run = [&](size_t k) {
+    Array* in = args.data() + k * per;
+    for (size_t i = 0; i < leaves.size(); ++i)
+      in[i] = feed[i] == Feed::whole   ? leaves[i]
+              : feed[i] == Feed::shard ? leaves[i].impl()->sharding->shards[k]
+                                       : shard_of(leaves[i], sig.dims[i], k, local[k]);
+    std::copy(c.consts.begin(), c.consts.end(), in + leaves.size());
+    results[k] = c.executable->run(std::span<const Array>(in, per));
+    for (Array& o : results[k]) o.impl()->buffer->committed = true;
+  };
+  if (sig.schedule == runtime::Schedule::any_thread) {
+    runtime::run_on_devices(local, runtime::ShardTask(feed_and_run), runtime::Schedule::any_thread);
+  } else {
+    // The devices meet in collectives, through this launch's group.
+    runtime::LocalGroup group(int(n), distributed::process_index(), distributed::process_count());
+    const int64_t key = axis_key(axis);
+    auto meet = [&](size_t k) {
+      try {
+        AxisBinding bound(key, &group.member(int(k)));
+        feed_and_run(k);
+        if (std::optional<std::string> why = take_collective_failure()) {
+          group.abort(*why);
+          throw DeviceError("DeviceError: pmap over '" + axis + "' at " + loc.str() + " on " + local[k].str() + ": " + *why);
+        }
+      } catch (...) {
+        group.abort("another device of the axis raised an error");
+        throw;
       }
-      for (Array& o : outs[k]) o.impl()->buffer->committed = true;
-    } catch (...) {
-      group.abort("another device of the axis raised an error");
-      throw;
-    }
-  });
-  // Each output leaf: sharded along its out axis, or (none) device 0's copy.
-  const size_t nout = outs[0].size();
-  if (out.specs.size() != 1 && out.specs.size() != nout)
-    throw ValueError("ValueError: pmap at " + loc.str() + ": out_axes has " + std::to_string(out.specs.size()) +
-                     " entries for " + std::to_string(nout) + " outputs");
-  std::vector<Array> results;
-  for (size_t j = 0; j < nout; ++j) {
-    const AxisSpec& spec = out.specs.size() == 1 ? out.specs[0] : out.specs[j];
-    const Axis* a = std::get_if<Axis>(&spec);
-    if (!a) throw ValueError("ValueError: pmap at " + loc.str() + ": out_axes takes an axis or fx::none per output");
-    if (!a->mapped()) {
-      results.push_back(outs[0][j]);
+    };
+    runtime::run_on_devices(local, runtime::ShardTask(meet), runtime::Schedule::together);
+  }
+  // Each output leaf: sharded along its out axis, or (none) device 0's.
+  std::vector<Array> placed;
+  placed.reserve(positions.size());
+  for (size_t j = 0; j < positions.size(); ++j) {
+    if (positions[j] == kNotMapped) {
+      placed.push_back(std::move(results[0][j]));
       continue;
     }
-    const int64_t rank = outs[0][j].ndim() + 1;
-    const int64_t d = a->value() < 0 ? a->value() + rank : a->value();
-    if (d < 0 || d >= rank)
-      throw ValueError("ValueError: pmap at " + loc.str() + ": out_axes " + std::to_string(a->value()) +
-                       " is out of range for output " + std::to_string(j) + " of rank " + std::to_string(rank));
-    std::vector<Array> shards;
-    for (size_t k = 0; k < n; ++k) shards.push_back(outs[k][j]);
-    results.push_back(sharded(std::move(shards), d));
+    std::vector<Array> shards(n);
+    for (size_t k = 0; k < n; ++k) shards[k] = std::move(results[k][j]);
+    placed.push_back(sharded(std::move(shards), positions[j]));
   }
-  return results;
+  return placed;
 }
 
 void check_processes_agree(const std::string& signature, const std::string& axis, SourceLoc loc) {
@@ -152,7 +232,7 @@ void check_processes_agree(const std::string& signature, const std::string& axis
   std::vector<char> all(kBytes * size_t(procs), 0);
   std::memcpy(all.data() + kBytes * size_t(me), signature.data(), std::min(signature.size(), kBytes - 1));
   std::string why;
-  if (!runtime::interprocess_all_gather(all.data(), kBytes, why))
+  if (!runtime::interprocess_all_gather(nullptr, all.data(), kBytes, why))
     throw DeviceError("DeviceError: pmap over '" + axis + "' at " + loc.str() + ": " + why);
   for (int p = 0; p < procs; ++p) {
     const std::string theirs(all.data() + kBytes * size_t(p));

@@ -19,9 +19,12 @@
 // would take).
 #pragma once
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "runtime/device_workers.h"
 #include "runtime/devices.h"
 #include "transforms/jit.h"
 #include "transforms/vmap_api.h"
@@ -38,14 +41,39 @@ struct Placement {
 };
 Placement place(const std::vector<Device>& devices, const std::string& axis, SourceLoc loc);
 
-/// Compiles the traced per-device program for `local_devices` devices running at once.
-std::shared_ptr<const jit_detail::Compiled> compile(jit_detail::JitCache& cache, const std::string& key, Program program,
-                                                    std::shared_ptr<const void> out_like, size_t local_devices);
+/// One compiled signature of a pmap and how it launches. Everything here follows from the call
+/// signature (the argument trees and types, and the process count), so a cached call skips
+/// placement and planning.
+struct Signature {
+  std::shared_ptr<const jit_detail::Compiled> compiled;
+  Placement at;
+  std::vector<int64_t> dims;  // each leaf's mapped axis, or kNotMapped
+  std::vector<int64_t> out_at;  // each output's out_axes position, or kNotMapped (fx::none)
+  runtime::Schedule schedule = runtime::Schedule::together;  // any_thread when no device meets another
+};
 
-/// Runs a compiled pmap: splits the mapped leaves (dims[i], or kNotMapped), launches every local
-/// device, and returns each output leaf placed by out_axes (sharded, or device 0's for none).
-std::vector<Array> run(const jit_detail::Compiled& c, std::span<const Array> leaves, const std::vector<int64_t>& dims,
-                       const Placement& at, const std::string& axis, const OutAxes& out, SourceLoc loc);
+/// A pmapped callable's signatures (shared by its copies).
+struct Cache {
+  jit_detail::JitCache jit;  // what was compiled, counted
+  std::mutex mutex;
+  std::unordered_map<std::string, std::shared_ptr<const Signature>> signatures;
+};
+std::shared_ptr<const Signature> lookup(Cache& cache, const std::string& key);
+
+/// Compiles the traced per-device program for `at.local` devices running at once, and checks
+/// out_axes against its outputs.
+std::shared_ptr<const Signature> compile(Cache& cache, const std::string& key, Program program,
+                                         std::shared_ptr<const void> out_like, Placement at, std::vector<int64_t> dims,
+                                         const OutAxes& out, SourceLoc loc);
+
+/// Runs a compiled pmap: gives each local device its part of the leaves (mapped: its slice, or its
+/// shard of a sharded leaf; unmapped: all of it), launches every device, and returns each output
+/// leaf placed by out_axes (sharded, or device 0's for none).
+std::vector<Array> run(const Signature& s, std::span<const Array> leaves, const std::string& axis, SourceLoc loc);
+
+/// The part of a call's signature that is not in its arguments: the process count (the axis
+/// spans every process's devices).
+void append_processes(std::string& key);
 
 /// Across processes: every process must run the same signature; DeviceError naming what differs.
 void check_processes_agree(const std::string& signature, const std::string& axis, SourceLoc loc);
@@ -57,34 +85,35 @@ class Pmapped {
  public:
   Pmapped(F f, std::string axis, InAxes in, OutAxes out, std::vector<Device> devices, SourceLoc loc)
       : f_(std::move(f)), axis_(std::move(axis)), in_(std::move(in)), out_(std::move(out)),
-        devices_(std::move(devices)), loc_(loc), cache_(std::make_shared<jit_detail::JitCache>()) {}
+        devices_(std::move(devices)), loc_(loc), cache_(std::make_shared<pmap_detail::Cache>()) {}
 
   template <class... Args>
   auto operator()(const Args&... args) const {
     if (is_tracing()) return detail::vmap_impl(f_, in_, out_, std::nullopt, loc_, axis_)(args...);
     using R = std::decay_t<decltype(std::apply(f_, std::tuple<Args...>{args...}))>;
-    const pmap_detail::Placement at = pmap_detail::place(devices_, axis_, loc_);
     detail::ArgLeaves flat = detail::flatten_args(args...);
-    detail::VmapPlan plan = detail::plan_vmap(flat, in_, std::nullopt, loc_);
-    if (plan.axis_size != int64_t(at.local.size()))
-      throw ValueError("ValueError: pmap over '" + axis_ + "' at " + loc_.str() + ": the mapped axis has size " +
-                       std::to_string(plan.axis_size) + " but this process drives " + std::to_string(at.local.size()) +
-                       " devices (FLUXION_CPU_DEVICES, or pmap's devices argument)");
     std::string key;
     ((key += typeid(Args).name(), key += '|', jit_detail::signature(args, key)), ...);
-    for (int64_t d : plan.dims) key += std::to_string(d) + ',';
+    pmap_detail::append_processes(key);
     pmap_detail::check_processes_agree(key, axis_, loc_);
-    std::shared_ptr<const jit_detail::Compiled> compiled = jit_detail::lookup(*cache_, key);
-    if (!compiled) {
+    std::shared_ptr<const pmap_detail::Signature> sig = pmap_detail::lookup(*cache_, key);
+    if (!sig) {
+      pmap_detail::Placement at = pmap_detail::place(devices_, axis_, loc_);
+      detail::VmapPlan plan = detail::plan_vmap(flat, in_, std::nullopt, loc_);
+      if (plan.axis_size != int64_t(at.local.size()))
+        throw ValueError("ValueError: pmap over '" + axis_ + "' at " + loc_.str() + ": the mapped axis has size " +
+                         std::to_string(plan.axis_size) + " but this process drives " + std::to_string(at.local.size()) +
+                         " devices (FLUXION_CPU_DEVICES, or pmap's devices argument)");
       AxisEnvScope bound(axis_, at.axis_size);
       auto [program, out] = detail::trace_with_avals(f_, plan.example_avals, args...);
-      compiled = pmap_detail::compile(*cache_, key, std::move(program), jit_detail::structure_of<R>(out), at.local.size());
+      sig = pmap_detail::compile(*cache_, key, std::move(program), jit_detail::structure_of<R>(out), std::move(at),
+                                 std::move(plan.dims), out_, loc_);
     }
-    return jit_detail::rebuild_results<R>(*compiled, pmap_detail::run(*compiled, flat.leaves, plan.dims, at, axis_, out_, loc_));
+    return jit_detail::rebuild_results<R>(*sig->compiled, pmap_detail::run(*sig, flat.leaves, axis_, loc_));
   }
 
   /// How many signatures this callable compiled.
-  int64_t compilations() const { return cache_->count(); }
+  int64_t compilations() const { return cache_->jit.count(); }
 
  private:
   F f_;
@@ -93,7 +122,7 @@ class Pmapped {
   OutAxes out_;
   std::vector<Device> devices_;
   SourceLoc loc_;
-  std::shared_ptr<jit_detail::JitCache> cache_;
+  std::shared_ptr<pmap_detail::Cache> cache_;
 };
 
 template <class F>
