@@ -11,7 +11,8 @@ namespace fluxion {
 
 namespace {
 
-bool is_literal_value(const Atom& a, double v) { return a.is_literal() && a.lit.as_double() == v; }
+// (A complex literal is v only when its imaginary part is 0.)
+bool is_literal_value(const Atom& a, double v) { return a.is_literal() && a.lit.as_double() == v && a.lit.im == 0; }
 
 // What is known about a var's value: a splat of a literal (broadcast_in_dim of a scalar literal).
 struct Splat {
@@ -168,7 +169,7 @@ class Simplifier {
     if (cse_enabled_) seen_.insert(i);
     for (int32_t v : e.outputs) producer_[size_t(v)] = i;
     if (e.prim == Prim::broadcast_in_dim && e.inputs[0].is_literal()) {
-      splat_[size_t(e.outputs[0])] = Splat{true, e.inputs[0].lit.as_double()};
+      splat_[size_t(e.outputs[0])] = Splat{e.inputs[0].lit.im == 0, e.inputs[0].lit.as_double()};
     }
   }
 
