@@ -97,9 +97,7 @@ OpInfo entry(std::string name, std::function<fx::Array(const std::vector<fx::Arr
   return e;
 }
 
-}  // namespace
-
-void add_complex_ops(std::vector<OpInfo>& t) {
+void add_arithmetic(std::vector<OpInfo>& t) {
   // z = a + ib, w = c + id with |w| >= 1/2 (a, c in [0.5, 2)).
   t.push_back(entry(
       "complex.arithmetic",
@@ -163,8 +161,9 @@ void add_complex_ops(std::vector<OpInfo>& t) {
         return stacked(r);
       },
       {operands({3, 3}, 4, 41, 0.5, 1.5), operands({1, 1}, 4, 43, 0.5, 1.5)}));
+}
 
-  // ---- FFT ----------------------------------------------------------------------------------------
+void add_fft(std::vector<OpInfo>& t) {
   t.push_back(entry(
       "fft.fft",
       [](const std::vector<fx::Array>& x) { return stacked(fx::fft::fft(fx::complex(x[0], x[1]))); },
@@ -243,6 +242,13 @@ void add_complex_ops(std::vector<OpInfo>& t) {
   OpInfo& last = t.back();
   last.errors = {ErrorSample{{reals({5}, 1)}, K::Shape, "fft2 of a vector: axis -2 is out of range"}};
   last.error_name = "rfft2";
+}
+
+}  // namespace
+
+void add_complex_ops(std::vector<OpInfo>& t) {
+  add_arithmetic(t);
+  add_fft(t);
 }
 
 }  // namespace optable
