@@ -192,9 +192,11 @@ PromotedType promote_types(DType a, bool a_weak, DType b, bool b_weak) {
   return {DType::float64, false};
 }
 
+// (Thrown directly, not through throw_error: the AOT runtime, runtime/meson.build, links this file
+// without ir/error.cpp.)
 void complex_not_supported(DType d) {
-  throw_error(ErrorKind::Type, "dtype " + std::string(dtype_name(d)) +
-                                   " is not supported by this kernel (it handles the real dtypes only)");
+  throw TypeError("TypeError: dtype " + std::string(dtype_name(d)) +
+                  " is not supported by this kernel (it handles the real dtypes only)");
 }
 
 }  // namespace fluxion

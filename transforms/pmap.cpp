@@ -94,6 +94,9 @@ std::vector<Array> run(const jit_detail::Compiled& c, std::span<const Array> lea
   const size_t n = at.local.size();
   std::vector<bool> reuse(leaves.size());
   for (size_t i = 0; i < leaves.size(); ++i) reuse[i] = dims[i] != kNotMapped && reusable(leaves[i], dims[i], at.local);
+  if (!c.executable)  // complex values: fx::jit interprets such programs (transforms/jit.cpp); pmap runs kernels
+    throw CompileError("CompileError: pmap over '" + axis + "' at " + loc.str() +
+                       ": programs with complex values are not compiled yet (docs/linalg.md)");
   runtime::LocalGroup group(int(n), distributed::process_index(), distributed::process_count());
   const int64_t key = axis_key(axis);
   std::vector<std::vector<Array>> outs(n);
