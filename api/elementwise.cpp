@@ -11,7 +11,7 @@ using detail::elementwise_operands;
 Array unary_float(Prim p, const ArrayLike& x, SourceLoc loc, const Params& params = {}) {
   DType d = x.dtype();
   bool weak = x.weak();
-  if (!is_float(d)) d = default_float;
+  if (!is_inexact(d)) d = default_float;
   Array a = detail::as_array(x, d, weak, loc);
   return bind1(p, {a}, params, loc);
 }
@@ -29,7 +29,7 @@ Array binary(Prim p, std::string_view op, const ArrayLike& x, const ArrayLike& y
 Array binary_float(Prim p, std::string_view op, const ArrayLike& x, const ArrayLike& y, SourceLoc loc) {
   ArrayLike xs[] = {x, y};
   PromotedType t = detail::promote(xs);
-  DType d = is_float(t.dtype) ? t.dtype : default_float;
+  DType d = is_inexact(t.dtype) ? t.dtype : default_float;
   std::vector<Array> a = elementwise_operands(op, xs, loc, &d);
   if (t.weak) {  // keep weak-ness when both operands were weak
     a[0] = detail::convert(a[0], d, true, loc);
@@ -51,18 +51,22 @@ Array negative(const ArrayLike& x, SourceLoc loc) {
 }
 Array sign(const ArrayLike& x, SourceLoc loc) { return unary_same(Prim::sign, x, loc); }
 Array floor(const ArrayLike& x, SourceLoc loc) {
-  if (!is_float(x.dtype())) return detail::as_array(x, x.dtype(), x.weak(), loc);
+  if (!is_inexact(x.dtype())) return detail::as_array(x, x.dtype(), x.weak(), loc);  // complex: the prim's TypeError
   return unary_float(Prim::floor, x, loc);
 }
 Array ceil(const ArrayLike& x, SourceLoc loc) {
-  if (!is_float(x.dtype())) return detail::as_array(x, x.dtype(), x.weak(), loc);
+  if (!is_inexact(x.dtype())) return detail::as_array(x, x.dtype(), x.weak(), loc);  // complex: the prim's TypeError
   return unary_float(Prim::ceil, x, loc);
 }
 Array round(const ArrayLike& x, SourceLoc loc) {
-  if (!is_float(x.dtype())) return detail::as_array(x, x.dtype(), x.weak(), loc);
+  if (!is_inexact(x.dtype())) return detail::as_array(x, x.dtype(), x.weak(), loc);  // complex: the prim's TypeError
   return unary_float(Prim::round, x, loc, Params{{"rounding_method", int64_t(1)}});
 }
 Array isfinite(const ArrayLike& x, SourceLoc loc) {
+  if (is_complex(x.dtype())) {  // both parts finite
+    Array a = detail::as_array(x, x.dtype(), false, loc);
+    return logical_and(isfinite(bind1(Prim::real, {a}, {}, loc), loc), isfinite(bind1(Prim::imag, {a}, {}, loc), loc), loc);
+  }
   if (!is_float(x.dtype())) {
     Array a = detail::as_array(x, x.dtype(), false, loc);
     return bind1(Prim::ne, {a, a}, {}, loc) == false;  // all true, with a's shape
@@ -90,12 +94,12 @@ Array logical_not(const ArrayLike& x, SourceLoc loc) {
   return bind1(Prim::not_, {a}, {}, loc);
 }
 Array bitwise_not(const ArrayLike& x, SourceLoc loc) {
-  if (is_float(x.dtype())) type_error("bitwise_not", {x}, loc, "expects a bool or integer dtype");
+  if (is_inexact(x.dtype())) type_error("bitwise_not", {x}, loc, "expects a bool or integer dtype");
   return unary_same(Prim::not_, x, loc);
 }
 Array integer_pow(const ArrayLike& x, int64_t n, SourceLoc loc) {
   if (x.dtype() == DType::bool_) type_error("integer_pow", {x}, loc, "expects a numeric dtype");
-  if (n < 0 && !is_float(x.dtype())) return unary_float(Prim::integer_pow, x, loc, Params{{"y", n}});
+  if (n < 0 && !is_inexact(x.dtype())) return unary_float(Prim::integer_pow, x, loc, Params{{"y", n}});
   return unary_same(Prim::integer_pow, x, loc, Params{{"y", n}});
 }
 Array stop_gradient(const ArrayLike& x, SourceLoc loc) { return unary_same(Prim::stop_gradient, x, loc); }
@@ -146,10 +150,10 @@ Array remainder(const ArrayLike& x, const ArrayLike& y, SourceLoc loc) {
 }
 Array power(const ArrayLike& x, const ArrayLike& y, SourceLoc loc) {
   // A C++ integer exponent is static: integer_pow (exact, and the cheap derivative).
-  if (y.is_scalar() && y.scalar_kind() != DType::float32) return integer_pow(x, y.scalar_int(), loc);
+  if (y.is_scalar() && !is_inexact(y.scalar_kind())) return integer_pow(x, y.scalar_int(), loc);
   ArrayLike xs[] = {x, y};
   PromotedType t = detail::promote(xs);
-  if (!is_float(t.dtype)) {
+  if (!is_inexact(t.dtype)) {
     type_error("power", {x, y}, loc,
                "integer arrays raised to integer array powers are not supported; use a static C++ integer "
                "exponent (integer_pow) or convert to float");

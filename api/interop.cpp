@@ -56,6 +56,7 @@ DLDataType to_dl(DType d) {
     case DType::int8: case DType::int32: case DType::int64: return {kDLInt, bits, 1};
     case DType::uint8: case DType::uint32: return {kDLUInt, bits, 1};
     case DType::bfloat16: return {kDLBfloat, 16, 1};
+    case DType::complex64: case DType::complex128: return {kDLComplex, bits, 1};  // interleaved pairs
     default: return {kDLFloat, bits, 1};  // float16, float32, float64
   }
 }

@@ -18,8 +18,9 @@ Array convert(const Array& x, DType dtype, bool weak, SourceLoc loc) {
 
 Array as_array(const ArrayLike& x, DType dtype, bool weak, SourceLoc loc) {
   if (!x.is_scalar()) return convert(x.array(), dtype, weak, loc);
-  Literal l = x.scalar_kind() == DType::float32 ? Literal::of_double(x.scalar_double(), dtype, weak)
-                                                : Literal::of_int(x.scalar_int(), dtype, weak);
+  Literal l = x.scalar_kind() == DType::complex64 ? Literal::of_complex(x.scalar_double(), x.scalar_imag(), dtype, weak)
+              : x.scalar_kind() == DType::float32 ? Literal::of_double(x.scalar_double(), dtype, weak)
+                                                  : Literal::of_int(x.scalar_int(), dtype, weak);
   return literal_array(l);
 }
 

@@ -6,11 +6,13 @@
 // This umbrella header pulls in the whole user API and no MLIR, LLVM or CUDA header.
 #pragma once
 
+#include "api/complex.h"
 #include "api/conv.h"
 #include "api/collectives.h"
 #include "api/creation.h"
 #include "api/debug.h"
 #include "api/elementwise.h"
+#include "api/fft.h"
 #include "api/indexing.h"
 #include "api/interop.h"
 #include "api/linalg.h"

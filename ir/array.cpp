@@ -40,9 +40,9 @@ void Array::read(void* dst, DType as, size_t count, const char* what, SourceLoc 
   char* out = static_cast<char*>(dst);
   for (size_t i = 0; i < count; ++i) {
     Literal l = Literal::load(src + i * in_size, a.aval.dtype);
-    if (is_float(as)) {
-      Literal::of_double(l.as_double(), as).store(out + i * out_size);
-    } else if (is_float(a.aval.dtype)) {
+    if (is_inexact(as)) {  // complex -> real drops the imaginary part, as numpy's astype does
+      Literal::of_complex(l.as_double(), l.im, as).store(out + i * out_size);
+    } else if (is_inexact(a.aval.dtype)) {
       Literal::of_int(int64_t(l.f), as).store(out + i * out_size);
     } else {
       Literal::of_int(is_unsigned_int(a.aval.dtype) ? int64_t(l.u) : l.i, as).store(out + i * out_size);

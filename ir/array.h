@@ -141,14 +141,20 @@ class ArrayLike {
       d_ = double(v);
     }
   }
+  /// A std::complex scalar is a weak complex operand (JAX's Python complex): `x_f32 * 1i` is c64.
+  template <Scalar T>
+  ArrayLike(std::complex<T> v, std::source_location loc = std::source_location::current())  // NOLINT
+      : loc_(loc), is_scalar_(true), kind_(DType::complex64), d_(double(v.real())), im_(double(v.imag())) {}
 
   bool is_scalar() const { return is_scalar_; }
   const Array& array() const { return array_; }
   SourceLoc loc() const { return loc_; }
-  /// For a scalar: bool_, int32 (any C++ integer) or float32 (any C++ float) -- the weak kind.
+  /// For a scalar: bool_, int32 (any C++ integer), float32 (any C++ float) or complex64 (any
+  /// std::complex) -- the weak kind.
   DType scalar_kind() const { return kind_; }
-  double scalar_double() const { return kind_ == DType::float32 ? d_ : double(i_); }
-  int64_t scalar_int() const { return kind_ == DType::float32 ? int64_t(d_) : i_; }
+  double scalar_double() const { return is_inexact(kind_) ? d_ : double(i_); }
+  double scalar_imag() const { return im_; }
+  int64_t scalar_int() const { return is_inexact(kind_) ? int64_t(d_) : i_; }
   /// Type as it enters promotion: the array's aval, or a weak 0-d of the scalar's kind.
   DType dtype() const { return is_scalar_ ? kind_ : array_.dtype(); }
   bool weak() const { return is_scalar_ ? kind_ != DType::bool_ : array_.weak_type(); }
@@ -161,7 +167,7 @@ class ArrayLike {
   bool is_scalar_ = false;
   DType kind_ = DType::float32;
   int64_t i_ = 0;
-  double d_ = 0;
+  double d_ = 0, im_ = 0;
 };
 
 }  // namespace fluxion

@@ -1,14 +1,19 @@
 #include "ir/dtype.h"
 
+#include <string>
+
+#include "ir/error.h"
+
 #include <array>
 
 namespace fluxion {
 
 namespace {
 constexpr std::array<std::string_view, kNumDTypes> kShort = {"bool", "i8",  "i32",  "i64", "u8",
-                                                              "u32",  "f16", "bf16", "f32", "f64"};
+                                                              "u32",  "f16", "bf16", "f32", "f64", "c64", "c128"};
 constexpr std::array<std::string_view, kNumDTypes> kLong = {"bool",    "int8",    "int32",    "int64",   "uint8",
-                                                             "uint32",  "float16", "bfloat16", "float32", "float64"};
+                                                             "uint32",  "float16", "bfloat16", "float32", "float64",
+                                                             "complex64", "complex128"};
 }  // namespace
 
 std::string_view dtype_name(DType d) { return kShort[size_t(d)]; }
@@ -77,24 +82,27 @@ float16_t::operator float() const {
 // Nodes of JAX's lattice, including the types Fluxion does not have (i16, u16, u64), so that joins
 // are computed on the true lattice and only then mapped to the nearest available type above.
 namespace {
-enum Node { B1, IW, FW, U8, U16, U32, U64, I8, I16, I32, I64, BF16, F16, F32, F64, kNodes };
+enum Node { B1, IW, FW, CW, U8, U16, U32, U64, I8, I16, I32, I64, BF16, F16, F32, F64, C64, C128, kNodes };
 
-constexpr int kEdges[kNodes][2] = {
-    {IW, -1},        // b1
-    {U8, I8},    // i*
-    {BF16, F16}, // f*
-    {I16, U16},  // u8
-    {I32, U32},  // u16
-    {I64, U64},  // u32
-    {FW, -1},        // u64
-    {I16, -1},       // i8
-    {I32, -1},       // i16
-    {I64, -1},       // i32
-    {FW, -1},        // i64
-    {F32, -1},       // bf16
-    {F32, -1},       // f16
-    {F64, -1},       // f32
-    {-1, -1},    // f64
+constexpr int kEdges[kNodes][3] = {
+    {IW, -1, -1},        // b1
+    {U8, I8, -1},        // i*
+    {BF16, F16, CW},     // f*
+    {C64, -1, -1},       // c*
+    {I16, U16, -1},      // u8
+    {I32, U32, -1},      // u16
+    {I64, U64, -1},      // u32
+    {FW, -1, -1},        // u64
+    {I16, -1, -1},       // i8
+    {I32, -1, -1},       // i16
+    {I64, -1, -1},       // i32
+    {FW, -1, -1},        // i64
+    {F32, -1, -1},       // bf16
+    {F32, -1, -1},       // f16
+    {F64, C64, -1},      // f32
+    {C128, -1, -1},      // f64
+    {C128, -1, -1},      // c64
+    {-1, -1, -1},        // c128
 };
 
 struct Lattice {
@@ -114,6 +122,7 @@ constexpr Lattice kLattice;
 Node node_of(DType d, bool weak) {
   if (weak && is_integer(d)) return IW;
   if (weak && is_float(d)) return FW;
+  if (weak && is_complex(d)) return CW;
   switch (d) {
     case DType::bool_: return B1;
     case DType::int8: return I8;
@@ -125,6 +134,8 @@ Node node_of(DType d, bool weak) {
     case DType::bfloat16: return BF16;
     case DType::float32: return F32;
     case DType::float64: return F64;
+    case DType::complex64: return C64;
+    case DType::complex128: return C128;
   }
   return F32;
 }
@@ -134,6 +145,7 @@ DType dtype_of_node(Node n) {
     case B1: return DType::bool_;
     case IW: return default_int;
     case FW: return default_float;
+    case CW: return DType::complex64;
     case U8: return DType::uint8;
     case U16: case U32: return DType::uint32;
     case U64: return DType::int64;  // unreachable from Fluxion's inputs
@@ -143,7 +155,9 @@ DType dtype_of_node(Node n) {
     case BF16: return DType::bfloat16;
     case F16: return DType::float16;
     case F32: return DType::float32;
-    case F64: case kNodes: return DType::float64;
+    case F64: return DType::float64;
+    case C64: return DType::complex64;
+    case C128: case kNodes: return DType::complex128;
   }
   return DType::float64;
 }
@@ -156,6 +170,11 @@ PromotedType promote_types(DType a, bool a_weak, DType b, bool b_weak) {
   for (int n = 0; n < kNodes; ++n)
     if ((common >> n & 1u) && kLattice.up[n] == common) {
       Node r = Node(n);
+      if (r == CW) {
+        // Weak complex joined with weak (or bool) operands: complex128 if a weak side has 64-bit parts.
+        const bool wide = (a_weak && real_dtype_of(a) == DType::float64) || (b_weak && real_dtype_of(b) == DType::float64);
+        return {wide ? DType::complex128 : DType::complex64, true};
+      }
       if (r == IW || r == FW) {
         // Both sides were weak (or bool): keep the wider weak dtype of the right kind.
         DType d = dtype_of_node(r);
@@ -171,6 +190,13 @@ PromotedType promote_types(DType a, bool a_weak, DType b, bool b_weak) {
       return {dtype_of_node(r), false};
     }
   return {DType::float64, false};
+}
+
+// (Thrown directly, not through throw_error: the AOT runtime, runtime/meson.build, links this file
+// without ir/error.cpp.)
+void complex_not_supported(DType d) {
+  throw TypeError("TypeError: dtype " + std::string(dtype_name(d)) +
+                  " is not supported by this kernel (it handles the real dtypes only)");
 }
 
 }  // namespace fluxion

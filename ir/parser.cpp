@@ -294,14 +294,31 @@ class Parser {
       if (!parse_number(tok, &v) || v > max) fail_at(start, "a non-negative integer in the range of " + dt);
       return Literal::of_int(int64_t(v), d, t.weak_type);
     }
-    // Floating: read at the dtype's own precision (f16/bf16 print as the float they widen to), so
-    // the shortest round-trip text maps back to the same bits without double rounding.
+    if (is_complex(d)) {
+      // re+imj or re-imj, each part a real literal of the part dtype.
+      size_t split = std::string_view::npos;
+      for (size_t k = 1; k + 1 < tok.size(); ++k)
+        if ((tok[k] == '+' || tok[k] == '-') && tok[k - 1] != 'e' && tok[k - 1] != 'E') split = k;
+      if (tok.back() != 'j' || split == std::string_view::npos) fail_at(start, "a complex literal re+imj for " + dt);
+      const DType part = real_dtype_of(d);
+      std::string_view im = tok.substr(split, tok.size() - split - 1);
+      if (im[0] == '+') im.remove_prefix(1);
+      return Literal::of_complex(real_value(tok.substr(0, split), part, start), real_value(im, part, start), d,
+                                 t.weak_type);
+    }
+    return Literal::of_double(real_value(tok, d, start), d, t.weak_type);
+  }
+
+  // Floating: read at the dtype's own precision (f16/bf16 print as the float they widen to), so
+  // the shortest round-trip text maps back to the same bits without double rounding.
+  double real_value(std::string_view tok, DType d, size_t start) {
+    const std::string dt(dtype_name(d));
     double v = 0;
     if (tok == "nan") {
       v = std::numeric_limits<double>::quiet_NaN();
     } else if (tok == "inf" || tok == "-inf") {
       v = tok[0] == '-' ? -HUGE_VAL : HUGE_VAL;
-    } else if (!is_digit(tok[0]) && !(tok[0] == '-' && tok.size() > 1 && is_digit(tok[1]))) {
+    } else if (tok.empty() || (!is_digit(tok[0]) && !(tok[0] == '-' && tok.size() > 1 && is_digit(tok[1])))) {
       fail_at(start, "a number, nan, inf or -inf for a " + dt + " literal");
     } else if (d == DType::float64) {
       if (!parse_number(tok, &v)) fail_at(start, "a number in the range of f64");
@@ -310,7 +327,7 @@ class Parser {
       if (!parse_number(tok, &f)) fail_at(start, "a number in the range of " + dt);
       v = double(f);
     }
-    return Literal::of_double(v, d, t.weak_type);
+    return v;
   }
 
   // ---- params -----------------------------------------------------------------------------------

@@ -62,7 +62,9 @@ namespace fluxion {
   /* collectives over a named axis (prims/collectives.cpp) */                                    \
   X(psum, "psum") X(pmean, "pmean") X(pmax, "pmax") X(pmin, "pmin") X(all_gather, "all_gather")    \
   X(psum_scatter, "psum_scatter") X(ppermute, "ppermute") X(all_to_all, "all_to_all")             \
-  X(axis_index, "axis_index")
+  X(axis_index, "axis_index")                                                                      \
+  /* complex numbers (prims/complex.cpp) and the FFT (prims/fft.cpp) */                          \
+  X(real, "real") X(imag, "imag") X(conj, "conj") X(complex, "complex") X(fft, "fft")
 
 enum class Prim : uint16_t {
 #define FLUXION_X(id, name) id,

@@ -11,6 +11,7 @@ namespace fluxion {
 
 // ---- Literal ------------------------------------------------------------------------------------
 Literal Literal::of_double(double v, DType d, bool weak) {
+  if (is_complex(d)) return of_complex(v, 0, d, weak);
   Literal l;
   l.dtype = d;
   l.weak = weak;
@@ -33,8 +34,16 @@ Literal Literal::of_double(double v, DType d, bool weak) {
   return l;
 }
 
+Literal Literal::of_complex(double re, double im, DType d, bool weak) {
+  if (!is_complex(d)) return of_double(re, d, weak);
+  Literal l = of_double(re, real_dtype_of(d), weak);
+  l.im = of_double(im, real_dtype_of(d)).f;
+  l.dtype = d;
+  return l;
+}
+
 Literal Literal::of_int(int64_t v, DType d, bool weak) {
-  if (is_float(d)) return of_double(double(v), d, weak);
+  if (is_inexact(d)) return of_double(double(v), d, weak);
   Literal l;
   l.dtype = d;
   l.weak = weak;
@@ -59,6 +68,18 @@ Literal Literal::load(const void* p, DType d, bool weak) {
   Literal l;
   l.dtype = d;
   l.weak = weak;
+  if (is_complex(d)) {
+    dispatch_dtype_complex(d, [&](auto z) {
+      using T = decltype(z);
+      if constexpr (is_complex_type<T>) {
+        T t;
+        std::memcpy(&t, p, sizeof(T));
+        l.f = double(t.real());
+        l.im = double(t.imag());
+      }
+    });
+    return l;
+  }
   dispatch_dtype(d, [&](auto z) {
     using T = decltype(z);
     T t;
@@ -72,40 +93,53 @@ Literal Literal::load(const void* p, DType d, bool weak) {
 }
 
 void Literal::store(void* p) const {
-  dispatch_dtype(dtype, [&](auto z) {
+  dispatch_dtype_complex(dtype, [&](auto z) {
     using T = decltype(z);
     T t;
     if constexpr (std::is_same_v<T, bool>) t = i != 0;
     else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) t = T(i);
     else if constexpr (std::is_integral_v<T>) t = T(u);
     else if constexpr (std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>) t = T(float(f));
+    else if constexpr (is_complex_type<T>) t = T(typename T::value_type(f), typename T::value_type(im));
     else t = T(f);
     std::memcpy(p, &t, sizeof(T));
   });
 }
 
 double Literal::as_double() const {
-  if (is_float(dtype)) return f;
+  if (is_inexact(dtype)) return f;  // the real part of a complex literal
   if (is_unsigned_int(dtype)) return double(u);
   return double(i);
 }
+
+namespace {
+// The shortest text that reads back to the same value of the (real) dtype d.
+std::string real_str(double f, DType d) {
+  if (std::isnan(f)) return "nan";
+  if (std::isinf(f)) return f > 0 ? "inf" : "-inf";
+  char buf[64];
+  std::to_chars_result r = d == DType::float64 ? std::to_chars(buf, buf + sizeof buf, f)
+                                               : std::to_chars(buf, buf + sizeof buf, float(f));
+  std::string s(buf, r.ptr);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+}  // namespace
 
 std::string Literal::value_str() const {
   if (dtype == DType::bool_) return i ? "True" : "False";
   if (is_signed_int(dtype)) return std::to_string(i);
   if (is_unsigned_int(dtype)) return std::to_string(u);
-  if (std::isnan(f)) return "nan";
-  if (std::isinf(f)) return f > 0 ? "inf" : "-inf";
-  char buf[64];
-  std::to_chars_result r = dtype == DType::float64 ? std::to_chars(buf, buf + sizeof buf, f)
-                                                   : std::to_chars(buf, buf + sizeof buf, float(f));
-  std::string s(buf, r.ptr);
-  if (s.find_first_of(".e") == std::string::npos) s += ".0";
-  return s;
+  if (!is_complex(dtype)) return real_str(f, dtype);
+  // Python's spelling, 1.0+2.0j / 1.0-2.0j (nan and inf parts as +nanj, -infj).
+  std::string imag = real_str(im, real_dtype_of(dtype));
+  return real_str(f, real_dtype_of(dtype)) + (imag[0] == '-' ? "" : "+") + imag + "j";
 }
 
 bool operator==(const Literal& a, const Literal& b) {
   if (a.dtype != b.dtype || a.weak != b.weak) return false;
+  if (is_complex(a.dtype))
+    return std::memcmp(&a.f, &b.f, sizeof(double)) == 0 && std::memcmp(&a.im, &b.im, sizeof(double)) == 0;
   if (is_float(a.dtype)) return std::memcmp(&a.f, &b.f, sizeof(double)) == 0;
   return a.i == b.i;
 }

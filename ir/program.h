@@ -32,16 +32,19 @@ struct Literal {
     int64_t i;   // signed integers and bool
     uint64_t u;  // unsigned integers
   };
+  double im = 0;  // complex dtypes: the imaginary part (the real part is f)
   Literal() : i(0) {}
   static Literal of_double(double v, DType d, bool weak = false);
   static Literal of_int(int64_t v, DType d, bool weak = false);
+  /// re + im*i as dtype d: a complex dtype keeps both parts, a real one drops the imaginary part.
+  static Literal of_complex(double re, double im, DType d, bool weak = false);
   /// Reads one element of dtype `d` from memory.
   static Literal load(const void* p, DType d, bool weak = false);
   /// Writes the value as one element of its dtype.
   void store(void* p) const;
   double as_double() const;
   AbstractArray aval() const { return AbstractArray{Shape{}, dtype, weak}; }
-  /// "2.0", "3", "True"
+  /// "2.0", "3", "True", "1.0+2.0j"
   std::string value_str() const;
   friend bool operator==(const Literal& a, const Literal& b);
 };

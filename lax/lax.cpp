@@ -20,6 +20,10 @@ Array cosh(const Array& x) { return unary(Prim::cosh, x); }
 Array rsqrt(const Array& x) { return unary(Prim::rsqrt, x); }
 Array integer_pow(const Array& x, int64_t n) { return unary(Prim::integer_pow, x, Params{{"y", n}}); }
 Array polygamma(int64_t m, const Array& x) { return unary(Prim::polygamma, x, Params{{"m", m}}); }
+Array real(const Array& x) { return unary(Prim::real, x); }
+Array imag(const Array& x) { return unary(Prim::imag, x); }
+Array conj(const Array& x) { return unary(Prim::conj, x); }
+Array complex(const Array& re, const Array& im) { return binary(Prim::complex, re, im); }
 
 Array add(const Array& x, const Array& y) { return binary(Prim::add, x, y); }
 Array sub(const Array& x, const Array& y) { return binary(Prim::sub, x, y); }
@@ -48,7 +52,7 @@ Array convert(const Array& x, DType dtype, bool weak) {
 
 Array scalar_like(const Array& x, double value) {
   const DType d = x.dtype();
-  return literal_array(is_float(d) ? Literal::of_double(value, d, x.weak_type())
+  return literal_array(is_inexact(d) ? Literal::of_double(value, d, x.weak_type())
                                    : Literal::of_int(int64_t(value), d, x.weak_type()));
 }
 

@@ -34,6 +34,11 @@ Array rsqrt(const Array& x);
 Array integer_pow(const Array& x, int64_t n);
 /// The m-th derivative of digamma; polygamma(0, x) is digamma.
 Array polygamma(int64_t m, const Array& x);
+/// The parts of a complex array (real dtypes: c64 -> f32), its conjugate, and re + i im.
+Array real(const Array& x);
+Array imag(const Array& x);
+Array conj(const Array& x);
+Array complex(const Array& re, const Array& im);
 
 Array add(const Array& x, const Array& y);
 Array sub(const Array& x, const Array& y);

@@ -30,7 +30,7 @@ std::vector<AbstractArray> binary_shape(std::span<const AbstractArray> in, const
 
 template <class Op>
 void binary_kernel(std::span<const View> in, std::span<const View> out, const Params&) {
-  dispatch_dtype(in[0].dtype(), [&](auto z) {
+  dispatch_dtype_complex(in[0].dtype(), [&](auto z) {
     using T = decltype(z);
     if constexpr (admits<T>(Op::accepts)) {
       using C = compute_t<T>;
@@ -53,7 +53,7 @@ Array scale(const Array& t, const Array& by) { return is_zero(t) ? t : t * by; }
   };
 
 // ---- add (and add_any, the same on tangents): linear in both operands --------------------------
-FLUXION_BINARY_OP(add_op, Numeric, C(x + y))
+FLUXION_BINARY_OP(add_op, Number, C(x + y))
 std::vector<Array> add_jvp(Arrays, Arrays t, Arrays y, const Params&, SourceLoc) { return {sum_tangents(t[0], t[1], y[0])}; }
 std::vector<Array> add_transpose(Arrays ct, Args a, const Params&, SourceLoc) {
   return {a[0].linear ? unbroadcast(ct[0], a[0].aval) : Array(), a[1].linear ? unbroadcast(ct[0], a[1].aval) : Array()};
@@ -78,7 +78,7 @@ const Registration add_any_registration = PrimitiveRules{
 };
 
 // ---- sub: linear in both operands ------------------------------------------------------------------
-FLUXION_BINARY_OP(sub_op, Numeric, C(x - y))
+FLUXION_BINARY_OP(sub_op, Number, C(x - y))
 std::vector<Array> sub_jvp(Arrays, Arrays t, Arrays y, const Params&, SourceLoc) {
   return {sum_tangents(t[0], is_zero(t[1]) ? t[1] : -t[1], y[0])};
 }
@@ -96,7 +96,7 @@ const Registration sub_registration = PrimitiveRules{
 };
 
 // ---- mul: linear in one operand at a time (the other is a known value) ------------------------------
-FLUXION_BINARY_OP(mul_op, Numeric, C(x * y))
+FLUXION_BINARY_OP(mul_op, Number, C(x * y))
 std::vector<Array> mul_jvp(Arrays x, Arrays t, Arrays y, const Params&, SourceLoc) {
   return {sum_tangents(scale(t[0], x[1]), scale(t[1], x[0]), y[0])};
 }
@@ -120,7 +120,7 @@ const Registration mul_registration = PrimitiveRules{
 // Integer division truncates toward zero (C semantics, as lax.div). Division by zero must not trap
 // the process: it gives -1 (all bits set), as XLA defines it.
 struct div_op {
-  static constexpr Accepts accepts = Accepts::Numeric;
+  static constexpr Accepts accepts = Accepts::Number;
   template <class C>
   static C f(C x, C y) {
     if constexpr (std::is_integral_v<C>) {
@@ -183,7 +183,7 @@ const Registration rem_registration = PrimitiveRules{
 };
 
 // ---- pow -----------------------------------------------------------------------------------------------
-FLUXION_BINARY_OP(pow_op, Float, std::pow(x, y))
+FLUXION_BINARY_OP(pow_op, Inexact, std::pow(x, y))
 // d(a^b) = ta * b * a^(b-1) + tb * log(a) * y, with log(0) read as 0 (the tb term vanishes there).
 std::vector<Array> pow_jvp(Arrays x, Arrays t, Arrays y, const Params&, SourceLoc) {
   Array da = is_zero(t[0]) ? t[0] : t[0] * x[1] * pow(x[0], x[1] - 1);

@@ -11,19 +11,25 @@ using Arrays = std::span<const Array>;
 
 // ---- eq ne lt le gt ge: bool results, so a zero derivative ------------------------------------------
 
+// eq and ne take complex operands; the ordering comparisons are not defined on them (TypeError).
+template <class Op>
 std::vector<AbstractArray> compare_shape(std::span<const AbstractArray> in, const Params&) {
   if (in.size() != 2) rule_error(ErrorKind::Type, "expects 2 operands, got " + std::to_string(in.size()));
   Shape s = nary_shape(in);
-  same_dtype(in);
+  const DType d = same_dtype(in);
+  if (!Op::complex_ok && is_complex(d))
+    rule_error(ErrorKind::Type, "complex numbers are not ordered, got " + std::string(dtype_name(d)) +
+                                    " (compare real(x) or abs(x))");
   return {AbstractArray{std::move(s), DType::bool_, false}};
 }
 
 template <class Op>
 void compare_kernel(std::span<const View> in, std::span<const View> out, const Params&) {
-  dispatch_dtype(in[0].dtype(), [&](auto z) {
+  dispatch_dtype_complex(in[0].dtype(), [&](auto z) {
     using T = decltype(z);
     using C = compute_t<T>;
-    map2<T, bool>(in[0], in[1], out[0], [](C x, C y) { return Op::f(x, y); });
+    if constexpr (Op::complex_ok || !is_complex_type<T>)
+      map2<T, bool>(in[0], in[1], out[0], [](C x, C y) { return Op::f(x, y); });
   });
 }
 
@@ -31,27 +37,28 @@ template <class Op, Prim P>
 PrimitiveRules comparison() {
   return PrimitiveRules{
       .prim = P,
-      .shape = &compare_shape,
+      .shape = &compare_shape<Op>,
       .kernel = &compare_kernel<Op>,
       .zero_derivative = true,
       .batch = &batch_elementwise<P>,
   };
 }
 
-#define FLUXION_COMPARE(name, Expr)   \
+#define FLUXION_COMPARE(name, Complex, Expr) \
   struct name##_op {                  \
+    static constexpr bool complex_ok = Complex; \
     template <class C>                \
     static bool f(C x, C y) {         \
       return Expr;                    \
     }                                 \
   };                                  \
   const Registration name##_registration = comparison<name##_op, Prim::name>();
-FLUXION_COMPARE(eq, x == y)
-FLUXION_COMPARE(ne, x != y)
-FLUXION_COMPARE(lt, x < y)
-FLUXION_COMPARE(le, x <= y)
-FLUXION_COMPARE(gt, x > y)
-FLUXION_COMPARE(ge, x >= y)
+FLUXION_COMPARE(eq, true, x == y)
+FLUXION_COMPARE(ne, true, x != y)
+FLUXION_COMPARE(lt, false, x < y)
+FLUXION_COMPARE(le, false, x <= y)
+FLUXION_COMPARE(gt, false, x > y)
+FLUXION_COMPARE(ge, false, x >= y)
 #undef FLUXION_COMPARE
 
 // ---- select(pred, on_true, on_false): pred is bool; the cases share a dtype; rank-0 operands -------
@@ -66,7 +73,7 @@ std::vector<AbstractArray> select_shape(std::span<const AbstractArray> in, const
 }
 
 void select_kernel(std::span<const View> in, std::span<const View> out, const Params&) {
-  dispatch_dtype(in[1].dtype(), [&](auto z) {
+  dispatch_dtype_complex(in[1].dtype(), [&](auto z) {
     using T = decltype(z);
     map3<bool, T, T, T>(in[0], in[1], in[2], out[0], [](bool p, T a, T b) { return p ? a : b; });
   });
@@ -101,7 +108,8 @@ std::vector<AbstractArray> clamp_shape(std::span<const AbstractArray> in, const 
   if (in.size() != 3) rule_error(ErrorKind::Type, "expects 3 operands (min, x, max)");
   Shape s = nary_shape(in);
   DType d = same_dtype(in);
-  if (is_bool(d)) rule_error(ErrorKind::Type, "expects a numeric dtype, got bool");
+  if (is_bool(d) || is_complex(d))
+    rule_error(ErrorKind::Type, "expects a real numeric dtype, got " + std::string(dtype_name(d)));
   if (in[0].shape.rank() != 0 && !(in[0].shape == in[1].shape))
     rule_error(ErrorKind::Shape, "min must be a scalar or have the operand's shape");
   return {AbstractArray{std::move(s), d, in[1].weak_type}};

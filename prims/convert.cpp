@@ -1,5 +1,7 @@
 // convert_element_type[new_dtype=... weak_type=...]: numpy's astype. Float to integer truncates
-// toward zero and saturates (NaN gives 0), so no conversion is undefined behaviour.
+// toward zero and saturates (NaN gives 0), so no conversion is undefined behaviour. Real to
+// complex is exact (imaginary part 0); complex to real keeps the real part and drops the imaginary
+// one (numpy's astype, which only warns; JAX's convert_element_type): use real()/abs() to say which.
 #include <cmath>
 #include <limits>
 
@@ -16,7 +18,7 @@ std::vector<AbstractArray> convert_shape(std::span<const AbstractArray> in, cons
 }
 
 template <class To, class From>
-To convert_one(From v) {
+To convert_real(From v) {
   using C = compute_t<From>;
   C x = static_cast<C>(v);
   if constexpr (std::is_same_v<To, bool>) {
@@ -33,10 +35,22 @@ To convert_one(From v) {
   }
 }
 
+template <class To, class From>
+To convert_one(From v) {
+  if constexpr (is_complex_type<From>) {
+    if constexpr (is_complex_type<To>) return To(v);
+    else return convert_one<To>(v.real());
+  } else if constexpr (is_complex_type<To>) {
+    return To(convert_one<typename To::value_type>(v));
+  } else {
+    return convert_real<To>(v);
+  }
+}
+
 void convert_kernel(std::span<const View> in, std::span<const View> out, const Params&) {
-  dispatch_dtype(in[0].dtype(), [&](auto a) {
+  dispatch_dtype_complex(in[0].dtype(), [&](auto a) {
     using From = decltype(a);
-    dispatch_dtype(out[0].dtype(), [&](auto b) {
+    dispatch_dtype_complex(out[0].dtype(), [&](auto b) {
       using To = decltype(b);
       const From* x = in[0].as<const From>();
       To* y = out[0].as<To>();
@@ -50,12 +64,12 @@ void convert_kernel(std::span<const View> in, std::span<const View> out, const P
 // integer or bool type the derivative is zero (jvp_eval drops tangents of non-float outputs).
 std::vector<Array> convert_jvp(std::span<const Array>, std::span<const Array> t, std::span<const Array> y,
                                const Params&, SourceLoc) {
-  if (!is_float(y[0].dtype())) return {Array()};
+  if (!is_inexact(y[0].dtype())) return {Array()};
   return {lax::convert(t[0], y[0].dtype(), y[0].weak_type())};
 }
 std::vector<Array> convert_transpose(std::span<const Array> ct, std::span<const LinearArg> a, const Params&,
                                      SourceLoc) {
-  if (!is_float(a[0].aval.dtype)) return {Array()};
+  if (!is_inexact(a[0].aval.dtype)) return {Array()};
   return {lax::convert(ct[0], a[0].aval.dtype, a[0].aval.weak_type)};
 }
 

@@ -267,6 +267,10 @@ void dot_general_kernel(std::span<const View> in, std::span<const View> out, con
   const DType in_dtype = in[0].dtype(), out_dtype = out[0].dtype();
   if (in_dtype == out_dtype && in_dtype == DType::float32) return eigen_gemm(a, b, out[0].as<float>(), g);
   if (in_dtype == out_dtype && in_dtype == DType::float64) return eigen_gemm(a, b, out[0].as<double>(), g);
+  // Complex products: Eigen's complex kernels (no conjugation: lax.dot_general's meaning).
+  if (in_dtype == out_dtype && in_dtype == DType::complex64) return eigen_gemm(a, b, out[0].as<std::complex<float>>(), g);
+  if (in_dtype == out_dtype && in_dtype == DType::complex128)
+    return eigen_gemm(a, b, out[0].as<std::complex<double>>(), g);
   dispatch_dtype(in_dtype, [&](auto x) {
     using In = decltype(x);
     dispatch_dtype(out_dtype, [&](auto y) {

@@ -13,15 +13,20 @@
 
 namespace fluxion::elementwise {
 
-enum class Accepts : uint8_t { Float, Numeric, Integer, BoolOrInt, Any };
+/// The dtype classes a primitive accepts. Float, Numeric and Any are real dtypes only; the
+/// complex dtypes join through Inexact (float or complex), Number (numeric or complex) and All.
+enum class Accepts : uint8_t { Float, Numeric, Integer, BoolOrInt, Any, Inexact, Number, All };
 
 inline bool accepts(Accepts a, DType d) {
   switch (a) {
     case Accepts::Float: return is_float(d);
-    case Accepts::Numeric: return !is_bool(d);
+    case Accepts::Numeric: return !is_bool(d) && !is_complex(d);
     case Accepts::Integer: return is_integer(d);
     case Accepts::BoolOrInt: return is_bool(d) || is_integer(d);
-    case Accepts::Any: return true;
+    case Accepts::Any: return !is_complex(d);
+    case Accepts::Inexact: return is_inexact(d);
+    case Accepts::Number: return !is_bool(d);
+    case Accepts::All: return true;
   }
   return false;
 }
@@ -31,7 +36,10 @@ inline const char* accepts_name(Accepts a) {
     case Accepts::Numeric: return "a numeric (non-bool) dtype";
     case Accepts::Integer: return "an integer dtype";
     case Accepts::BoolOrInt: return "a bool or integer dtype";
-    case Accepts::Any: return "any dtype";
+    case Accepts::Any: return "a real dtype";
+    case Accepts::Inexact: return "a floating or complex dtype";
+    case Accepts::Number: return "a numeric (non-bool) dtype";
+    case Accepts::All: return "any dtype";
   }
   return "";
 }
@@ -45,10 +53,13 @@ template <class T>
 constexpr bool admits(Accepts a) {
   switch (a) {
     case Accepts::Float: return is_float_type<T>;
-    case Accepts::Numeric: return !std::is_same_v<T, bool>;
+    case Accepts::Numeric: return !std::is_same_v<T, bool> && !is_complex_type<T>;
     case Accepts::Integer: return std::is_integral_v<T> && !std::is_same_v<T, bool>;
     case Accepts::BoolOrInt: return std::is_integral_v<T>;
-    case Accepts::Any: return true;
+    case Accepts::Any: return !is_complex_type<T>;
+    case Accepts::Inexact: return is_float_type<T> || is_complex_type<T>;
+    case Accepts::Number: return !std::is_same_v<T, bool>;
+    case Accepts::All: return true;
   }
   return false;
 }

@@ -25,8 +25,9 @@ using BatchedArgs = std::span<const BatchedArray>;
 /// The type a sum or product of T accumulates in.
 template <class T>
 using acc_t = std::conditional_t<
-    std::is_same_v<T, float> || std::is_same_v<T, double>, double,
-    std::conditional_t<std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>, float, uint64_t>>;
+    is_complex_type<T>, std::complex<double>,
+    std::conditional_t<std::is_same_v<T, float> || std::is_same_v<T, double>, double,
+                       std::conditional_t<std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>, float, uint64_t>>>;
 
 /// Converts one stored value into the accumulator type (integers sign-extend into uint64).
 template <class Acc, class T>
@@ -186,13 +187,13 @@ std::vector<BatchedArray> reduce_batch(BatchedArgs a, const Params& params, int6
 
 // ---- reduce_sum[axes]: linear --------------------------------------------------------------------------
 void reduce_sum_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
-  dispatch_dtype(in[0].dtype(), [&](auto z) {
+  dispatch_dtype_complex(in[0].dtype(), [&](auto z) {
     using T = decltype(z);
     if constexpr (!std::is_same_v<T, bool>) {
       using Acc = acc_t<T>;
       reduce_loop<T>(in[0], out[0], params.get_ints("axes"), Acc(0), [](Acc a, Acc b) { return Acc(a + b); },
                      [](const T* x, int64_t n) {
-                       if constexpr (is_float_type<T>) return pairwise_sum<Acc>(x, n);
+                       if constexpr (is_float_type<T> || is_complex_type<T>) return pairwise_sum<Acc>(x, n);
                        else return fold_run(x, n, Acc(0), [](Acc a, Acc b) { return Acc(a + b); });
                      });
     }
@@ -209,7 +210,7 @@ std::vector<Array> reduce_sum_transpose(Arrays ct, std::span<const LinearArg> a,
 
 const Registration reduce_sum_registration = PrimitiveRules{
     .prim = Prim::reduce_sum,
-    .shape = &reduce_shape<Accepts::Numeric>,
+    .shape = &reduce_shape<Accepts::Number>,
     .kernel = &reduce_sum_kernel,
     .jvp = &reduce_sum_jvp,
     .transpose = &reduce_sum_transpose,
@@ -219,7 +220,7 @@ const Registration reduce_sum_registration = PrimitiveRules{
 
 // ---- reduce_prod[axes] -----------------------------------------------------------------------------------
 void reduce_prod_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
-  dispatch_dtype(in[0].dtype(), [&](auto z) {
+  dispatch_dtype_complex(in[0].dtype(), [&](auto z) {
     using T = decltype(z);
     if constexpr (!std::is_same_v<T, bool>) {
       using Acc = acc_t<T>;
@@ -248,7 +249,7 @@ std::vector<Array> reduce_prod_jvp(Arrays x, Arrays t, Arrays, const Params& par
 
 const Registration reduce_prod_registration = PrimitiveRules{
     .prim = Prim::reduce_prod,
-    .shape = &reduce_shape<Accepts::Numeric>,
+    .shape = &reduce_shape<Accepts::Number>,
     .kernel = &reduce_prod_kernel,
     .jvp = &reduce_prod_jvp,
     .batch = &reduce_batch<Prim::reduce_prod>,

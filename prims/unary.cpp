@@ -32,6 +32,13 @@ constexpr bool returns_bool() {
 template <class Op>
 constexpr bool has_jvp = requires(A a, const Params& p) { Op::jvp(a, a, a, p); };
 
+// An op with `to_real` maps a complex operand to its real dtype (abs: c64 -> f32).
+template <class Op>
+constexpr bool returns_real() {
+  if constexpr (requires { Op::to_real; }) return Op::to_real;
+  else return false;
+}
+
 template <class Op>
 std::vector<AbstractArray> unary_shape(std::span<const AbstractArray> in, const Params& params) {
   if (in.size() != 1) rule_error(ErrorKind::Type, "expects 1 operand, got " + std::to_string(in.size()));
@@ -42,15 +49,17 @@ std::vector<AbstractArray> unary_shape(std::span<const AbstractArray> in, const 
     out.dtype = DType::bool_;
     out.weak_type = false;
   }
+  if constexpr (returns_real<Op>()) out.dtype = real_dtype_of(out.dtype);
   return {out};
 }
 
 template <class Op>
 void unary_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
-  dispatch_dtype(in[0].dtype(), [&](auto z) {
+  dispatch_dtype_complex(in[0].dtype(), [&](auto z) {
     using T = decltype(z);
     if constexpr (admits<T>(Op::accepts)) {
-      using Out = std::conditional_t<returns_bool<Op>(), bool, T>;
+      using Out = std::conditional_t<returns_bool<Op>(), bool,
+                                     std::conditional_t<returns_real<Op>(), real_part_t<T>, T>>;
       map1<T, Out>(in[0], out[0], [&](compute_t<T> x) { return Op::f(x, params); });
     }
   });
@@ -108,33 +117,33 @@ PrimitiveRules unary() {
 
 // ---- the blocks -----------------------------------------------------------------------------------
 
-FLUXION_UNARY(exp, Float, std::exp(x), t * y)
+FLUXION_UNARY(exp, Inexact, std::exp(x), t * y)
 FLUXION_UNARY(exp2, Float, std::exp2(x), t * y * 0.6931471805599453)
-FLUXION_UNARY(log, Float, std::log(x), t / x)
+FLUXION_UNARY(log, Inexact, std::log(x), t / x)
 FLUXION_UNARY(log1p, Float, std::log1p(x), t / (x + 1))
 FLUXION_UNARY(expm1, Float, std::expm1(x), t * (y + 1))
-FLUXION_UNARY(tanh, Float, std::tanh(x), t * (1 - y * y))
+FLUXION_UNARY(tanh, Inexact, std::tanh(x), t * (1 - y * y))
 FLUXION_UNARY(logistic, Float, C(1) / (C(1) + std::exp(-x)), t * y * (1 - y))
-FLUXION_UNARY(sin, Float, std::sin(x), t * cos(x))
-FLUXION_UNARY(cos, Float, std::cos(x), -t * sin(x))
-FLUXION_UNARY(tan, Float, std::tan(x), t * (1 + y * y))
-FLUXION_UNARY(asin, Float, std::asin(x), t * rsqrt(1 - x * x))
-FLUXION_UNARY(acos, Float, std::acos(x), -t * rsqrt(1 - x * x))
-FLUXION_UNARY(atan, Float, std::atan(x), t / (1 + x * x))
-FLUXION_UNARY(sinh, Float, std::sinh(x), t * cosh(x))
-FLUXION_UNARY(cosh, Float, std::cosh(x), t * sinh(x))
-FLUXION_UNARY(asinh, Float, std::asinh(x), t * rsqrt(x * x + 1))
-FLUXION_UNARY(acosh, Float, std::acosh(x), t * rsqrt((x - 1) * (x + 1)))
-FLUXION_UNARY(atanh, Float, std::atanh(x), t / (1 - x * x))
-FLUXION_UNARY(sqrt, Float, std::sqrt(x), t / (y * 2))
-FLUXION_UNARY(rsqrt, Float, C(1) / std::sqrt(x), t * y / x * -0.5)
+FLUXION_UNARY(sin, Inexact, std::sin(x), t * cos(x))
+FLUXION_UNARY(cos, Inexact, std::cos(x), -t * sin(x))
+FLUXION_UNARY(tan, Inexact, std::tan(x), t * (1 + y * y))
+FLUXION_UNARY(asin, Inexact, std::asin(x), t * rsqrt(1 - x * x))
+FLUXION_UNARY(acos, Inexact, std::acos(x), -t * rsqrt(1 - x * x))
+FLUXION_UNARY(atan, Inexact, std::atan(x), t / (1 + x * x))
+FLUXION_UNARY(sinh, Inexact, std::sinh(x), t * cosh(x))
+FLUXION_UNARY(cosh, Inexact, std::cosh(x), t * sinh(x))
+FLUXION_UNARY(asinh, Inexact, std::asinh(x), t * rsqrt(x * x + 1))
+FLUXION_UNARY(acosh, Inexact, std::acosh(x), t * rsqrt((x - 1) * (x + 1)))
+FLUXION_UNARY(atanh, Inexact, std::atanh(x), t / (1 - x * x))
+FLUXION_UNARY(sqrt, Inexact, std::sqrt(x), t / (y * 2))
+FLUXION_UNARY(rsqrt, Inexact, C(1) / std::sqrt(x), t * y / x * -0.5)
 FLUXION_UNARY(cbrt, Float, std::cbrt(x), t * integer_pow(y, -2) * (1.0 / 3))
 FLUXION_UNARY(erf, Float, std::erf(x), t * exp(-x * x) * 1.1283791670955126)
 FLUXION_UNARY(lgamma, Float, std::lgamma(x), t * polygamma(0, x))
 FLUXION_UNARY_PIECEWISE_CONSTANT(sign, Numeric, (x > C(0) ? C(1) : x < C(0) ? C(-1) : x))
 FLUXION_UNARY_PIECEWISE_CONSTANT(floor, Float, std::floor(x))
 FLUXION_UNARY_PIECEWISE_CONSTANT(ceil, Float, std::ceil(x))
-FLUXION_UNARY_PIECEWISE_CONSTANT(stop_gradient, Any, x)
+FLUXION_UNARY_PIECEWISE_CONSTANT(stop_gradient, All, x)
 #undef FLUXION_UNARY
 #undef FLUXION_UNARY_PIECEWISE_CONSTANT
 #undef FLUXION_UNARY_VALUE
@@ -161,14 +170,22 @@ struct is_finite_op {
 };
 const Registration is_finite_registration = unary<is_finite_op, Prim::is_finite>();
 
+// abs: |x|; of a complex x the modulus, a real result (c64 -> f32). d|z| = Re(conj(z) dz) / |z|,
+// 0 at z = 0 (JAX's rule).
 struct abs_op {
-  static constexpr Accepts accepts = Accepts::Numeric;
+  static constexpr Accepts accepts = Accepts::Number;
+  static constexpr bool to_real = true;
   template <class C>
-  static C f(C x, const Params&) {
+  static auto f(C x, const Params&) {
     if constexpr (std::is_unsigned_v<C>) return x;
+    else if constexpr (is_complex_type<C>) return std::abs(x);
     else return x < C(0) ? C(-x) : x;
   }
-  static Array jvp(A x, A t, A, const Params&) { return t * sign(x); }
+  static Array jvp(A x, A t, A y, const Params&) {
+    if (!is_complex(x.dtype())) return t * sign(x);
+    Array nonzero = select(eq(y, scalar_like(y, 0)), scalar_like(y, 1), y);
+    return real(conj(x) * t) / nonzero;
+  }
 };
 const Registration abs_registration = unary<abs_op, Prim::abs>();
 
@@ -185,9 +202,9 @@ const Registration not_registration = unary<not_op, Prim::not_>();
 
 // integer_pow[y=n] x: x^n by repeated squaring (exact for integers); d/dx x^n = n x^(n-1).
 struct integer_pow_op {
-  static constexpr Accepts accepts = Accepts::Numeric;
+  static constexpr Accepts accepts = Accepts::Number;
   static void check(DType d, const Params& params) {
-    if (params.get_int("y") < 0 && !is_float(d)) rule_error(ErrorKind::Type, "negative exponents need a floating dtype");
+    if (params.get_int("y") < 0 && !is_inexact(d)) rule_error(ErrorKind::Type, "negative exponents need a floating dtype");
   }
   template <class C>
   static C f(C x, const Params& params) {
@@ -200,7 +217,7 @@ struct integer_pow_op {
       base = C(base * base);
       e >>= 1;
     }
-    if constexpr (std::is_floating_point_v<C>) return invert ? C(1) / acc : acc;
+    if constexpr (std::is_floating_point_v<C> || is_complex_type<C>) return invert ? C(1) / acc : acc;
     else return acc;
   }
   static Array jvp(A x, A t, A, const Params& params) {
@@ -214,7 +231,7 @@ const Registration integer_pow_registration = unary<integer_pow_op, Prim::intege
 
 // neg is linear: its transpose negates the cotangent. (The record written out in full.)
 struct neg_op {
-  static constexpr Accepts accepts = Accepts::Numeric;
+  static constexpr Accepts accepts = Accepts::Number;
   template <class C>
   static C f(C x, const Params&) { return C(-x); }
   static Array jvp(A, A t, A, const Params&) { return -t; }

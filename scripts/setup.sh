@@ -11,6 +11,7 @@ packages=(meson ninja-build g++ pkg-config libeigen3-dev doctest-dev libbenchmar
           clang-tools-19 python3-ipykernel python3-jupyter-client python3-nbclient python3-matplotlib  # notebooks/
           python3-venv  # tests: onnxruntime from PyPI (scripts/onnxruntime.sh)
           zlib1g-dev
+          libfftw3-dev  # the fft primitive's kernel (FFTW 3, single and double precision)
           libopenmpi-dev openmpi-bin  # MPI: optional for the library, used by the multi-process tests
           "$@")  # extra packages a caller needs (scripts/data.sh: the datasets)
 need=()

@@ -36,6 +36,9 @@ const std::vector<OpInfo>& op_table() {
     n = t.size();
     add_conv_ops(t);
     stamp(t, n, "op_table_conv.cpp");
+    n = t.size();
+    add_complex_ops(t);
+    stamp(t, n, "op_table_complex.cpp");
     return t;
   }();
   return table;

@@ -108,6 +108,7 @@ void add_reduce_ops(std::vector<OpInfo>& t);       // tests/op_table_reduce.cpp
 void add_linalg_ops(std::vector<OpInfo>& t);       // tests/op_table_linalg.cpp
 void add_decomposition_ops(std::vector<OpInfo>& t);  // tests/op_table_decomp.cpp
 void add_conv_ops(std::vector<OpInfo>& t);         // tests/op_table_conv.cpp
+void add_complex_ops(std::vector<OpInfo>& t);      // tests/op_table_complex.cpp
 
 /// "name [dtype] label (shapes...)": a sample in failure messages.
 std::string describe(const OpInfo& op, fx::DType d, const Sample& s);

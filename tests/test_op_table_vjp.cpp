@@ -190,6 +190,23 @@ fx::Array i32(fx::Shape shape, std::vector<double> v) { return to_array(host(std
 
 // The windowed family (entries: tests/op_table_conv.cpp): a convolution linear in either operand,
 // the window sum, and the max-pool derivative's gather and scatter.
+// The complex primitives, between real inputs and a real output (the parts in, a part out), so the
+// real dot products below are JAX's pairing Re(sum ct * y) of the complex values inside.
+void add_complex_cases(std::vector<LinearCase>& r) {
+  using P = fx::Prim;
+  const fx::Array c = fx::complex(f64({3, 4}, 61), f64({3, 4}, 62));
+  auto parts = [](const Arrays& a) { return fx::complex(a[0], a[1]); };
+  const Arrays ab = {f64({3, 4}, 63), f64({3, 4}, 64)};
+  r.push_back({"complex(a, b) * c, real", P::complex, [=](const Arrays& a) { return fx::real(parts(a) * c); }, ab});
+  r.push_back({"real(...)", P::real, [=](const Arrays& a) { return fx::real(parts(a) * c); }, ab});
+  r.push_back({"imag(...)", P::imag, [=](const Arrays& a) { return fx::imag(parts(a) * c); }, ab});
+  r.push_back({"conj(...)", P::conj, [=](const Arrays& a) { return fx::imag(fx::conj(parts(a)) * c); }, ab});
+  r.push_back({"fft over 2 axes", P::fft, [=](const Arrays& a) { return fx::imag(fx::fft::fft2(parts(a)) * c); }, ab});
+  const fx::Array bins = fx::complex(f64({3, 3}, 66), f64({3, 3}, 67));  // rfft of n = 5: 3 bins
+  r.push_back({"rfft then irfft (odd n)", P::fft,
+               [=](const Arrays& a) { return fx::fft::irfft(fx::fft::rfft(a[0], 5) * bins, 7); }, {f64({3, 6}, 65)}});
+}
+
 void add_windowed_cases(std::vector<LinearCase>& r) {
   using P = fx::Prim;
   fx::Array kernel = f64({3, 2, 2, 2}, 36), image = f64({2, 2, 5, 4}, 37), chooser = f64({5, 4}, 38);
@@ -284,6 +301,7 @@ std::vector<LinearCase> linear_cases() {
                },
                {f64({2, 3}, 37)}});
   add_windowed_cases(r);
+  add_complex_cases(r);
   return r;
 }
 

@@ -9,20 +9,31 @@
 
 namespace fluxion::detail {
 
-void check_scalar_output(const char* api, const AbstractArray& out, SourceLoc loc) {
-  if (out.ndim() != 0 || !is_float(out.dtype))
+void check_scalar_output(const char* api, const AbstractArray& out, SourceLoc loc, bool holomorphic) {
+  if (out.ndim() == 0 && is_complex(out.dtype) && !holomorphic)
+    throw TypeError(std::string("TypeError: ") + api + " at " + loc.str() + ": the function returns " + out.str() +
+                    "; grad needs a real-valued output. For a holomorphic function pass fx::holomorphic "
+                    "(fx::grad(f, fx::holomorphic)); otherwise differentiate fx::real or fx::abs of it.");
+  if (out.ndim() == 0 && !is_complex(out.dtype) && holomorphic)
+    throw TypeError(std::string("TypeError: ") + api + " at " + loc.str() + ": with fx::holomorphic the function " +
+                    "must return a complex scalar, but it returns " + out.str());
+  if (out.ndim() != 0 || !is_inexact(out.dtype))
     throw TypeError(std::string("TypeError: ") + api + " at " + loc.str() +
                     ": the function must return a float scalar, but it returns " + out.str() +
                     ". For non-scalar outputs use fx::jacrev, fx::jacfwd or fx::vjp.");
 }
 
 void check_float_argument(const char* api, const std::vector<Array>& leaves, size_t begin, size_t end, int argnum,
-                          SourceLoc loc) {
-  for (size_t i = begin; i < end; ++i)
-    if (!is_float(leaves[i].dtype()))
+                          SourceLoc loc, bool holomorphic) {
+  for (size_t i = begin; i < end; ++i) {
+    if (holomorphic && !is_complex(leaves[i].dtype()))
+      throw TypeError(std::string("TypeError: ") + api + " at " + loc.str() + ": with fx::holomorphic argument " +
+                      std::to_string(argnum) + " must be complex, but it has a leaf of type " + leaves[i].aval().str());
+    if (!is_inexact(leaves[i].dtype()))
       throw TypeError(std::string("TypeError: ") + api + " at " + loc.str() + ": argument " + std::to_string(argnum) +
                       " has a leaf of type " + leaves[i].aval().str() +
                       "; only floating-point arguments can be differentiated (integers and bools have no tangent)");
+  }
 }
 
 GradResult value_and_grad_flat(const Program& p, std::span<const Array> leaves, const std::vector<bool>& wrt,
@@ -102,7 +113,7 @@ std::vector<Array> Pullback::operator()(std::span<const Array> cts) const {
 
 Pullback make_pullback(const Program& p, std::span<const Array> leaves, std::vector<Array>& outs, SourceLoc loc) {
   std::vector<bool> wrt;
-  for (const Array& l : leaves) wrt.push_back(is_float(l.dtype()));
+  for (const Array& l : leaves) wrt.push_back(is_inexact(l.dtype()));
   return make_pullback(p, leaves, wrt, outs, loc);
 }
 
@@ -130,7 +141,7 @@ std::vector<Array> LinearMap::operator()(std::span<const Array> tangents) const 
     if (!tangents[i].aval().same_type(in_avals_[i]))
       throw ShapeError("ShapeError: linearized function at " + loc_.str() + ": tangent " + std::to_string(i) +
                        " has type " + tangents[i].aval().str() + ", the primal is " + in_avals_[i].str());
-    if (is_float(in_avals_[i].dtype)) in.push_back(tangents[i]);
+    if (is_inexact(in_avals_[i].dtype)) in.push_back(tangents[i]);
   }
   return eval_program(linear_, in);
 }
@@ -139,7 +150,7 @@ LinearMap make_linear_map(const Program& p, std::span<const Array> leaves, std::
   std::vector<bool> wrt;
   std::vector<AbstractArray> in_avals;
   for (const Array& l : leaves) {
-    wrt.push_back(is_float(l.dtype()));
+    wrt.push_back(is_inexact(l.dtype()));
     in_avals.push_back(l.aval());
   }
   LinearizedPrograms lin = linearize_programs(p, wrt, p.outvars.size());

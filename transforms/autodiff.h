@@ -29,6 +29,11 @@ namespace fluxion {
 /// Tag: the function returns {value, aux}; aux is carried through, not differentiated.
 struct HasAux {};
 inline constexpr HasAux has_aux{};
+/// grad(f, fx::holomorphic): f maps complex arguments to a complex scalar and is holomorphic; the
+/// gradient is f'(z) (jax.grad(holomorphic=True)). Without it grad wants a real-valued f, and of a
+/// complex argument z = x + iy it returns df/dx - i df/dy (JAX's convention; docs/linalg.md).
+struct Holomorphic {};
+inline constexpr Holomorphic holomorphic{};
 
 namespace detail {
 
@@ -53,11 +58,13 @@ struct GradResult {
 };
 GradResult value_and_grad_flat(const Program& p, std::span<const Array> leaves, const std::vector<bool>& wrt,
                                bool with_value, SourceLoc loc);
-/// Checks that output 0 is a float scalar (TypeError pointing to jacrev/vjp otherwise).
-void check_scalar_output(const char* api, const AbstractArray& out, SourceLoc loc);
-/// Checks that every wrt leaf of argument `argnum` is floating (TypeError otherwise).
+/// Checks that output 0 is a real float scalar, or with `holomorphic` a complex one (TypeError
+/// pointing to jacrev/vjp or fx::holomorphic otherwise).
+void check_scalar_output(const char* api, const AbstractArray& out, SourceLoc loc, bool holomorphic = false);
+/// Checks that every wrt leaf of argument `argnum` is floating or complex (complex with
+/// `holomorphic`; TypeError otherwise).
 void check_float_argument(const char* api, const std::vector<Array>& leaves, size_t begin, size_t end, int argnum,
-                          SourceLoc loc);
+                          SourceLoc loc, bool holomorphic = false);
 
 template <class T>
 struct is_pair : std::false_type {};
@@ -70,7 +77,7 @@ struct argnum_list {
 };
 
 /// The gradient part of grad/value_and_grad, for arguments `argnums` (0 when empty).
-template <bool WithValue, bool Aux, int... argnums, class F, class... Args>
+template <bool WithValue, bool Aux, bool Holomorphic, int... argnums, class F, class... Args>
 auto grad_impl(const F& f, SourceLoc loc, const Args&... args) {
   constexpr bool several = sizeof...(argnums) > 1;
   constexpr auto which = [] {
@@ -85,7 +92,7 @@ auto grad_impl(const F& f, SourceLoc loc, const Args&... args) {
     if (a < 0 || a >= int(sizeof...(Args)))
       throw ValueError("ValueError: grad at " + loc.str() + ": argnum " + std::to_string(a) + " is out of range for " +
                        std::to_string(sizeof...(Args)) + " arguments");
-    check_float_argument("grad", flat.leaves, flat.start[size_t(a)], flat.start[size_t(a) + 1], a, loc);
+    check_float_argument("grad", flat.leaves, flat.start[size_t(a)], flat.start[size_t(a) + 1], a, loc, Holomorphic);
     for (size_t i = flat.start[size_t(a)]; i < flat.start[size_t(a) + 1]; ++i) wrt[i] = true;
   }
   auto [program, out] = trace_to_program(f, args...);
@@ -93,7 +100,7 @@ auto grad_impl(const F& f, SourceLoc loc, const Args&... args) {
   if constexpr (Aux) static_assert(is_pair<Out>::value, "with fx::has_aux the function must return a std::pair{loss, aux}");
   if constexpr (!Aux)
     static_assert(std::is_same_v<Out, Array>, "grad: the function must return one Array (a float scalar)");
-  check_scalar_output("grad", program.out_avals().at(0), loc);
+  check_scalar_output("grad", program.out_avals().at(0), loc, Holomorphic);
   GradResult g = value_and_grad_flat(program, flat.leaves, wrt, WithValue, loc);
 
   // Rebuild each differentiated argument's tree from its gradient leaves (which come in leaf order).
@@ -131,21 +138,30 @@ auto grad_impl(const F& f, SourceLoc loc, const Args&... args) {
 /// The gradient of a function returning a float scalar, w.r.t. arguments `argnums` (default 0).
 template <int... argnums, class F>
 auto grad(F f, SourceLoc loc = std::source_location::current()) {
-  return [f, loc](const auto&... args) { return detail::grad_impl<false, false, argnums...>(f, loc, args...); };
+  return [f, loc](const auto&... args) { return detail::grad_impl<false, false, false, argnums...>(f, loc, args...); };
 }
 /// grad of a function returning {loss, aux}: gives {grad, aux}.
 template <int... argnums, class F>
 auto grad(F f, HasAux, SourceLoc loc = std::source_location::current()) {
-  return [f, loc](const auto&... args) { return detail::grad_impl<false, true, argnums...>(f, loc, args...); };
+  return [f, loc](const auto&... args) { return detail::grad_impl<false, true, false, argnums...>(f, loc, args...); };
 }
 template <int... argnums, class F>
 auto value_and_grad(F f, SourceLoc loc = std::source_location::current()) {
-  return [f, loc](const auto&... args) { return detail::grad_impl<true, false, argnums...>(f, loc, args...); };
+  return [f, loc](const auto&... args) { return detail::grad_impl<true, false, false, argnums...>(f, loc, args...); };
+}
+/// grad and value_and_grad of a holomorphic function of complex arguments (see fx::holomorphic).
+template <int... argnums, class F>
+auto grad(F f, Holomorphic, SourceLoc loc = std::source_location::current()) {
+  return [f, loc](const auto&... args) { return detail::grad_impl<false, false, true, argnums...>(f, loc, args...); };
+}
+template <int... argnums, class F>
+auto value_and_grad(F f, Holomorphic, SourceLoc loc = std::source_location::current()) {
+  return [f, loc](const auto&... args) { return detail::grad_impl<true, false, true, argnums...>(f, loc, args...); };
 }
 /// value_and_grad of a function returning {loss, aux}: gives {{loss, aux}, grad}.
 template <int... argnums, class F>
 auto value_and_grad(F f, HasAux, SourceLoc loc = std::source_location::current()) {
-  return [f, loc](const auto&... args) { return detail::grad_impl<true, true, argnums...>(f, loc, args...); };
+  return [f, loc](const auto&... args) { return detail::grad_impl<true, true, false, argnums...>(f, loc, args...); };
 }
 
 namespace detail {

@@ -129,6 +129,9 @@ R rebuild_results(const Compiled& c, const std::vector<Array>& results) {
 std::shared_ptr<const Compiled> compile_signature(JitCache& cache, const std::string& key, Program program,
                                                   std::shared_ptr<const void> out_like,
                                                   const runtime::Device& target = runtime::cpu_device());
+/// Whether p holds a complex value (its sub-programs included): jit then interprets it with the
+/// reference kernels instead of compiling it, as the lowering has no complex types yet.
+bool uses_complex(const Program& p);
 /// Runs a compiled signature on the flattened Array arguments.
 std::vector<Array> run_compiled(const Compiled& c, std::span<const Array> args);
 

@@ -39,8 +39,9 @@ struct JvpRules {
 const JvpRules& jvp_rules(Prim p);
 void register_jvp_rules(Prim p, const JvpRules& rules);
 
-/// Whether values of this dtype carry tangents (floats only; ints and bools have a float0-like zero).
-inline bool has_tangent_space(DType d) { return is_float(d); }
+/// Whether values of this dtype carry tangents (floats and complex; ints and bools have a float0-like
+/// zero).
+inline bool has_tangent_space(DType d) { return is_inexact(d); }
 
 /// The JVP of p. `nonzero[i]` says whether invar i has a tangent input. The result takes the primals,
 /// then one tangent per nonzero invar, and returns the outputs, then one tangent per output (zeros

@@ -11,7 +11,8 @@ namespace fluxion {
 
 namespace {
 
-bool is_literal_value(const Atom& a, double v) { return a.is_literal() && a.lit.as_double() == v; }
+// (A complex literal is v only when its imaginary part is 0.)
+bool is_literal_value(const Atom& a, double v) { return a.is_literal() && a.lit.as_double() == v && a.lit.im == 0; }
 
 // What is known about a var's value: a splat of a literal (broadcast_in_dim of a scalar literal).
 struct Splat {
@@ -75,19 +76,23 @@ class Simplifier {
     const EvalRules& r = eval_rules(e.prim);
     // Collectives (prims/collectives.cpp) meet the other devices of their axis: never at compile time.
     if (!r.kernel || e.params.has("axis_key")) return false;
-    std::vector<std::array<unsigned char, 8>> in_bytes(e.inputs.size());
+    // One element of any dtype (complex128 is 16 bytes), aligned for the kernels' typed reads.
+    struct alignas(16) Slot {
+      unsigned char bytes[16];
+    };
+    std::vector<Slot> in_bytes(e.inputs.size());
     std::vector<AbstractArray> in_avals;
     std::vector<View> ins;
     in_avals.reserve(e.inputs.size());
     for (size_t i = 0; i < e.inputs.size(); ++i) {
-      e.inputs[i].lit.store(in_bytes[i].data());
+      e.inputs[i].lit.store(in_bytes[i].bytes);
       in_avals.push_back(e.inputs[i].lit.aval());
     }
-    for (size_t i = 0; i < e.inputs.size(); ++i) ins.push_back(View{in_bytes[i].data(), &in_avals[i]});
-    std::array<unsigned char, 8> out_bytes{};
-    View out{out_bytes.data(), &t};
+    for (size_t i = 0; i < e.inputs.size(); ++i) ins.push_back(View{in_bytes[i].bytes, &in_avals[i]});
+    Slot out_bytes{};
+    View out{out_bytes.bytes, &t};
     r.kernel(ins, std::span<const View>(&out, 1), e.params);
-    sub_[size_t(e.outputs[0])] = Atom(Literal::load(out_bytes.data(), t.dtype, t.weak_type));
+    sub_[size_t(e.outputs[0])] = Atom(Literal::load(out_bytes.bytes, t.dtype, t.weak_type));
     return true;
   }
 
@@ -168,7 +173,7 @@ class Simplifier {
     if (cse_enabled_) seen_.insert(i);
     for (int32_t v : e.outputs) producer_[size_t(v)] = i;
     if (e.prim == Prim::broadcast_in_dim && e.inputs[0].is_literal()) {
-      splat_[size_t(e.outputs[0])] = Splat{true, e.inputs[0].lit.as_double()};
+      splat_[size_t(e.outputs[0])] = Splat{e.inputs[0].lit.im == 0, e.inputs[0].lit.as_double()};
     }
   }
 

@@ -1,0 +1,254 @@
+// Op-table entries for complex numbers and the FFT. The table's host arrays are real, so each entry
+// takes real operands -- the parts of its complex inputs -- and returns a real array: the result's
+// real and imaginary parts stacked on a new leading axis (or a real result as it is). Every driver
+// therefore runs the complex primitives in the middle: the JVP check's finite differences perturb
+// real and imaginary parts separately, the VJP check's dot-product identity pairs them, vmap and jit
+// (which interprets programs with complex values) see complex intermediates. References are
+// std::complex<double> loops, the DFTs the naive O(n^2) sums.
+#include <cmath>
+#include <complex>
+
+#include "op_table.h"
+
+namespace optable {
+namespace {
+using cd = std::complex<double>;
+using K = fx::ErrorKind;
+const std::vector<fx::DType> kComplexTypes = {fx::float32, fx::float64};
+
+// ---- host complex arrays ----------------------------------------------------------------------
+struct CArray {
+  fx::Shape shape;
+  std::vector<cd> data;
+};
+CArray parts(const HostArray& re, const HostArray& im) {
+  CArray z{re.shape, {}};
+  for (size_t i = 0; i < re.data.size(); ++i) z.data.emplace_back(re.data[i], im.data[i]);
+  return z;
+}
+CArray real_array(const HostArray& re) {
+  CArray z{re.shape, {}};
+  for (double v : re.data) z.data.emplace_back(v, 0.0);
+  return z;
+}
+// Real and imaginary parts stacked on a new leading axis (what the entries' ops return).
+HostArray stacked(const CArray& z) {
+  HostArray h{fx::Shape{2}, {}, fx::float64};
+  for (int64_t d : z.shape.dims()) h.shape.push_back(d);
+  for (const cd& v : z.data) h.data.push_back(v.real());
+  for (const cd& v : z.data) h.data.push_back(v.imag());
+  return h;
+}
+fx::Array stacked(const fx::Array& z) { return fx::stack({fx::real(z), fx::imag(z)}); }
+
+template <class F>
+CArray map(const CArray& z, const CArray& w, F f) {
+  CArray r = z;
+  for (size_t i = 0; i < r.data.size(); ++i) r.data[i] = f(z.data[i], w.data[i]);
+  return r;
+}
+
+// Along `axis`: zero-pad or cut to n.
+CArray resized(const CArray& x, int axis, int64_t n) {
+  CArray r{x.shape, {}};
+  r.shape[size_t(axis)] = n;
+  r.data.assign(size_t(r.shape.numel()), cd(0));
+  for (int64_t f = 0; f < r.shape.numel(); ++f) {
+    std::vector<int64_t> idx = unravel(f, r.shape);
+    if (idx[size_t(axis)] < x.shape[size_t(axis)]) r.data[size_t(f)] = x.data[size_t(ravel(idx, x.shape))];
+  }
+  return r;
+}
+// The naive DFT along `axis`: sum_j x_j exp(sign 2 pi i jk / n), times `scale`.
+CArray dft(const CArray& x, int axis, int sign, double scale) {
+  CArray r = x;
+  const int64_t n = x.shape[size_t(axis)];
+  for (int64_t f = 0; f < x.shape.numel(); ++f) {
+    std::vector<int64_t> idx = unravel(f, x.shape);
+    const int64_t k = idx[size_t(axis)];
+    cd s = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      idx[size_t(axis)] = j;
+      s += x.data[size_t(ravel(idx, x.shape))] * std::polar(1.0, sign * 2 * M_PI * double(j * k % n) / double(n));
+    }
+    r.data[size_t(f)] = s * scale;
+  }
+  return r;
+}
+
+// Samples: n operands of `shape`, real parts in [lo, hi), the others in [-1, 1).
+Sample operands(fx::Shape shape, int n, uint64_t seed, double lo = -1, double hi = 1) {
+  Sample s;
+  for (int i = 0; i < n; ++i) s.args.push_back(i % 2 == 0 ? uniform(shape, lo, hi, seed + uint64_t(i)) : reals(shape, seed + uint64_t(i)));
+  s.label = shape.str();
+  return s;
+}
+
+OpInfo entry(std::string name, std::function<fx::Array(const std::vector<fx::Array>&)> op,
+             std::function<HostArray(const std::vector<HostArray>&, fx::DType)> reference, std::vector<Sample> samples,
+             double tol_scale = 8) {
+  OpInfo e;
+  e.name = std::move(name);
+  e.op = std::move(op);
+  e.reference = std::move(reference);
+  e.samples = std::move(samples);
+  e.dtypes = kComplexTypes;
+  e.tol_scale = tol_scale;
+  return e;
+}
+
+void add_arithmetic(std::vector<OpInfo>& t) {
+  // z = a + ib, w = c + id with |w| >= 1/2 (a, c in [0.5, 2)).
+  t.push_back(entry(
+      "complex.arithmetic",
+      [](const std::vector<fx::Array>& x) {
+        fx::Array z = fx::complex(x[0], x[1]), w = fx::complex(x[2], x[3]);
+        return stacked(z * w + z / w - fx::conj(z) * 2 + (-w) * std::complex<float>(0.5f, -1.5f));
+      },
+      [](const std::vector<HostArray>& x, fx::DType) {
+        return stacked(map(parts(x[0], x[1]), parts(x[2], x[3]),
+                           [](cd z, cd w) { return z * w + z / w - std::conj(z) * 2.0 - w * cd(0.5, -1.5); }));
+      },
+      {operands({5}, 4, 11, 0.5, 2), operands({2, 3}, 4, 13, 0.5, 2), operands({}, 4, 17, 0.5, 2)}));
+  t.push_back(entry(
+      "complex.transcendental",
+      [](const std::vector<fx::Array>& x) {
+        fx::Array z = fx::complex(x[0], x[1]);
+        return stacked(fx::exp(z) + fx::log(z) + fx::sqrt(z) + fx::sin(z) * fx::cos(z) + fx::tanh(z) + z * z * z);
+      },
+      [](const std::vector<HostArray>& x, fx::DType) {
+        CArray z = parts(x[0], x[1]);
+        return stacked(map(z, z, [](cd v, cd) {
+          return std::exp(v) + std::log(v) + std::sqrt(v) + std::sin(v) * std::cos(v) + std::tanh(v) + v * v * v;
+        }));
+      },
+      {operands({6}, 2, 21, 0.5, 2), operands({2, 2}, 2, 23, 0.5, 2)}, 16));
+  t.push_back(entry(
+      "complex.abs_angle_pow",
+      [](const std::vector<fx::Array>& x) {
+        fx::Array z = fx::complex(x[0], x[1]), w = fx::complex(x[2], x[3]);
+        return fx::abs(z) + fx::angle(w) + fx::real(fx::power(z, w));
+      },
+      [](const std::vector<HostArray>& x, fx::DType) {
+        HostArray r = x[0];
+        for (size_t i = 0; i < r.data.size(); ++i) {
+          cd z(x[0].data[i], x[1].data[i]), w(x[2].data[i], x[3].data[i]);
+          r.data[i] = std::abs(z) + std::arg(w) + std::pow(z, w).real();
+        }
+        return r;
+      },
+      {operands({5}, 4, 31, 0.5, 2), operands({3, 2}, 4, 33, 0.5, 2)}, 16));
+  t.push_back(entry(
+      "complex.sum_prod_matmul",
+      [](const std::vector<fx::Array>& x) {
+        fx::Array z = fx::complex(x[0], x[1]), w = fx::complex(x[2], x[3]);
+        return stacked(fx::matmul(z, w) + fx::sum(z, {0}) + fx::prod(w, {0}));
+      },
+      [](const std::vector<HostArray>& x, fx::DType) {
+        CArray z = parts(x[0], x[1]), w = parts(x[2], x[3]);
+        const int64_t n = z.shape[0];
+        CArray r{fx::Shape{n, n}, std::vector<cd>(size_t(n * n))};
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            cd s = 0, colsum = 0, colprod = 1;
+            for (int64_t k = 0; k < n; ++k) {
+              s += z.data[size_t(i * n + k)] * w.data[size_t(k * n + j)];
+              colsum += z.data[size_t(k * n + j)];
+              colprod *= w.data[size_t(k * n + j)];
+            }
+            r.data[size_t(i * n + j)] = s + colsum + colprod;
+          }
+        return stacked(r);
+      },
+      {operands({3, 3}, 4, 41, 0.5, 1.5), operands({1, 1}, 4, 43, 0.5, 1.5)}));
+}
+
+void add_fft(std::vector<OpInfo>& t) {
+  t.push_back(entry(
+      "fft.fft",
+      [](const std::vector<fx::Array>& x) { return stacked(fx::fft::fft(fx::complex(x[0], x[1]))); },
+      [](const std::vector<HostArray>& x, fx::DType) {
+        CArray z = parts(x[0], x[1]);
+        return stacked(dft(z, z.shape.rank() - 1, -1, 1));
+      },
+      {operands({8}, 2, 51), operands({3, 5}, 2, 53), operands({2, 3, 4}, 2, 55), operands({1}, 2, 57)}));
+  t.push_back(entry(
+      "fft.ifft_ortho_n",  // cut to 4 along axis 0, then the inverse scaled by 1/sqrt(4)
+      [](const std::vector<fx::Array>& x) { return stacked(fx::fft::ifft(fx::complex(x[0], x[1]), 4, 0, "ortho")); },
+      [](const std::vector<HostArray>& x, fx::DType) { return stacked(dft(resized(parts(x[0], x[1]), 0, 4), 0, 1, 0.5)); },
+      {operands({6, 2}, 2, 61), operands({3}, 2, 63)}));
+  t.push_back(entry(
+      "fft.rfft",
+      [](const std::vector<fx::Array>& x) { return stacked(fx::fft::rfft(x[0])); },
+      [](const std::vector<HostArray>& x, fx::DType) {
+        CArray z = real_array(x[0]);
+        const int last = z.shape.rank() - 1;
+        return stacked(resized(dft(z, last, -1, 1), last, z.shape[size_t(last)] / 2 + 1));
+      },
+      {operands({8}, 1, 71), operands({3, 7}, 1, 73), operands({2, 2, 6}, 1, 75)}));
+  // irfft of n = 2m - 2 (even) and 2m - 1 (odd) points: the Hermitian extension of the m bins,
+  // whose DC (and even-n Nyquist) imaginary parts are ignored, inverted.
+  for (bool odd : {false, true}) {
+    t.push_back(entry(
+        odd ? "fft.irfft_odd" : "fft.irfft",
+        [odd](const std::vector<fx::Array>& x) {
+          const int64_t m = x[0].shape()[size_t(x[0].ndim() - 1)];
+          return fx::fft::irfft(fx::complex(x[0], x[1]), odd ? 2 * m - 1 : 2 * m - 2);
+        },
+        [odd](const std::vector<HostArray>& x, fx::DType) {
+          CArray z = parts(x[0], x[1]);
+          const int last = z.shape.rank() - 1;
+          const int64_t m = z.shape[size_t(last)], n = odd ? 2 * m - 1 : 2 * m - 2;
+          HostArray r{z.shape, {}, fx::float64};
+          r.shape[size_t(last)] = n;
+          r.data.assign(size_t(r.shape.numel()), 0.0);
+          for (int64_t f = 0; f < r.shape.numel(); ++f) {
+            std::vector<int64_t> idx = unravel(f, r.shape);
+            const int64_t j = idx[size_t(last)];
+            double s = 0;
+            for (int64_t k = 0; k < n; ++k) {
+              const int64_t b = k < m ? k : n - k;
+              idx[size_t(last)] = b;
+              cd v = z.data[size_t(ravel(idx, z.shape))];
+              if (b == 0 || (!odd && b == m - 1)) v = v.real();
+              if (k >= m) v = std::conj(v);
+              s += (v * std::polar(1.0, 2 * M_PI * double(j * k % n) / double(n))).real();
+            }
+            r.data[size_t(f)] = s / double(n);
+          }
+          return r;
+        },
+        {operands({5}, 2, 81), operands({3, 4}, 2, 83)}));
+  }
+  t.push_back(entry(
+      "fft.fftn_s_axes",  // axes (0, 2), axis 0 padded to 4, axis 2 cut to 3, norm "forward"
+      [](const std::vector<fx::Array>& x) {
+        return stacked(fx::fft::fftn(fx::complex(x[0], x[1]), {4, 3}, {0, 2}, "forward"));
+      },
+      [](const std::vector<HostArray>& x, fx::DType) {
+        CArray z = resized(resized(parts(x[0], x[1]), 0, 4), 2, 3);
+        return stacked(dft(dft(z, 0, -1, 0.25), 2, -1, 1.0 / 3));
+      },
+      {operands({3, 2, 4}, 2, 91)}));
+  t.push_back(entry(
+      "fft.rfft2",
+      [](const std::vector<fx::Array>& x) { return stacked(fx::fft::rfft2(x[0])); },
+      [](const std::vector<HostArray>& x, fx::DType) {
+        CArray z = real_array(x[0]);
+        const int r = z.shape.rank();
+        return stacked(resized(dft(dft(z, r - 2, -1, 1), r - 1, -1, 1), r - 1, z.shape[size_t(r - 1)] / 2 + 1));
+      },
+      {operands({4, 6}, 1, 101), operands({2, 3, 5}, 1, 103)}));
+  OpInfo& last = t.back();
+  last.errors = {ErrorSample{{reals({5}, 1)}, K::Shape, "fft2 of a vector: axis -2 is out of range"}};
+  last.error_name = "rfft2";
+}
+
+}  // namespace
+
+void add_complex_ops(std::vector<OpInfo>& t) {
+  add_arithmetic(t);
+  add_fft(t);
+}
+
+}  // namespace optable
