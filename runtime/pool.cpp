@@ -105,24 +105,20 @@ PoolPlan plan(const Shape& x, const Shape& y, const Params& p) {
   return r;
 }
 
-// f(j, s) for every window element of output row `row` of a block: j indexes the row's outputs
-// ([out_last, inner]), s the block's operand elements; per output element in window order.
+// f(j, s, n, step) for every window element of output row `row` of a block, as segments: output
+// elements [j, j + n) of the row ([out_last, inner]) read the block's operand elements s + t * step.
+// Each output element sees its window's elements in window order.
 template <class F>
-inline void for_each_candidate(const PoolPlan& p, int64_t row, F&& f) {
+inline void for_each_segment(const PoolPlan& p, int64_t row, F&& f) {
   const int64_t I = p.inner;
   for (int64_t kr = 0; kr < p.k_rows; ++kr) {
     const int64_t r = p.row_table[size_t(row * p.k_rows + kr)];
     if (r < 0) continue;
     for (const std::vector<Run>& runs : p.last_runs)
       for (const Run& run : runs) {
-        if (I == 1) {
-          for (int64_t t = 0; t < run.n; ++t) f(run.o + t, r + run.src + t * run.step);
-        } else {
-          for (int64_t t = 0; t < run.n; ++t) {
-            const int64_t j = (run.o + t) * I, s = r + run.src + t * run.step;
-            for (int64_t i = 0; i < I; ++i) f(j + i, s + i);
-          }
-        }
+        if (I == 1) f(run.o, r + run.src, run.n, run.step);
+        else
+          for (int64_t t = 0; t < run.n; ++t) f((run.o + t) * I, r + run.src + t * run.step, I, int64_t(1));
       }
   }
 }
@@ -144,15 +140,30 @@ void for_rows(const PoolPlan& p, int threads, F&& body) {
   });
 }
 
-// Whether `cand` replaces `best` (seen first): NaN wins and stays, else strictly better (the
-// reference's rule).
-template <class C>
-inline bool better(C cand, C best, bool is_max) {
-  if constexpr (std::is_floating_point_v<C>)
-    if (best != best) return false;
-  if constexpr (std::is_floating_point_v<C>)
-    if (cand != cand) return true;
-  return is_max ? cand > best : cand < best;
+// acc[0, row_len) = the extremum of each window of output row `row` of block `xb` (the identity for
+// an empty window). NaN propagates: a NaN candidate is taken (c != c) and a NaN kept (no
+// comparison with it is true).
+template <class T>
+void extremum_row(const T* xb, const PoolPlan& p, int64_t row, bool is_max, compute_t<T>* acc) {
+  using C = compute_t<T>;
+  const C identity = std::numeric_limits<C>::has_infinity
+                         ? (is_max ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::infinity())
+                         : (is_max ? std::numeric_limits<C>::lowest() : std::numeric_limits<C>::max());
+  std::fill(acc, acc + p.out_last * p.inner, identity);
+  for_each_segment(p, row, [&](int64_t j, int64_t s, int64_t n, int64_t step) {
+    C* __restrict a = acc + j;
+    const T* __restrict src = xb + s;
+    if (is_max)
+      for (int64_t t = 0; t < n; ++t) {
+        const C c = C(src[t * step]);
+        a[t] = c > a[t] || c != c ? c : a[t];
+      }
+    else
+      for (int64_t t = 0; t < n; ++t) {
+        const C c = C(src[t * step]);
+        a[t] = c < a[t] || c != c ? c : a[t];
+      }
+  });
 }
 
 template <class T>
@@ -160,26 +171,11 @@ void extremum(const View& in, const View& out, const PoolPlan& p, bool is_max, i
   using C = compute_t<T>;
   const T* x = in.as<T>();
   T* y = out.as<T>();
-  const C identity = std::numeric_limits<C>::has_infinity
-                         ? (is_max ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::infinity())
-                         : (is_max ? std::numeric_limits<C>::lowest() : std::numeric_limits<C>::max());
   const int64_t row_len = p.out_last * p.inner;
   for_rows(p, threads, [&](int64_t b, int64_t row) {
     thread_local std::vector<C> buf;
     C* acc = scratch(buf, row_len);
-    std::fill(acc, acc + row_len, identity);
-    const T* xb = x + b * p.x_block;
-    // NaN propagates: a NaN candidate is taken (c != c) and a NaN kept (no comparison is true).
-    if (is_max)
-      for_each_candidate(p, row, [&](int64_t j, int64_t s) {
-        const C c = C(xb[s]);
-        if (c > acc[j] || c != c) acc[j] = c;
-      });
-    else
-      for_each_candidate(p, row, [&](int64_t j, int64_t s) {
-        const C c = C(xb[s]);
-        if (c < acc[j] || c != c) acc[j] = c;
-      });
+    extremum_row(x + b * p.x_block, p, row, is_max, acc);
     T* yr = y + b * p.y_block + row * row_len;
     for (int64_t j = 0; j < row_len; ++j) yr[j] = T(acc[j]);
   });
@@ -197,9 +193,13 @@ void window_sum(const View& in, const View& out, const PoolPlan& p, int threads)
     Acc* acc = scratch(buf, row_len);
     std::fill(acc, acc + row_len, Acc(0));
     const T* xb = x + b * p.x_block;
-    for_each_candidate(p, row, [&](int64_t j, int64_t s) {
-      if constexpr (std::is_same_v<Acc, uint64_t> && std::is_signed_v<T>) acc[j] += uint64_t(int64_t(xb[s]));
-      else acc[j] += static_cast<Acc>(static_cast<compute_t<T>>(xb[s]));
+    for_each_segment(p, row, [&](int64_t j, int64_t s, int64_t n, int64_t step) {
+      Acc* __restrict a = acc + j;
+      const T* __restrict src = xb + s;
+      for (int64_t t = 0; t < n; ++t) {
+        if constexpr (std::is_same_v<Acc, uint64_t> && std::is_signed_v<T>) a[t] += uint64_t(int64_t(src[t * step]));
+        else a[t] += static_cast<Acc>(static_cast<compute_t<T>>(src[t * step]));
+      }
     });
     T* yr = y + b * p.y_block + row * row_len;
     for (int64_t j = 0; j < row_len; ++j) {
@@ -209,15 +209,25 @@ void window_sum(const View& in, const View& out, const PoolPlan& p, int threads)
   });
 }
 
-// Per output element of a row, the block offset of its window's first best element (or -1).
+// Per output element of a row, the block offset of its window's first best element (or -1): the
+// reference's rule (a candidate replaces the best so far when it is NaN or strictly better, a NaN
+// stays) picks the window's first NaN, else the first element equal to its extremum. So: the
+// extremum first (vectorised), then the first match -- two branch-free passes, where one pass
+// comparing against the best so far branches at random on the data.
 template <class T>
-void select_row(const T* xb, const PoolPlan& p, int64_t row, bool is_max, compute_t<T>* best, int64_t* at) {
+void select_row(const T* xb, const PoolPlan& p, int64_t row, bool is_max, compute_t<T>* best, int32_t* at) {
   using C = compute_t<T>;
-  const int64_t row_len = p.out_last * p.inner;
-  std::fill(at, at + row_len, int64_t(-1));
-  for_each_candidate(p, row, [&](int64_t j, int64_t s) {
-    const C c = C(xb[s]);
-    if (at[j] < 0 || better(c, best[j], is_max)) best[j] = c, at[j] = s;
+  extremum_row(xb, p, row, is_max, best);
+  std::fill(at, at + p.out_last * p.inner, int32_t(-1));
+  for_each_segment(p, row, [&](int64_t j, int64_t s, int64_t n, int64_t step) {
+    const C* __restrict m = best + j;
+    int32_t* __restrict a = at + j;
+    const T* __restrict src = xb + s;
+    const int32_t s0 = int32_t(s), st = int32_t(step);
+    for (int32_t t = 0; t < int32_t(n); ++t) {
+      const C c = C(src[t * st]);
+      a[t] = (a[t] < 0) & ((c == m[t]) | (c != c)) ? s0 + t * st : a[t];
+    }
   });
 }
 
@@ -230,9 +240,9 @@ void gather(std::span<const View> in, const View& out, const PoolPlan& p, bool i
   const int64_t row_len = p.out_last * p.inner;
   for_rows(p, threads, [&](int64_t b, int64_t row) {
     thread_local std::vector<C> best_buf;
-    thread_local std::vector<int64_t> at_buf;
+    thread_local std::vector<int32_t> at_buf;
     C* best = scratch(best_buf, row_len);
-    int64_t* at = scratch(at_buf, row_len);
+    int32_t* at = scratch(at_buf, row_len);
     select_row(x + b * p.x_block, p, row, is_max, best, at);
     const T* tb = t + b * p.x_block;
     T* yr = y + b * p.y_block + row * row_len;
@@ -252,9 +262,9 @@ void scatter(std::span<const View> in, const View& out, const PoolPlan& p, bool 
   const int64_t chunks = std::min<int64_t>(p.blocks, threads > 1 ? int64_t(threads) * 16 : 1);
   parallel_chunks(threads, chunks, [&](int64_t c) {
     thread_local std::vector<C> best_buf, acc_buf;
-    thread_local std::vector<int64_t> at_buf;
+    thread_local std::vector<int32_t> at_buf;
     C* best = scratch(best_buf, row_len);
-    int64_t* at = scratch(at_buf, row_len);
+    int32_t* at = scratch(at_buf, row_len);
     for (int64_t b = p.blocks * c / chunks; b < p.blocks * (c + 1) / chunks; ++b) {
       T* yb = y + b * p.x_block;
       C* acc = std::is_same_v<T, C> ? reinterpret_cast<C*>(yb) : scratch(acc_buf, p.x_block);
@@ -278,6 +288,7 @@ uint64_t fast_window_runs() { return g_runs.load(std::memory_order_relaxed); }
 bool fast_window(Prim prim, std::span<const View> in, std::span<const View> out, const Params& params, int threads) {
   const View& x = in.back();  // the operand the windows are taken over (the selections' second)
   if (x.shape().rank() == 0 || x.size() == 0 || out[0].size() == 0) return false;
+  if (x.size() > std::numeric_limits<int32_t>::max()) return false;  // the selections' offsets are int32
   const PoolPlan p = plan(x.shape(), prim == Prim::select_and_scatter_add ? in[0].shape() : out[0].shape(), params);
   bool done = false;
   dispatch_dtype(x.dtype(), [&](auto tag) {

@@ -33,6 +33,10 @@ ROWS = [  # workload id, label, target of Fluxion time / plain-loop time
     ("ba_jacobian", "BA Jacobian vmap(jacfwd), 30k obs × 2×15 f64", 7.0),
     ("conv3x3_forward", "conv 3×3 64→64 32² b128 NCHW forward f32", None),
     ("conv3x3", "conv 3×3 64→64 32² b128 forward + both gradients f32", None),
+    ("maxpool2_forward", "max pool 2×2/2, 32×64×56² NCHW f32 forward", None),
+    ("maxpool2", "max pool 2×2/2 forward + gradient", None),
+    ("maxpool3_forward", "max pool 3×3/2 pad 1, 32×64×56² forward", None),
+    ("maxpool3", "max pool 3×3/2 pad 1 forward + gradient", None),
     ("kmeans_cost", "k-means cost n=10k k=100 d=16 f64", None),
     ("kmeans_dir", "k-means Newton direction (grad, Hessian diag) f64", 1.5),
 ]
