@@ -166,33 +166,36 @@ void extremum_row(const T* xb, const PoolPlan& p, int64_t row, bool is_max, comp
   });
 }
 
-template <class T>
-void extremum(const View& in, const View& out, const PoolPlan& p, bool is_max, int threads) {
-  using C = compute_t<T>;
-  const T* x = in.as<T>();
-  T* y = out.as<T>();
-  const int64_t row_len = p.out_last * p.inner;
-  for_rows(p, threads, [&](int64_t b, int64_t row) {
-    thread_local std::vector<C> buf;
-    C* acc = scratch(buf, row_len);
-    extremum_row(x + b * p.x_block, p, row, is_max, acc);
-    T* yr = y + b * p.y_block + row * row_len;
-    for (int64_t j = 0; j < row_len; ++j) yr[j] = T(acc[j]);
-  });
-}
-
-// The sums accumulate in double (floats) or 64-bit integers, as the reference's do.
-template <class T>
-void window_sum(const View& in, const View& out, const PoolPlan& p, int threads) {
-  using Acc = std::conditional_t<std::is_floating_point_v<compute_t<T>>, double, uint64_t>;
+// Every output row through a per-thread accumulator row: row_fn(block operand, row, acc) fills acc,
+// store(acc[j]) gives the output element.
+template <class T, class Acc, class RowFn, class Store>
+void rows_into(const View& in, const View& out, const PoolPlan& p, int threads, RowFn row_fn, Store store) {
   const T* x = in.as<T>();
   T* y = out.as<T>();
   const int64_t row_len = p.out_last * p.inner;
   for_rows(p, threads, [&](int64_t b, int64_t row) {
     thread_local std::vector<Acc> buf;
     Acc* acc = scratch(buf, row_len);
-    std::fill(acc, acc + row_len, Acc(0));
-    const T* xb = x + b * p.x_block;
+    row_fn(x + b * p.x_block, row, acc);
+    T* yr = y + b * p.y_block + row * row_len;
+    for (int64_t j = 0; j < row_len; ++j) yr[j] = store(acc[j]);
+  });
+}
+
+template <class T>
+void extremum(const View& in, const View& out, const PoolPlan& p, bool is_max, int threads) {
+  using C = compute_t<T>;
+  rows_into<T, C>(
+      in, out, p, threads, [&](const T* xb, int64_t row, C* acc) { extremum_row(xb, p, row, is_max, acc); },
+      [](C v) { return T(v); });
+}
+
+// The sums accumulate in double (floats) or 64-bit integers, as the reference's do.
+template <class T>
+void window_sum(const View& in, const View& out, const PoolPlan& p, int threads) {
+  using Acc = std::conditional_t<std::is_floating_point_v<compute_t<T>>, double, uint64_t>;
+  auto sum_row = [&](const T* xb, int64_t row, Acc* acc) {
+    std::fill(acc, acc + p.out_last * p.inner, Acc(0));
     for_each_segment(p, row, [&](int64_t j, int64_t s, int64_t n, int64_t step) {
       Acc* __restrict a = acc + j;
       const T* __restrict src = xb + s;
@@ -201,11 +204,10 @@ void window_sum(const View& in, const View& out, const PoolPlan& p, int threads)
         else a[t] += static_cast<Acc>(static_cast<compute_t<T>>(src[t * step]));
       }
     });
-    T* yr = y + b * p.y_block + row * row_len;
-    for (int64_t j = 0; j < row_len; ++j) {
-      if constexpr (std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>) yr[j] = T(float(acc[j]));
-      else yr[j] = static_cast<T>(acc[j]);
-    }
+  };
+  rows_into<T, Acc>(in, out, p, threads, sum_row, [](Acc v) {
+    if constexpr (std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>) return T(float(v));
+    else return static_cast<T>(v);
   });
 }
 
