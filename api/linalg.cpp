@@ -1,5 +1,7 @@
 #include "api/linalg.h"
 
+#include <optional>
+
 #include <algorithm>
 #include <string>
 
@@ -39,27 +41,37 @@ IntList iota_list(int64_t from, int64_t to) {
 }
 
 Array dot_general(const Array& a, const Array& b, IntList lhs_contracting, IntList rhs_contracting,
-                  IntList lhs_batch, IntList rhs_batch, SourceLoc loc) {
+                  IntList lhs_batch, IntList rhs_batch, SourceLoc loc, std::optional<DType> preferred = std::nullopt) {
   Params p{{"lhs_contracting", std::move(lhs_contracting)},
            {"rhs_contracting", std::move(rhs_contracting)},
            {"lhs_batch", std::move(lhs_batch)},
            {"rhs_batch", std::move(rhs_batch)}};
+  if (preferred) p.set("preferred_element_type", *preferred);
   return bind1(Prim::dot_general, {a, b}, p, loc);
 }
 
 // One contraction of the last axis of `a` with axis `b_axis` of `b`, no batch dims: shared by the
 // numpy ops whose result is simply a's free dims followed by b's.
-Array contract_last(std::string_view op, const ArrayLike& a, const ArrayLike& b, int64_t b_axis, SourceLoc loc) {
+Array contract_last(std::string_view op, const ArrayLike& a, const ArrayLike& b, int64_t b_axis, SourceLoc loc,
+                    std::optional<DType> preferred = std::nullopt) {
   ArrayLike xs[] = {a, b};
   const int64_t ka = a.shape()[size_t(a.shape().rank() - 1)], kb = b.shape()[size_t(b_axis)];
   if (ka != kb) fail(ErrorKind::Shape, op, xs, loc, "contracting dimensions differ " + size_pair(ka, kb));
   std::vector<Array> ops = promoted(xs, loc);
-  return dot_general(ops[0], ops[1], {ops[0].ndim() - 1}, {b_axis}, {}, {}, loc);
+  return dot_general(ops[0], ops[1], {ops[0].ndim() - 1}, {b_axis}, {}, {}, loc, preferred);
 }
+
+Array matmul_impl(const ArrayLike& a, const ArrayLike& b, std::optional<DType> preferred, SourceLoc loc);
 
 }  // namespace
 
-Array matmul(const ArrayLike& a, const ArrayLike& b, SourceLoc loc) {
+Array matmul(const ArrayLike& a, const ArrayLike& b, SourceLoc loc) { return matmul_impl(a, b, std::nullopt, loc); }
+Array matmul(const ArrayLike& a, const ArrayLike& b, DType preferred_element_type, SourceLoc loc) {
+  return matmul_impl(a, b, preferred_element_type, loc);
+}
+
+namespace {
+Array matmul_impl(const ArrayLike& a, const ArrayLike& b, std::optional<DType> preferred, SourceLoc loc) {
   ArrayLike xs[] = {a, b};
   const Shape sa = a.shape(), sb = b.shape();
   const int ra = sa.rank(), rb = sb.rank();
@@ -68,7 +80,7 @@ Array matmul(const ArrayLike& a, const ArrayLike& b, SourceLoc loc) {
   const int64_t b_axis = rb == 1 ? 0 : rb - 2;
   // b without batch dims, or a vector `a`: one dot_general already yields numpy's dims
   // (a's batch and row dims, then b's batch and column dims) with nothing broadcast.
-  if (rb <= 2 || ra == 1) return contract_last("matmul", a, b, b_axis, loc);
+  if (rb <= 2 || ra == 1) return contract_last("matmul", a, b, b_axis, loc, preferred);
 
   const int64_t ka = sa[size_t(ra - 1)], kb = sb[size_t(b_axis)];
   if (ka != kb) fail(ErrorKind::Shape, "matmul", xs, loc, "contracting dimensions differ " + size_pair(ka, kb));
@@ -95,13 +107,23 @@ Array matmul(const ArrayLike& a, const ArrayLike& b, SourceLoc loc) {
     return detail::broadcast(x, Shape(std::move(dims)), loc);
   };
   Array A = with_batch(ops[0]), B = with_batch(ops[1]);
-  return dot_general(A, B, {nb + 1}, {nb}, iota_list(0, nb), iota_list(0, nb), loc);
+  return dot_general(A, B, {nb + 1}, {nb}, iota_list(0, nb), iota_list(0, nb), loc, preferred);
 }
+}  // namespace
 
 Array dot(const ArrayLike& a, const ArrayLike& b, SourceLoc loc) {
   const int ra = a.shape().rank(), rb = b.shape().rank();
   if (ra == 0 || rb == 0) return multiply(a, b, loc);
   return contract_last("dot", a, b, rb == 1 ? 0 : rb - 2, loc);
+}
+
+Array dot(const ArrayLike& a, const ArrayLike& b, DType preferred_element_type, SourceLoc loc) {
+  const int ra = a.shape().rank(), rb = b.shape().rank();
+  if (ra == 0 || rb == 0) {
+    ArrayLike xs[] = {a, b};
+    fail(ErrorKind::Value, "dot", xs, loc, "preferred_element_type needs operands with at least one dimension");
+  }
+  return contract_last("dot", a, b, rb == 1 ? 0 : rb - 2, loc, preferred_element_type);
 }
 
 Array inner(const ArrayLike& a, const ArrayLike& b, SourceLoc loc) {

@@ -19,11 +19,18 @@ namespace fluxion {
 /// column for the right) and that dimension is removed from the result; leading (batch) dims
 /// broadcast by numpy rules. Scalars are a ValueError (use multiply).
 Array matmul(const ArrayLike& a, const ArrayLike& b, FLUXION_LOC);
+/// matmul with jax.lax.dot_general's preferred_element_type: the products accumulate in, and the
+/// result has, dtype `preferred_element_type` -- bfloat16/float16 operands giving a float32 result
+/// (mixed precision), never rounded to the operands' dtype in between. Gradients come back in the
+/// operands' dtype.
+Array matmul(const ArrayLike& a, const ArrayLike& b, DType preferred_element_type, FLUXION_LOC);
 
 /// numpy dot: scalars multiply; 1-D.1-D is the inner product; otherwise the sum over the last axis
 /// of `a` and the second-to-last of `b` (the only axis when `b` is 1-D), giving
 /// shape a[:-1] + b[:-2] + b[-1:].
 Array dot(const ArrayLike& a, const ArrayLike& b, FLUXION_LOC);
+/// dot with preferred_element_type (as matmul's).
+Array dot(const ArrayLike& a, const ArrayLike& b, DType preferred_element_type, FLUXION_LOC);
 
 /// numpy vdot for operands of equal shape: the sum of all elementwise products, a scalar.
 /// (Operands of equal size but different shapes are a ShapeError: reshape them first.)

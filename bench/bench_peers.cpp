@@ -5,7 +5,7 @@
 // bench/peers/common.py), which bench/peers/join.py joins with the peers' lines; bench/peers/run.sh
 // runs everything. The GradBench-style rows also time their plain C++ loops (baseline_peers.cpp),
 // on the kernels' thread count and on one thread.
-//   build/bench/fluxion_bench_peers [repeats [group...]]   groups: elementwise models dispatch gradbench conv linalg
+//   build/bench/fluxion_bench_peers [repeats [group...]]   groups: elementwise models dispatch gradbench conv pool linalg
 #include <fluxion.h>
 
 #include <algorithm>
@@ -249,6 +249,36 @@ void linalg_rows() {
         fx::array({0.0, 0.0, -2.0}));
 }
 
+// Max pooling forward and forward + gradient on a ResNet-sized activation (bench/peers/common.py
+// pool_data): 2x2 stride 2 (VALID) and ResNet's 3x3 stride 2 with padding 1. The "_ref" rows run
+// the same functions eagerly, i.e. through the reference kernels the jit called before
+// runtime/pool.cpp (the baseline of docs/nn.md's measurement).
+void pool_rows() {
+  const int64_t n = 32, ch = 64, hw = 56;
+  const fx::Array x = pattern({n, ch, hw, hw}, -1, 1, 1);
+  struct Pool {
+    const char* name;
+    int64_t k;
+    int64_t pad;
+  };
+  for (const Pool& p : {Pool{"maxpool2", 2, 0}, Pool{"maxpool3", 3, 1}}) {
+    auto pool = [p](const fx::Array& a) {
+      return fx::nn::max_pool(a, {p.k, p.k}, {2, 2}, fx::Padding({{p.pad, p.pad}, {p.pad, p.pad}}));
+    };
+    const fx::Array g = pattern(pool(x).shape(), -1, 1, 3);
+    auto loss = [pool](const fx::Array& a, const fx::Array& ct) {
+      fx::Array y = pool(a);
+      return std::pair{fx::sum(y * ct), y};
+    };
+    auto checked = [](const auto& r) { return abs_sum(r.second) + abs_sum(r.first); };
+    const std::string fwd = std::string(p.name) + "_forward", step = p.name;
+    timed(fwd.c_str(), fx::jit(pool), [](const fx::Array& y) { return abs_sum(y); }, "ms", 1, x);
+    timed(step.c_str(), fx::jit(fx::grad(loss, fx::has_aux)), checked, "ms", 1, x, g);
+    timed((fwd + "_ref").c_str(), pool, [](const fx::Array& y) { return abs_sum(y); }, "ms", 1, x);
+    timed((step + "_ref").c_str(), fx::grad(loss, fx::has_aux), checked, "ms", 1, x, g);
+  }
+}
+
 int main(int argc, char** argv) {
   if (argc > 1) g_repeats = std::max(1, std::atoi(argv[1]));
   const int threads = fx::runtime::cpu_device().num_threads;
@@ -259,6 +289,7 @@ int main(int argc, char** argv) {
   if (want(argc, argv, "dispatch")) dispatch_rows();
   if (want(argc, argv, "gradbench")) gradbench_rows(threads);
   if (want(argc, argv, "conv")) conv_rows();
+  if (want(argc, argv, "pool")) pool_rows();
   if (want(argc, argv, "linalg")) linalg_rows();
   return 0;
 }

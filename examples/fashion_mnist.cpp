@@ -117,7 +117,7 @@ int run(const Args& args) {
     auto [loss, grads] = fx::value_and_grad(loss_fn)(m);
     auto [params, next] = opt.step(grads, s, m);  // update + apply_updates, fused per parameter
     return std::tuple{params, next, loss};
-  });
+  }, fx::donate_argnums(0, 1));  // the model and the optimizer state are updated in their own buffers
   auto correct = fx::jit([](const Model& m, const fx::Array& images, const fx::Array& labels) {
     return fx::sum(fx::astype(fx::equal(fx::argmax(Model::logits(m, images), 1), labels), fx::int32));
   });

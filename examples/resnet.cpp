@@ -206,7 +206,7 @@ int main(int argc, char** argv) {
     auto [out, grads] = fx::value_and_grad(loss_fn, fx::has_aux)(m);
     auto [params, next_opt] = opt.step(grads, os, m);
     return std::tuple{params, out.second, next_opt, out.first};
-  });
+  }, fx::donate_argnums(0, 1, 2));  // parameters, batch statistics and optimizer state updated in place
   auto correct = fx::jit([&](const ResNet& m, const ResNetState& s, const fx::Array& images, const fx::Array& labels) {
     auto [logits, unused] = forward(policy.cast_to_compute(m), s, policy.cast_to_compute(preprocess(images)), false);
     return fx::sum(fx::astype(fx::equal(fx::argmax(logits, 1), labels), fx::int32));

@@ -86,6 +86,7 @@ std::shared_ptr<Buffer> gather(const AbstractArray& global, const Sharding& s) {
 
 void* host_data(const ArrayImpl& a) {
   if (a.buffer) return a.buffer->data;
+  if (a.deleted) throw ValueError(*a.deleted);
   if (!a.sharding) throw ValueError("ValueError: an array without data (internal)");
   Sharding& s = *a.sharding;
   std::call_once(s.gather_once, [&] { s.gathered = gather(a.aval, s); });
@@ -101,6 +102,7 @@ Device Array::device(std::source_location loc) const {
     throw DeviceError("DeviceError: device() at " + SourceLoc(loc).str() + ": the array " + a.aval.str() +
                       " is sharded over " + names + "; shards() gives the per-device pieces");
   }
+  if (a.deleted) throw ValueError(*a.deleted);
   return a.buffer->device;
 }
 

@@ -20,6 +20,7 @@
 #include "runtime/call_arrays.h"
 #include "runtime/matmul.h"
 #include "runtime/openmp.h"
+#include "runtime/pool.h"
 
 namespace fluxion::runtime {
 
@@ -347,5 +348,6 @@ extern "C" void fluxion_rt_windowed(int64_t* a) {
   const std::span<const View> ins(views.data(), size_t(n_in)), outs(views.data() + n_in, size_t(n_out));
   if (prim == Prim::conv_general_dilated && runtime::fast_conv(ins, outs[0], params, isa, threads)) return;
   if (prim == Prim::conv_general_dilated) runtime::g_runs[int(runtime::ConvAlgorithm::reference)]++;
+  else if (runtime::fast_window(prim, ins, outs, params, threads)) return;
   eval_rules(prim).kernel(ins, outs, params);
 }

@@ -42,13 +42,24 @@ double Executable::llvm_ms() const { return kernel_->llvm_ms; }
 double Executable::link_ms() const { return kernel_->link_ms; }
 bool Executable::from_disk_cache() const { return kernel_->from_disk_cache; }
 
-std::vector<Array> Executable::run(std::span<const Array> inputs) const {
+std::vector<Array> Executable::run(std::span<const Array> inputs) const { return run(inputs, {}); }
+
+std::vector<Array> Executable::run(std::span<const Array> inputs, std::span<const std::shared_ptr<Buffer>> into) const {
   if (inputs.size() != in_avals_.size())
     throw TypeError("TypeError: jit: the executable takes " + std::to_string(in_avals_.size()) + " arrays, got " +
                     std::to_string(inputs.size()));
   std::vector<Array> outs;
   outs.reserve(out_avals_.size());
-  for (const AbstractArray& a : out_avals_) outs.push_back(make_uninitialized(a));
+  for (size_t k = 0; k < out_avals_.size(); ++k) {
+    if (k < into.size() && into[k]) {
+      auto impl = std::make_shared<ArrayImpl>();
+      impl->aval = out_avals_[k];
+      impl->buffer = into[k];
+      outs.emplace_back(std::move(impl));
+    } else {
+      outs.push_back(make_uninitialized(out_avals_[k]));
+    }
+  }
   // The packed ABI: args[i] points at the i-th bare pointer.
   const size_t n = inputs.size() + outs.size();
   constexpr size_t kSmall = 16;

@@ -20,6 +20,10 @@ class Executable {
              std::vector<AbstractArray> out_avals, std::string fingerprint);
   /// Runs the kernel into freshly allocated outputs. Inputs must have the program's types.
   std::vector<Array> run(std::span<const Array> inputs) const;
+  /// The same, writing output k into `into[k]` where that is not null (buffer donation,
+  /// transforms/donation.h: a donated input's buffer of the output's size, which the caller has
+  /// proved the kernel may overwrite).
+  std::vector<Array> run(std::span<const Array> inputs, std::span<const std::shared_ptr<Buffer>> into) const;
 
   const std::vector<AbstractArray>& in_avals() const { return in_avals_; }
   const std::vector<AbstractArray>& out_avals() const { return out_avals_; }

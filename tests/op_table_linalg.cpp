@@ -273,6 +273,27 @@ void add_einsum_ops(std::vector<OpInfo>& t) {
                            {sample({small_ints({2}, 113), small_ints({3}, 114), small_ints({2}, 115)}, "three vectors")}));
 }
 
+// preferred_element_type: 16-bit operands, float32 products and result (jax.lax.dot_general's). Its
+// result dtype is not the operands', so it is added after add_linalg_ops' common settings.
+OpInfo preferred_type_entry() {
+  using K = fx::ErrorKind;
+  OpInfo e;
+  e.name = "matmul (preferred_element_type float32)";
+  e.error_name = "matmul(";
+  e.op = [](const std::vector<fx::Array>& x) { return fx::matmul(x[0], x[1], fx::float32); };
+  e.reference = [](const std::vector<HostArray>& xs, fx::DType) {
+    HostArray r = matmul_ref(xs, fx::float32);
+    r.dtype = fx::float32;
+    return r;
+  };
+  e.reference_dtype = true;
+  e.samples = {ints2({3, 4}, {4, 5}, 61), ints2({2, 3, 4}, {2, 4, 5}, 63), ints2({4}, {4, 5}, 65)};
+  e.dtypes = {fx::bfloat16, fx::float16, fx::float32};
+  e.errors = {err({2, 3}, {4, 5}, K::Shape, "contracting dims differ")};
+  set_tolerance(e, Check::eager, kFloatTypes, Tolerance{0, 0});
+  return e;
+}
+
 }  // namespace
 
 void add_linalg_ops(std::vector<OpInfo>& t) {
@@ -293,6 +314,7 @@ void add_linalg_ops(std::vector<OpInfo>& t) {
     set_tolerance(e, Check::eager, kFloatTypes, Tolerance{0, 0});
     e.error_name = e.name + "(";
   }
+  t.push_back(preferred_type_entry());
 }
 
 }  // namespace optable

@@ -14,6 +14,7 @@
 
 #include "op_table.h"
 #include "runtime/conv.h"
+#include "runtime/pool.h"
 
 namespace {
 namespace fx = fluxion;
@@ -225,4 +226,61 @@ TEST_CASE("conv mixed precision: bfloat16 operands accumulate in float32, to a f
   auto g = [](const fx::Array& a, const fx::Array& k) { return fx::conv_general_dilated(a, k, {1, 1}, "SAME"); };
   CHECK(rel_diff(fx::jit(g)(x, w), fx::astype(want, fx::bfloat16)) < 1e-2);
   CHECK(rel_diff(fx::jit(g)(x, w), g(x, w)) < 1e-2);
+}
+
+// The jit's strided pooling loops (runtime/pool.cpp) against the reference kernels, bit for bit:
+// forward, JVP (select_and_gather_add) and gradient (select_and_scatter_add) over NCHW and NHWC
+// windows, overlapping windows, padding and both dilations, with ties, NaN and -inf in the data
+// (the first maximum, the NaN rule and the scatter's sums must be the reference's exactly).
+TEST_CASE("pool jit: the strided loops equal the reference kernels, ties and NaN included") {
+  struct Case {
+    const char* label;
+    fx::Shape x;
+    fx::IntList window, strides;
+    std::vector<std::pair<int64_t, int64_t>> pad;
+    fx::IntList base_dil, window_dil;
+  };
+  const Case cases[] = {
+      {"NCHW 2x2/2", {2, 3, 6, 8}, {1, 1, 2, 2}, {1, 1, 2, 2}, {{0, 0}, {0, 0}, {0, 0}, {0, 0}}, {1, 1, 1, 1}, {1, 1, 1, 1}},
+      {"NCHW 3x3/2 padded", {2, 2, 7, 9}, {1, 1, 3, 3}, {1, 1, 2, 2}, {{0, 0}, {0, 0}, {1, 1}, {1, 1}}, {1, 1, 1, 1}, {1, 1, 1, 1}},
+      {"NHWC 3x3/2 padded", {2, 7, 6, 5}, {1, 3, 3, 1}, {1, 2, 2, 1}, {{0, 0}, {1, 1}, {1, 0}, {0, 0}}, {1, 1, 1, 1}, {1, 1, 1, 1}},
+      {"dilations, overlapping", {3, 9, 8}, {1, 2, 3}, {1, 1, 2}, {{0, 0}, {1, 0}, {1, 2}}, {1, 1, 2}, {1, 2, 1}},
+      {"window over every dim", {5, 6}, {2, 3}, {1, 2}, {{1, 0}, {0, 1}}, {1, 1}, {1, 1}},
+  };
+  for (const Case& c : cases) {
+    for (fx::DType d : {fx::float32, fx::bfloat16, fx::float64}) {
+      CAPTURE(c.label);
+      CAPTURE(fx::dtype_name(d));
+      // Values from a small set (ties), with a NaN and a -inf somewhere.
+      std::vector<double> v(size_t(c.x.numel()));
+      for (size_t i = 0; i < v.size(); ++i) v[i] = double((i * 7) % 5) - 2.0;
+      v[v.size() / 3] = NAN;
+      v[v.size() / 2] = -INFINITY;
+      const fx::Array x = fx::astype(fx::array(v, c.x), d), t = wave(c.x, 0.7, d);
+      const fx::Padding pad(c.pad);
+      auto pool = [&](const fx::Array& a) { return fx::reduce_window_max(a, c.window, c.strides, pad, c.base_dil, c.window_dil); };
+      auto minpool = [&](const fx::Array& a) { return fx::reduce_window_min(a, c.window, c.strides, pad, c.base_dil, c.window_dil); };
+      auto sumpool = [&](const fx::Array& a) { return fx::reduce_window_sum(a, c.window, c.strides, pad, c.base_dil, c.window_dil); };
+      auto jvp = [&](const fx::Array& a, const fx::Array& da) { return fx::jvp(pool, std::tuple{a}, std::tuple{da}).second; };
+      const fx::Array s = wave(pool(x).shape(), 1.9, d);
+      auto vjp = [&](const fx::Array& a, const fx::Array& ct) { return fx::vjp(minpool, a).second(ct); };
+      auto same = [](const fx::Array& a, const fx::Array& b) {  // equal bits, NaN where NaN
+        auto p = fx::astype(a, fx::float64).to_vector<double>(), q = fx::astype(b, fx::float64).to_vector<double>();
+        for (size_t i = 0; i < p.size(); ++i)
+          if (!(p[i] == q[i] || (std::isnan(p[i]) && std::isnan(q[i])))) return false;
+        return p.size() == q.size();
+      };
+      const uint64_t before = rt::fast_window_runs();
+      CHECK(same(fx::jit(pool)(x), pool(x)));
+      CHECK(same(fx::jit(minpool)(x), minpool(x)));
+      CHECK(same(fx::jit(sumpool)(t), sumpool(t)));
+      CHECK(same(fx::jit(jvp)(x, t), jvp(x, t)));
+      CHECK(same(fx::jit(vjp)(x, s), vjp(x, s)));
+      CHECK(rt::fast_window_runs() >= before + 5);
+    }
+  }
+  // Integers take the loops too (max and sum); their sums wrap as the reference's do.
+  const fx::Array xi = fx::astype(fx::array(std::vector<double>{3, -1, 7, 7, 2, 9, -4, 0, 5, 1, 8, 6}, fx::Shape{3, 4}), fx::int32);
+  auto ipool = [](const fx::Array& a) { return fx::reduce_window_max(a, {2, 2}, {1, 2}, "VALID"); };
+  CHECK(fx::jit(ipool)(xi).to_vector<int32_t>() == ipool(xi).to_vector<int32_t>());
 }

@@ -97,3 +97,23 @@ TEST_CASE("mixed precision: dynamic loss scale grows, shrinks, and skips float16
   CHECK(std::abs(wv[0]) < 0.5f);  // the later steps trained
   for (float v : wv) CHECK(std::isfinite(v));
 }
+
+// preferred_element_type: bfloat16 operands whose exact product sum (1 + 2^-8) a bfloat16 result
+// cannot hold (its spacing at 1 is 2^-7): the float32 result keeps it, eagerly, under jit, and the
+// gradients come back in the operands' dtype.
+TEST_CASE("mixed precision: matmul with preferred_element_type accumulates and returns float32") {
+  const fx::Array a = fx::astype(fx::array(std::vector<float>{1.f, 1.f}, fx::Shape{1, 2}), fx::bfloat16);
+  const fx::Array b = fx::astype(fx::array(std::vector<float>{1.f, 1.f / 256}, fx::Shape{2, 1}), fx::bfloat16);
+  const fx::Array wide = fx::matmul(a, b, fx::float32);
+  CHECK(wide.dtype() == fx::float32);
+  CHECK(wide.to_vector<float>()[0] == 1.f + 1.f / 256);
+  CHECK(fx::matmul(a, b).to_vector<float>()[0] == 1.f);  // rounded to bfloat16
+  auto f = [](const fx::Array& x, const fx::Array& y) { return fx::matmul(x, y, fx::float32); };
+  CHECK(fx::jit(f)(a, b).to_vector<float>()[0] == 1.f + 1.f / 256);
+  CHECK(fx::dot(fx::reshape(a, {2}), b, fx::float32).to_vector<float>()[0] == 1.f + 1.f / 256);
+  auto [ga, gb] = fx::grad<0, 1>([&](const fx::Array& x, const fx::Array& y) { return fx::sum(f(x, y)); })(a, b);
+  CHECK(ga.dtype() == fx::bfloat16);
+  CHECK(gb.dtype() == fx::bfloat16);
+  CHECK(ga.to_vector<float>() == std::vector<float>{1.f, 1.f / 256});
+  CHECK(gb.to_vector<float>() == std::vector<float>{1.f, 1.f});
+}

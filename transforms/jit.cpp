@@ -1,6 +1,10 @@
 #include "transforms/jit.h"
 
+#include <algorithm>
+
 #include "ir/debug_checks.h"
+#include "memory/buffer.h"
+#include "transforms/donation.h"
 #include "transforms/jit_passes.h"
 
 namespace fluxion::jit_detail {
@@ -22,14 +26,16 @@ bool uses_complex(const Program& p) {
 }
 
 std::shared_ptr<const Compiled> compile_signature(JitCache& cache, const std::string& key, Program program,
-                                                  std::shared_ptr<const void> out_like, const runtime::Device& target) {
+                                                  std::shared_ptr<const void> out_like, const runtime::Device& target,
+                                                  const std::vector<bool>& donated) {
   auto c = std::make_shared<Compiled>();
   c->out_like = std::move(out_like);
   const std::string stem = jit_dump_stem(program);
   program = jit_passes(std::move(program), stem);
   c->consts = program.consts;  // after the passes: inlined bodies may bring their own
   // Complex values are not lowered yet: such a program runs in the interpreter (see uses_complex).
-  if (!uses_complex(program)) c->executable = runtime::compile(program, target, stem);  // throws CompileError
+  if (!uses_complex(program)) c->executable = runtime::compile(program, target, stem);  // throws CompileError; cached by fingerprint
+  c->donation = donation::plan(program, donated);
   c->program = std::move(program);
   c->stem = stem;
   std::lock_guard<std::mutex> lock(cache.mutex);
@@ -59,19 +65,52 @@ void locate_nonfinite(const Compiled& c, std::span<const Array> args, std::span<
 
 }  // namespace
 
-std::vector<Array> run_compiled(const Compiled& c, std::span<const Array> args) {
+namespace {
+
+std::vector<Array> run_into(const Compiled& c, std::span<const Array> args, std::span<const std::shared_ptr<Buffer>> into) {
   std::vector<Array> results;
   if (!c.executable) {  // interpreted (uses_complex); the program binds its own consts
     results = eval_program(c.program, args);
   } else if (c.consts.empty()) {
-    results = c.executable->run(args);
+    results = c.executable->run(args, into);
   } else {
     std::vector<Array> in(args.begin(), args.end());
     in.insert(in.end(), c.consts.begin(), c.consts.end());
-    results = c.executable->run(in);
+    results = c.executable->run(in, into);
   }
   if (config::debug_nans()) locate_nonfinite(c, args, results);
   return results;
+}
+
+}  // namespace
+
+std::vector<Array> run_compiled(const Compiled& c, std::span<const Array> args) { return run_into(c, args, {}); }
+
+std::vector<Array> run_donating(const Compiled& c, std::span<const Array> args, const std::vector<bool>& donated,
+                                const std::vector<int>& leaf_argument) {
+  donation::check_live(args);
+  // debug_nans re-runs the program on the arguments: they must survive the call.
+  std::vector<std::shared_ptr<Buffer>> into;
+  if (!config::debug_nans()) into = donation::takeable(c.donation, args, c.consts);
+  try {
+    std::vector<Array> results = run_into(c, args, into);
+    donation::delete_donated(args, donated, leaf_argument, "jit(" + c.stem + ")");
+    return results;
+  } catch (...) {  // the kernel may have written into the donated buffers
+    donation::delete_donated(args, donated, leaf_argument, "jit(" + c.stem + ")");
+    throw;
+  }
+}
+
+std::vector<bool> donated_leaves(const DonateArgnums& d, const std::vector<int>& leaf_argument, int num_args) {
+  for (int a : d.argnums)
+    if (a < 0 || a >= num_args)
+      throw ValueError("ValueError: jit: donate_argnums names argument " + std::to_string(a) + ", but the function was "
+                       "called with " + std::to_string(num_args) + " argument" + (num_args == 1 ? "" : "s"));
+  std::vector<bool> r(leaf_argument.size());
+  for (size_t i = 0; i < r.size(); ++i)
+    r[i] = std::find(d.argnums.begin(), d.argnums.end(), leaf_argument[i]) != d.argnums.end();
+  return r;
 }
 
 }  // namespace fluxion::jit_detail

@@ -10,6 +10,15 @@
 // Arrays that f closes over become extra kernel inputs. Called while another transformation is
 // tracing (make_ir, grad, vmap, an outer jit), jit inlines f's program into that trace, so it
 // composes with everything.
+//
+//   auto step = fx::jit(update, fx::donate_argnums(0, 1));   // jax.jit(update, donate_argnums=(0, 1))
+//   std::tie(params, state) = step(params, state, grads);    // outputs may reuse params' and state's buffers
+//
+// Buffer donation: the leaves of the donated arguments are deleted by the call (using one
+// afterwards raises ValueError naming it), and an output of the same shape and dtype may be written
+// into a donated leaf's buffer -- where the compiled code provably reads that input before writing
+// the output (transforms/donation.h) and the array owns its buffer alone; otherwise the output gets
+// a fresh buffer as without donation. Inside another trace donation does nothing.
 #pragma once
 #include <cstring>
 #include <functional>
@@ -82,6 +91,11 @@ void signature(const T& t, std::string& s) {
   }
 }
 
+/// fx::donate_argnums(i...): the arguments whose buffers a jitted call may take (see the top).
+struct DonateArgnums {
+  std::vector<int> argnums;
+};
+
 /// What one signature compiled to.
 struct Compiled {
   std::shared_ptr<const runtime::Executable> executable;
@@ -89,6 +103,7 @@ struct Compiled {
   std::shared_ptr<const void> out_like;  // the output tree (leaves emptied), of f's result type
   Program program;                    // what was compiled: debug_nans re-runs it op by op
   std::string stem;                   // its name in dumps and traces (the user's line)
+  std::vector<int> donation;          // per output: the donated input it may be written into, or -1
 };
 
 /// The per-callable cache (shared by copies of the callable).
@@ -126,27 +141,37 @@ R rebuild_results(const Compiled& c, const std::vector<Array>& results) {
 }
 
 /// Compiles a traced program (runtime::compile, for `target`) and counts it for the callable.
+/// `donated`: per invar, whether it is donated (empty: none).
 std::shared_ptr<const Compiled> compile_signature(JitCache& cache, const std::string& key, Program program,
                                                   std::shared_ptr<const void> out_like,
-                                                  const runtime::Device& target = runtime::cpu_device());
+                                                  const runtime::Device& target = runtime::cpu_device(),
+                                                  const std::vector<bool>& donated = {});
 /// Whether p holds a complex value (its sub-programs included): jit then interprets it with the
 /// reference kernels instead of compiling it, as the lowering has no complex types yet.
 bool uses_complex(const Program& p);
 /// Runs a compiled signature on the flattened Array arguments.
 std::vector<Array> run_compiled(const Compiled& c, std::span<const Array> args);
+/// The same, donating the leaves flagged in `donated` (leaf i belongs to argument leaf_argument[i]).
+std::vector<Array> run_donating(const Compiled& c, std::span<const Array> args, const std::vector<bool>& donated,
+                                const std::vector<int>& leaf_argument);
+/// Which leaves the donated arguments hold; checks the argument numbers (ValueError).
+std::vector<bool> donated_leaves(const DonateArgnums& d, const std::vector<int>& leaf_argument, int num_args);
 
 }  // namespace jit_detail
 
 template <class F>
 class Jitted {
  public:
-  explicit Jitted(F f) : f_(std::move(f)), cache_(std::make_shared<jit_detail::JitCache>()) {}
+  explicit Jitted(F f, jit_detail::DonateArgnums donate = {})
+      : f_(std::move(f)), donate_(std::move(donate)), cache_(std::make_shared<jit_detail::JitCache>()) {}
 
   template <class... Args>
   auto operator()(const Args&... args) const {
     using R = std::decay_t<decltype(std::apply(f_, std::tuple<Args...>{args...}))>;
     std::vector<Array> leaves;
-    (tree::flatten_into(args, leaves), ...);
+    std::vector<int> leaf_argument;  // per leaf, the argument it belongs to
+    int argument = 0;
+    ((tree::flatten_into(args, leaves), leaf_argument.resize(leaves.size(), argument++)), ...);
     if (is_tracing()) {
       // Inside another trace: trace f and inline its program there.
       auto [program, out] = detail::trace_to_program(f_, args...);
@@ -156,11 +181,17 @@ class Jitted {
     }
     std::string key;
     ((key += typeid(Args).name(), key += '|', jit_detail::signature(args, key)), ...);
+    const std::vector<bool> donated =
+        donate_.argnums.empty() ? std::vector<bool>{}
+                                : jit_detail::donated_leaves(donate_, leaf_argument, int(sizeof...(Args)));
     std::shared_ptr<const jit_detail::Compiled> compiled = jit_detail::lookup(*cache_, key);
     if (!compiled) {
       auto [program, out] = detail::trace_to_program(f_, args...);
-      compiled = jit_detail::compile_signature(*cache_, key, std::move(program), jit_detail::structure_of<R>(out));
+      compiled = jit_detail::compile_signature(*cache_, key, std::move(program), jit_detail::structure_of<R>(out),
+                                               runtime::cpu_device(), donated);
     }
+    if (!donated.empty())
+      return jit_detail::rebuild_results<R>(*compiled, jit_detail::run_donating(*compiled, leaves, donated, leaf_argument));
     return jit_detail::rebuild_results<R>(*compiled, jit_detail::run_compiled(*compiled, leaves));
   }
 
@@ -169,6 +200,7 @@ class Jitted {
 
  private:
   F f_;
+  jit_detail::DonateArgnums donate_;
   std::shared_ptr<jit_detail::JitCache> cache_;
 };
 
@@ -176,6 +208,19 @@ class Jitted {
 template <class F>
 Jitted<F> jit(F f) {
   return Jitted<F>(std::move(f));
+}
+
+/// jax.jit(f, donate_argnums=...): see the top of this file.
+template <class F>
+Jitted<F> jit(F f, jit_detail::DonateArgnums donate) {
+  return Jitted<F>(std::move(f), std::move(donate));
+}
+
+/// The arguments (by position) a jitted function may take the buffers of: fx::donate_argnums(0, 2).
+template <class... I>
+  requires(std::is_integral_v<I> && ...)
+jit_detail::DonateArgnums donate_argnums(I... argnums) {
+  return {{int(argnums)...}};
 }
 
 }  // namespace fluxion

@@ -28,6 +28,8 @@ COMPILE_N = 1024                  # one-op compile: x * c over f32[1024]
 CONV_N, CONV_C, CONV_HW = 128, 64, 32  # conv3x3: 3x3, 64 -> 64 features, 32x32, batch 128, NCHW
 LA_BATCH, LA_N, LA_BIG = 256, 64, 512  # linalg: 256 SPD 64x64 systems; one 512x512 matrix (f64)
 GP_N = 2000                       # GP log marginal likelihood over 2000 1-D points (f64)
+POOL_N, POOL_C, POOL_HW = 32, 64, 56   # max pooling: NCHW f32[32, 64, 56, 56]
+POOLS = [("maxpool2", 2, 0), ("maxpool3", 3, 1)]  # name, window (k x k, stride 2), padding per side
 
 # Column ranges of the bundle-adjustment tables (camera: rotation 3, center 3, focal 1, principal
 # point 2, radial distortion 2; point: 3). Points sit in front of the cameras (z in 8..12).
@@ -71,6 +73,13 @@ def conv_data():
     n, ch, hw = CONV_N, CONV_C, CONV_HW
     return (pattern((n, ch, hw, hw), -1, 1, 1), pattern((ch, ch, 3, 3), -0.1, 0.1, 2),
             pattern((n, ch, hw, hw), -1, 1, 3))
+
+
+def pool_data(k, pad):
+    """x [N, C, H, W] and the cotangent of its k x k, stride-2 max pooling with padding `pad`."""
+    n, ch, hw = POOL_N, POOL_C, POOL_HW
+    out = (hw + 2 * pad - k) // 2 + 1
+    return pattern((n, ch, hw, hw), -1, 1, 1), pattern((n, ch, out, out), -1, 1, 3)
 
 
 def gmm_data():

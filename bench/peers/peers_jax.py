@@ -124,6 +124,16 @@ def linalg_rows(timed):
     timed("gp_vg", lambda t: vg(t, x, y), [theta], lambda r: float(r[0]), dtype=f64)
 
 
+def max_pool(x, k, pad):
+    return jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 1, k, k), (1, 1, 2, 2),
+                                 ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+
+
+def pool_grads(x, g, k, pad):
+    y, pullback = jax.vjp(lambda a: max_pool(a, k, pad), x)
+    return (y, *pullback(g))
+
+
 def main():
     rec = c.Recorder("jax", c.repeats_from_argv())
     print(f"# jax {jax.__version__} on {jax.devices()}", flush=True)
@@ -190,6 +200,11 @@ def main():
     cx, cw, cg = device(c.conv_data())
     timed("conv3x3_forward", jax.jit(conv3x3), [cx, cw], c.abs_sum)
     timed("conv3x3", jax.jit(conv3x3_grads), [cx, cw, cg], lambda r: c.abs_sum(*r))
+
+    for name, k, pad in c.POOLS:
+        px, pg = device(c.pool_data(k, pad))
+        timed(name + "_forward", jax.jit(partial(max_pool, k=k, pad=pad)), [px], c.abs_sum)
+        timed(name, jax.jit(partial(pool_grads, k=k, pad=pad)), [px, pg], lambda r: c.abs_sum(*r))
 
     kp, kc = device(c.kmeans_data())
     timed("kmeans_cost", jax.jit(kmeans_cost), [kp, kc], float, dtype=np.float64)

@@ -102,6 +102,13 @@ def linalg_rows(timed, abs_sum):
         timed("gp_vg", lambda t: gp_value_and_grad(t, x, y), [theta], lambda r: float(r[0]))
 
 
+def pool_grads(x, g, k, pad):
+    """Max pooling (k x k, stride 2) and the gradient of sum(pool * g) with respect to x."""
+    x = x.detach().requires_grad_()
+    y = F.max_pool2d(x, k, 2, pad)
+    return (y.detach(), *torch.autograd.grad(y, (x,), g))
+
+
 def tensors(tree):
     if isinstance(tree, (tuple, list)):
         return type(tree)(tensors(a) for a in tree)
@@ -172,6 +179,12 @@ def main():
     with torch.no_grad():
         timed("conv3x3_forward", lambda x, w: F.conv2d(x, w, padding=1), [cx, cw], abs_sum)
     timed("conv3x3", conv3x3_grads, [cx, cw, cg], abs_sum)
+
+    for name, k, pad in c.POOLS:
+        px, pg = tensors(c.pool_data(k, pad))
+        with torch.no_grad():
+            timed(name + "_forward", lambda x, k=k, pad=pad: F.max_pool2d(x, k, 2, pad), [px], abs_sum)
+        timed(name, lambda x, g, k=k, pad=pad: pool_grads(x, g, k, pad), [px, pg], abs_sum)
 
     kp, kc = tensors(c.kmeans_data())
     timed("kmeans_cost", kmeans_cost, [kp, kc], float)
