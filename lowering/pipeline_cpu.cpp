@@ -171,6 +171,7 @@ class CpuPipeline {
   void tile() {
     profiler::Scope prof("mlir", "tiling and vectorization");
     auto t = Clock::now();
+    collapse_short_elementwise_loops(*module_);
     bool row_fused = false;
     if (std::string rows = row_fusion_script(*module_, threads_); !rows.empty()) {
       OwningOpRef<ModuleOp> before(cast<ModuleOp>((*module_)->clone()));
