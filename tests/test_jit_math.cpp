@@ -5,6 +5,8 @@
 #include <doctest/doctest.h>
 #include <fluxion.h>
 
+#include "tests/test_helpers.h"
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -247,5 +249,27 @@ TEST_CASE("jit: f32 and f64 pow and atan2 agree with libm, special cases include
       CHECK(close(gp[i], wp));
       CHECK(close(ga[i], wa));
     }
+  }
+}
+
+// lowering/tiling.cpp collapses all-parallel elementwise loops with a short innermost extent (a
+// conv weight's [O, I, 3, 3]) into one loop; shapes on both sides of the rule, with scalars,
+// a broadcast operand (not collapsed) and several results, must give eager's values.
+TEST_CASE("jit: short elementwise loops collapsed into one give eager's values") {
+  const std::vector<fx::Shape> shapes = {{64, 32, 3, 3}, {5, 7, 1}, {3, 2, 7}, {4, 9, 8}, {2, 3, 5, 1, 2}};
+  for (const fx::Shape& s : shapes) {
+    CAPTURE(s.str());
+    fx::Array p = fx::random::normal(fx::random::key(1), s), g = fx::random::normal(fx::random::key(2), s);
+    fx::Array row = fx::random::normal(fx::random::key(3), {s[s.rank() - 1]});
+    auto step = [](const fx::Array& p, const fx::Array& g, const fx::Array& row) {
+      fx::Array m = 0.9f * p + 0.1f * g;
+      return std::make_tuple(p - 0.01f * m / (fx::sqrt(g * g) + 1e-8f), m, p * row, fx::where(g > 0.f, p, g));
+    };
+    auto eager = step(p, g, row);
+    auto compiled = fx::jit(step)(p, g, row);
+    CHECK(test_helpers::max_abs_diff(std::get<0>(compiled), std::get<0>(eager)) < 1e-5);
+    CHECK(test_helpers::max_abs_diff(std::get<1>(compiled), std::get<1>(eager)) < 1e-6);
+    CHECK(test_helpers::max_abs_diff(std::get<2>(compiled), std::get<2>(eager)) < 1e-6);
+    CHECK(test_helpers::max_abs_diff(std::get<3>(compiled), std::get<3>(eager)) == 0.0);
   }
 }
