@@ -1,16 +1,10 @@
 // The matrix kernels of the linear-algebra primitives for one x86-64 level (prims/linalg_block.h):
 // Eigen's LLT, triangular solves, PartialPivLU, HouseholderQR, SelfAdjointEigenSolver and BDCSVD
 // on one matrix. runtime/meson.build compiles this file once per level with that level's -march and
-// FLUXION_ISA_LEVEL set, and Eigen's namespace is renamed per level, for the reasons
-// runtime/matmul_eigen.cpp gives.
+// FLUXION_ISA_LEVEL set, and Eigen's namespace is renamed per level (prims/eigen_level.h).
+#include "prims/eigen_level.h"
 #include "prims/linalg_block.h"
 
-#ifndef FLUXION_ISA_LEVEL
-#error "build this file through runtime/meson.build, which sets FLUXION_ISA_LEVEL"
-#endif
-#define FLUXION_CAT2(a, b) a##b
-#define FLUXION_CAT(a, b) FLUXION_CAT2(a, b)
-#define Eigen FLUXION_CAT(fluxion_eigen_level, FLUXION_ISA_LEVEL)
 #include <Eigen/Dense>
 #include <limits>
 
@@ -123,7 +117,7 @@ void run(LinalgBlock& b) {
 
 namespace fluxion::linalg_rules {
 
-void FLUXION_CAT(linalg_eigen_level, FLUXION_ISA_LEVEL)(LinalgBlock& b) {
+void FLUXION_LEVEL_NAME(linalg_eigen_level)(LinalgBlock& b) {
   if (b.is_double) run<double>(b);
   else run<float>(b);
 }

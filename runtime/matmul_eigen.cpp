@@ -2,19 +2,12 @@
 // file once per level, each time with that level's -march flag and FLUXION_ISA_LEVEL set, so
 // that Eigen picks its SSE, AVX2+FMA or AVX-512 kernels from the compiler's own ISA macros.
 //
-// Eigen's namespace is renamed per level (fluxion_eigen_level3, ...): its templates instantiate as
-// weak symbols, and with one shared name the linker would keep one level's copy for every caller
-// in the library, e.g. AVX-512 code in the baseline path of an AVX2 machine. The only other symbol
-// an object defines is its entry point; tests/check_level_symbols.sh proves it on the built
-// objects, so a standard-library function emitted out of line here would fail that test.
+// Eigen's namespace is renamed per level (prims/eigen_level.h says why). The only other symbol an
+// object defines is its entry point; tests/check_level_symbols.sh proves it on the built objects,
+// so a standard-library function emitted out of line here would fail that test.
+#include "prims/eigen_level.h"
 #include "runtime/matmul_block.h"
 
-#ifndef FLUXION_ISA_LEVEL
-#error "build this file through runtime/meson.build, which sets FLUXION_ISA_LEVEL"
-#endif
-#define FLUXION_CAT2(a, b) a##b
-#define FLUXION_CAT(a, b) FLUXION_CAT2(a, b)
-#define Eigen FLUXION_CAT(fluxion_eigen_level, FLUXION_ISA_LEVEL)
 #include <Eigen/Core>
 
 namespace {
@@ -45,7 +38,7 @@ void product_of(const fluxion::runtime::MatmulBlock& b) {
 
 namespace fluxion::runtime {
 
-void FLUXION_CAT(matmul_eigen_level, FLUXION_ISA_LEVEL)(bool is_double, const MatmulBlock& b) {
+void FLUXION_LEVEL_NAME(matmul_eigen_level)(bool is_double, const MatmulBlock& b) {
   if (is_double) product_of<double>(b);
   else product_of<float>(b);
 }
