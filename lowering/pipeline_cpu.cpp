@@ -31,6 +31,7 @@
 #include "lowering/mlir_session.h"
 #include "lowering/object_cache.h"
 #include "lowering/passes.h"
+#include "lowering/pipeline_state.h"
 #include "lowering/tiling.h"
 
 namespace fluxion::lowering {
@@ -127,27 +128,12 @@ int llvm_opt_level(const Program& p) {
   return largest < (int64_t(1) << 16) ? 0 : 3;
 }
 
-std::string print(ModuleOp m) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  m.print(os);
-  return s;
-}
-
-// One compile's state: the module as it moves through the stages, the diagnostics MLIR reports,
-// the dumps and the timings.
-class CpuPipeline {
+// One compile for the CPU: the stages, over the state every pipeline holds (pipeline_state.h), and
+// their timings.
+class CpuPipeline : PipelineState {
  public:
   CpuPipeline(const Program& p, const CompileOptions& o)
-      : program_(p), options_(o), threads_(usable_threads(o.num_threads)), session_(mlir_session()),
-        lock_(session_.mutex), handler_(&session_.context, [this](Diagnostic& d) {
-          llvm::raw_string_ostream os(diagnostics_);
-          os << "\n  " << d.getLocation() << ": " << d;
-          for (const Diagnostic& note : d.getNotes()) os << "\n    note: " << note;
-          return success();
-        }) {
-    dump("program.txt", p.str());
-  }
+      : PipelineState(p, o, "jit", ""), threads_(usable_threads(o.num_threads)) {}
 
   void lower() {
     profiler::Scope prof("mlir", "lower to MLIR");
@@ -228,18 +214,6 @@ class CpuPipeline {
   }
 
  private:
-  [[noreturn]] void fail(const std::string& stage) {
-    throw CompileError("CompileError: jit: " + stage + " failed for the program\n" + program_.str() +
-                       "MLIR said:" + diagnostics_);
-  }
-
-  void run(const std::string& passes, const char* what) {
-    PassManager* pm = pass_manager(passes, diagnostics_);
-    if (!pm) fail(std::string("parsing the pass list of ") + what);
-    if (failed(pm->run(*module_))) fail(what);
-    if (failed(verify(*module_))) fail(std::string("verifying the module after ") + what);
-  }
-
   bool apply_script(const std::string& script) {
     OwningOpRef<ModuleOp> td = parseSourceString<ModuleOp>(script, &session_.context);
     if (!td) return false;
@@ -250,23 +224,8 @@ class CpuPipeline {
   std::string dump_path(const char* suffix) const {
     return options_.dump_dir.empty() ? std::string() : options_.dump_dir + "/" + options_.dump_name + "." + suffix;
   }
-  void dump(const char* suffix, const std::string& text) const {
-    if (options_.dump_dir.empty()) return;
-    std::ofstream f(dump_path(suffix));
-    f << text;
-  }
-  void dump_module(const char* suffix) const {
-    if (!options_.dump_dir.empty()) dump(suffix, print(*module_));
-  }
 
-  const Program& program_;
-  const CompileOptions& options_;
   const int threads_;
-  MlirSession& session_;
-  std::lock_guard<std::mutex> lock_;
-  std::string diagnostics_;
-  ScopedDiagnosticHandler handler_;
-  OwningOpRef<ModuleOp> module_;
   double lower_ms_ = 0, passes_ms_ = 0, llvm_ms_ = 0;
 };
 

@@ -32,6 +32,7 @@
 #include "lowering/lower.h"
 #include "lowering/mlir_session.h"
 #include "lowering/passes.h"
+#include "lowering/pipeline_state.h"
 
 #include "fluxion_cuda_config.h"  // FLUXION_CUDA_HOME: the toolkit meson found, or "" (meson.build)
 
@@ -94,24 +95,9 @@ std::string to_ptx_passes(const std::string& chip, const std::string& toolkit) {
          "gpu-module-to-binary{format=isa toolkit=" + toolkit + "}";
 }
 
-std::string print(Operation* op) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  op->print(os);
-  return s;
-}
-
-class CudaPipeline {
+class CudaPipeline : PipelineState {
  public:
-  CudaPipeline(const Program& p, const CompileOptions& o)
-      : program_(p), options_(o), session_(mlir_session()), lock_(session_.mutex),
-        handler_(&session_.context, [this](Diagnostic& d) {
-          llvm::raw_string_ostream os(diagnostics_);
-          os << "\n  " << d.getLocation() << ": " << d;
-          return success();
-        }) {
-    dump("program.txt", p.str());
-  }
+  CudaPipeline(const Program& p, const CompileOptions& o) : PipelineState(p, o, "jit for the GPU", "cuda.") {}
 
   runtime::GpuProgram compile() {
     check();
@@ -205,34 +191,6 @@ class CudaPipeline {
     }
     return out;
   }
-
-  [[noreturn]] void fail(const std::string& stage) {
-    throw CompileError("CompileError: jit for the GPU: " + stage + " failed for the program\n" + program_.str() +
-                       "MLIR said:" + diagnostics_);
-  }
-
-  void run(const std::string& passes, const char* what) {
-    PassManager* pm = pass_manager(passes, diagnostics_);
-    if (!pm) fail(std::string("parsing the pass list of ") + what);
-    if (failed(pm->run(*module_))) fail(what);
-    if (failed(verify(*module_))) fail(std::string("verifying the module after ") + what);
-  }
-
-  void dump(const char* suffix, const std::string& text) const {
-    if (options_.dump_dir.empty()) return;
-    std::ofstream(options_.dump_dir + "/" + options_.dump_name + ".cuda." + suffix) << text;
-  }
-  void dump_module(const char* suffix) const {
-    if (!options_.dump_dir.empty()) dump(suffix, print(*module_));
-  }
-
-  const Program& program_;
-  const CompileOptions& options_;
-  MlirSession& session_;
-  std::lock_guard<std::mutex> lock_;
-  std::string diagnostics_;
-  ScopedDiagnosticHandler handler_;
-  OwningOpRef<ModuleOp> module_;
 };
 
 }  // namespace
