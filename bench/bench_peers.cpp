@@ -247,6 +247,10 @@ void linalg_rows() {
   };
   timed("gp_vg", fx::jit(fx::value_and_grad(loglik)), [](const auto& r) { return item(r.first); }, "ms", 1,
         fx::array({0.0, 0.0, -2.0}));
+  // The FFT of 2^20 complex64 points (bench/bench_fft.cpp measures it against FFTW by hand).
+  const fx::Array z = fx::complex(pattern({kFftN}, -1, 1, 21), pattern({kFftN}, -1, 1, 22));
+  timed("fft", fx::jit([](const fx::Array& a) { return fx::fft::fft(a); }), [](const fx::Array& y) { return abs_sum(fx::abs(y)); },
+        "ms", 1, z);
 }
 
 // Max pooling forward and forward + gradient on a ResNet-sized activation (bench/peers/common.py

@@ -25,6 +25,7 @@ constexpr int64_t kBaCams = 49, kBaPoints = 10000, kBaObs = 30000;
 constexpr int64_t kKmN = 10000, kKmK = 100, kKmD = 16;
 constexpr int64_t kSmall = 8, kCompileN = 1024;
 constexpr int64_t kLaBatch = 256, kLaN = 64, kLaBig = 512, kGpN = 2000;
+constexpr int64_t kFftN = int64_t(1) << 20;
 
 inline uint64_t splitmix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;

@@ -28,6 +28,7 @@ COMPILE_N = 1024                  # one-op compile: x * c over f32[1024]
 CONV_N, CONV_C, CONV_HW = 128, 64, 32  # conv3x3: 3x3, 64 -> 64 features, 32x32, batch 128, NCHW
 LA_BATCH, LA_N, LA_BIG = 256, 64, 512  # linalg: 256 SPD 64x64 systems; one 512x512 matrix (f64)
 GP_N = 2000                       # GP log marginal likelihood over 2000 1-D points (f64)
+FFT_N = 1 << 20                   # FFT of 2^20 complex64 points
 POOL_N, POOL_C, POOL_HW = 32, 64, 56   # max pooling: NCHW f32[32, 64, 56, 56]
 POOLS = [("maxpool2", 2, 0), ("maxpool3", 3, 1)]  # name, window (k x k, stride 2), padding per side
 
@@ -130,6 +131,11 @@ def gp_data():
     return x, np.sin(x) + 0.1 * np.sin(37.0 * i), np.array([0.0, 0.0, -2.0])
 
 
+def fft_data():
+    """complex64[2^20]: real part pattern(-1, 1, salt 21), imaginary part pattern(-1, 1, salt 22)."""
+    return (pattern((FFT_N,), -1, 1, 21) + 1j * pattern((FFT_N,), -1, 1, 22)).astype(np.complex64)
+
+
 def ba_residual(xp, p, feat):
     """The weighted reprojection error (2 values) of one bundle-adjustment observation, in the array
     module xp (jax.numpy or torch); p = camera (Rodrigues rotation 3, center 3, focal 1, principal
@@ -187,5 +193,9 @@ def repeats_from_argv(default=10):
 
 
 def abs_sum(*arrays):
-    """sum of |x| over every array, in float64 (the check value of multi-output workloads)."""
-    return sum(float(np.abs(np.asarray(a, dtype=np.float64)).sum()) for a in arrays)
+    """sum of |x| over every array (the modulus for complex ones), in float64 (the check value of
+    multi-output workloads)."""
+    def magnitudes(a):
+        a = np.asarray(a)
+        return np.abs(a).astype(np.float64) if np.iscomplexobj(a) else np.abs(a.astype(np.float64))
+    return sum(float(magnitudes(a).sum()) for a in arrays)

@@ -45,6 +45,7 @@ ROWS = [  # workload id, label, target of Fluxion time / plain-loop time
     ("eigh512", "eigh 512² f64 (values and vectors)", None),
     ("svd512", "SVD 512² f64 (U, S, Vᵀ)", None),
     ("gp_vg", "GP log-likelihood value_and_grad, n=2000 f64", None),
+    ("fft", "FFT 2²⁰ complex64", None),
 ]
 PEERS = [("jax", "JAX"), ("torch", "PyTorch")]
 

@@ -122,6 +122,7 @@ def linalg_rows(timed):
     x, y, theta = device(c.gp_data())
     vg = jax.jit(jax.value_and_grad(gp_loglik))
     timed("gp_vg", lambda t: vg(t, x, y), [theta], lambda r: float(r[0]), dtype=f64)
+    timed("fft", jax.jit(jnp.fft.fft), [jnp.asarray(c.fft_data())], c.abs_sum, dtype=np.complex64)
 
 
 def max_pool(x, k, pad):

@@ -100,6 +100,7 @@ def linalg_rows(timed, abs_sum):
     x, y, theta = tensors(c.gp_data())
     with torch.enable_grad():
         timed("gp_vg", lambda t: gp_value_and_grad(t, x, y), [theta], lambda r: float(r[0]))
+    timed("fft", torch.fft.fft, [torch.from_numpy(c.fft_data())], abs_sum)
 
 
 def pool_grads(x, g, k, pad):
