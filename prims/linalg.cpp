@@ -142,6 +142,18 @@ void run_linalg(LinalgBlock& b) {
   g_blocks[level].fetch_add(1, std::memory_order_relaxed);
 }
 
+void run_each_matrix(LinalgBlock& blk, int64_t count, std::span<const View> in, std::initializer_list<int64_t> in_elements,
+                     std::span<const View> out, std::initializer_list<int64_t> out_elements) {
+  const void** operands[] = {&blk.a, &blk.b};
+  for (int64_t k = 0; k < count; ++k) {
+    size_t i = 0;
+    for (int64_t e : in_elements) *operands[i] = matrix_at(in[i], k, e), ++i;
+    i = 0;
+    for (int64_t e : out_elements) blk.out[i] = matrix_at(out[i], k, e), ++i;
+    run_linalg(blk);
+  }
+}
+
 uint64_t linalg_blocks_computed(int level) {
   return level >= 1 && level <= kTopLevel ? g_blocks[level].load(std::memory_order_relaxed) : 0;
 }
@@ -158,11 +170,7 @@ std::vector<AbstractArray> cholesky_shape(std::span<const AbstractArray> in, con
 void cholesky_kernel(std::span<const View> in, std::span<const View> out, const Params&) {
   LinalgBlock blk = block_of(LinalgOp::cholesky, in[0].dtype());
   blk.n = in[0].shape()[size_t(in[0].shape().rank() - 1)];
-  for (int64_t b = 0; b < batch_count(in[0].shape()); ++b) {
-    blk.a = matrix_at(in[0], b, blk.n * blk.n);
-    blk.out[0] = matrix_at(out[0], b, blk.n * blk.n);
-    run_linalg(blk);
-  }
+  run_each_matrix(blk, batch_count(in[0].shape()), in, {blk.n * blk.n}, out, {blk.n * blk.n});
 }
 
 // dL = L Phi(L^-1 sym(dA) L^-T), Phi: the lower triangle with its diagonal halved.
@@ -216,12 +224,7 @@ void triangular_solve_kernel(std::span<const View> in, std::span<const View> out
   blk.n = in[0].shape()[size_t(bs.rank() - 1)];
   blk.rows = bs[size_t(bs.rank() - 2)];
   blk.cols = bs[size_t(bs.rank() - 1)];
-  for (int64_t k = 0; k < batch_count(bs); ++k) {
-    blk.a = matrix_at(in[0], k, blk.n * blk.n);
-    blk.b = matrix_at(in[1], k, blk.rows * blk.cols);
-    blk.out[0] = matrix_at(out[0], k, blk.rows * blk.cols);
-    run_linalg(blk);
-  }
+  run_each_matrix(blk, batch_count(bs), in, {blk.n * blk.n, blk.rows * blk.cols}, out, {blk.rows * blk.cols});
 }
 
 Array solve_like(const Array& a, const Array& b, const Params& p, bool flip_transpose) {

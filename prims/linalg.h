@@ -4,6 +4,7 @@
 // written with the batched helpers below.
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <span>
 #include <string>
 #include <vector>
@@ -30,6 +31,11 @@ LinalgBlock block_of(LinalgOp op, DType d);
 void* matrix_at(const View& v, int64_t i, int64_t elements);
 /// Runs one matrix with the Eigen build for kernel_isa_level() (prims/isa_level.h).
 void run_linalg(LinalgBlock& b);
+/// Runs `blk` on each of the `count` matrices of a batched kernel call: matrix k's operands are
+/// matrix_at(in[i], k, in_elements[i]) (a, then b) and its outputs matrix_at(out[i], k,
+/// out_elements[i]).
+void run_each_matrix(LinalgBlock& blk, int64_t count, std::span<const View> in, std::initializer_list<int64_t> in_elements,
+                     std::span<const View> out, std::initializer_list<int64_t> out_elements);
 /// How many matrices the build for `level` (1-4) has computed in this process (for tests).
 uint64_t linalg_blocks_computed(int level);
 

@@ -32,12 +32,7 @@ std::vector<AbstractArray> qr_shape(std::span<const AbstractArray> in, const Par
 void qr_kernel(std::span<const View> in, std::span<const View> out, const Params&) {
   LinalgBlock blk = block_of(LinalgOp::qr, in[0].dtype());
   const int64_t m = blk.m = rows(*in[0].aval), n = blk.n = cols(*in[0].aval), k = blk.cols = cols(*out[0].aval);
-  for (int64_t b = 0; b < batch_count(in[0].shape()); ++b) {
-    blk.a = matrix_at(in[0], b, m * n);
-    blk.out[0] = matrix_at(out[0], b, m * k);
-    blk.out[1] = matrix_at(out[1], b, k * n);
-    run_linalg(blk);
-  }
+  run_each_matrix(blk, batch_count(in[0].shape()), in, {m * n}, out, {m * k, k * n});
 }
 
 // With X = Q^T dA R^-1 and its skew part dO = tril(X, -1) - tril(X, -1)^T:
@@ -74,12 +69,7 @@ std::vector<AbstractArray> eigh_shape(std::span<const AbstractArray> in, const P
 void eigh_kernel(std::span<const View> in, std::span<const View> out, const Params&) {
   LinalgBlock blk = block_of(LinalgOp::eigh, in[0].dtype());
   const int64_t n = blk.m = blk.n = cols(*in[0].aval);
-  for (int64_t b = 0; b < batch_count(in[0].shape()); ++b) {
-    blk.a = matrix_at(in[0], b, n * n);
-    blk.out[0] = matrix_at(out[0], b, n * n);
-    blk.out[1] = matrix_at(out[1], b, n);
-    run_linalg(blk);
-  }
+  run_each_matrix(blk, batch_count(in[0].shape()), in, {n * n}, out, {n * n, n});
 }
 
 // dw = diag(V^T dA V); dV = V (F o V^T dA V) with F_ij = 1 / (w_j - w_i) (0 where w_j = w_i).
@@ -116,13 +106,7 @@ void svd_kernel(std::span<const View> in, std::span<const View> out, const Param
   const int64_t m = blk.m = rows(*in[0].aval), n = blk.n = cols(*in[0].aval), k = std::min(m, n);
   const int64_t ku = blk.cols = cols(*out[0].aval), kv = blk.rows = rows(*out[2].aval);
   blk.full_matrices = full(params);
-  for (int64_t b = 0; b < batch_count(in[0].shape()); ++b) {
-    blk.a = matrix_at(in[0], b, m * n);
-    blk.out[0] = matrix_at(out[0], b, m * ku);
-    blk.out[1] = matrix_at(out[1], b, k);
-    blk.out[2] = matrix_at(out[2], b, kv * n);
-    run_linalg(blk);
-  }
+  run_each_matrix(blk, batch_count(in[0].shape()), in, {m * n}, out, {m * ku, k, kv * n});
 }
 
 // JAX's svd_jvp_rule (real, reduced): with dS = U^T dA V and F_ij = 1 / (s_j^2 - s_i^2),
