@@ -20,14 +20,7 @@ bool has_effect(const Program& p) {
 }
 
 bool has_effect(const Eqn& e) {
-  if (table()[size_t(e.prim)].effect) return true;
-  for (const auto& [key, v] : e.params.entries()) {
-    if (const ProgramRef* prog = std::get_if<ProgramRef>(&v); prog && *prog && has_effect(**prog)) return true;
-    if (const ProgramList* list = std::get_if<ProgramList>(&v))
-      for (const ProgramRef& q : *list)
-        if (q && has_effect(*q)) return true;
-  }
-  return false;
+  return table()[size_t(e.prim)].effect || any_sub_program(e, [](const Program& q) { return has_effect(q); });
 }
 
 void register_eval_rules(Prim p, const EvalRules& rules) { table()[size_t(p)] = rules; }

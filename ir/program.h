@@ -70,6 +70,11 @@ struct Eqn {
   SourceLoc loc;  // the user's call that created it (not printed, not compared)
 };
 
+/// Whether f(q) holds for some sub-program q that e holds (a cond's branches, a loop's body, a
+/// custom rule's programs), tried in parameter order; the walks over nested programs start here.
+template <class F>
+bool any_sub_program(const Eqn& e, F&& f);
+
 class Program {
  public:
   std::vector<AbstractArray> types;  // the type of each var id
@@ -108,6 +113,17 @@ class Program {
   std::string str() const;
 };
 std::ostream& operator<<(std::ostream& os, const Program& p);
+
+template <class F>
+bool any_sub_program(const Eqn& e, F&& f) {
+  for (const auto& [key, value] : e.params.entries()) {
+    if (const ProgramRef* q = std::get_if<ProgramRef>(&value); q && *q && f(static_cast<const Program&>(**q))) return true;
+    if (const ProgramList* list = std::get_if<ProgramList>(&value))
+      for (const ProgramRef& q : *list)
+        if (q && f(static_cast<const Program&>(*q))) return true;
+  }
+  return false;
+}
 
 /// Reads the text form back. Malformed text raises ParseError naming line and column.
 Program parse_program(std::string_view text);

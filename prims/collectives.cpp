@@ -127,8 +127,10 @@ void reduction_kernel(std::span<const View> in, std::span<const View> out, const
     dispatch_dtype(out[0].dtype(), [&](auto z) {
       using T = decltype(z);
       if constexpr (is_float_type<T>) {
+        // The member count read once: a virtual call per element kept this loop scalar.
+        const compute_t<T> n = compute_t<T>(c->size());
         T* o = out[0].as<T>();
-        for (int64_t i = 0; i < out[0].size(); ++i) o[i] = T(compute_t<T>(o[i]) / compute_t<T>(c->size()));
+        for (int64_t i = 0, size = out[0].size(); i < size; ++i) o[i] = T(compute_t<T>(o[i]) / n);
       }
     });
 }

@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
+#include <vector>
 
 namespace fx = fluxion;
 
@@ -35,6 +37,32 @@ TEST_CASE("runtime: freed buffers are reused by size class, 64-byte aligned") {
   }
   fx::AllocatorStats after = fx::allocator_stats();
   CHECK(after.hits >= before.hits + 2);  // the second and third arrays reuse the first's block
+}
+
+// The cache (1 GB unless FLUXION_ALLOCATOR_CACHE_MB says otherwise) holds three 300 MB blocks; a
+// fourth freed one makes room by dropping the block freed longest ago, so the three asked for next
+// are the three freed last. (Untouched, the blocks cost address space, not memory.)
+TEST_CASE("runtime: a full allocator cache drops the block freed longest ago") {
+  if (std::getenv("FLUXION_ALLOCATOR_CACHE_MB")) return;  // the arithmetic below assumes 1 GB
+  fx::allocator_trim();
+  constexpr size_t kBlock = size_t(300) << 20;
+  std::vector<void*> freed;
+  for (int i = 0; i < 4; ++i) {
+    freed.push_back(fx::scratch_alloc(kBlock));
+    REQUIRE(freed.back() != nullptr);
+  }
+  for (void* p : freed) fx::scratch_free(p);
+  CHECK(fx::allocator_stats().cached_bytes <= size_t(1) << 30);
+  const fx::AllocatorStats before = fx::allocator_stats();
+  std::vector<void*> again;
+  for (int i = 0; i < 3; ++i) again.push_back(fx::scratch_alloc(kBlock));
+  CHECK(fx::allocator_stats().hits == before.hits + 3);
+  std::sort(again.begin(), again.end());
+  std::vector<void*> newest(freed.begin() + 1, freed.end());
+  std::sort(newest.begin(), newest.end());
+  CHECK(again == newest);
+  for (void* p : again) fx::scratch_free(p);
+  fx::allocator_trim();
 }
 
 TEST_CASE("runtime: kernel scratch memory is aligned as asked, writable, and reused") {

@@ -26,12 +26,10 @@ void refuse_library_calls(const Program& p) {
       throw CompileError("CompileError: export: " + std::string(prim_name(e.prim)) + " at " + e.loc.str() +
                          " runs a reference kernel of libfluxion as a library call; an exported object links "
                          "only the AOT runtime, so the program cannot be exported");
-    for (const auto& [key, v] : e.params.entries()) {
-      if (const ProgramRef* sub = std::get_if<ProgramRef>(&v); sub && *sub) refuse_library_calls(**sub);
-      if (const ProgramList* list = std::get_if<ProgramList>(&v))
-        for (const ProgramRef& q : *list)
-          if (q) refuse_library_calls(*q);
-    }
+    any_sub_program(e, [](const Program& q) {
+      refuse_library_calls(q);
+      return false;
+    });
   }
 }
 

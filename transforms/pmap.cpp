@@ -43,15 +43,8 @@ namespace {
 // Whether running p meets the other devices: a collective's eqn (it names an axis by its key),
 // also inside a sub-program (a cond branch, a loop body).
 bool meets_other_devices(const Program& p) {
-  for (const Eqn& e : p.eqns) {
-    if (e.params.has("axis_key")) return true;
-    for (const auto& [name, v] : e.params.entries()) {
-      if (const ProgramRef* q = std::get_if<ProgramRef>(&v); q && *q && meets_other_devices(**q)) return true;
-      if (const ProgramList* list = std::get_if<ProgramList>(&v))
-        for (const ProgramRef& q : *list)
-          if (q && meets_other_devices(*q)) return true;
-    }
-  }
+  for (const Eqn& e : p.eqns)
+    if (e.params.has("axis_key") || any_sub_program(e, meets_other_devices)) return true;
   return false;
 }
 // The out_axes position of each output (kNotMapped for fx::none), checked before anything runs.

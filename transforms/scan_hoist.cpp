@@ -361,15 +361,8 @@ void drop_unread_operands(Scan& s) {
 }
 
 bool contains_scan(const Program& p) {
-  for (const Eqn& e : p.eqns) {
-    if (e.prim == Prim::scan) return true;
-    for (const auto& [key, value] : e.params.entries()) {
-      if (const auto* ref = std::get_if<ProgramRef>(&value); ref && contains_scan(**ref)) return true;
-      if (const auto* list = std::get_if<ProgramList>(&value))
-        for (const ProgramRef& q : *list)
-          if (contains_scan(*q)) return true;
-    }
-  }
+  for (const Eqn& e : p.eqns)
+    if (e.prim == Prim::scan || any_sub_program(e, contains_scan)) return true;
   return false;
 }
 
