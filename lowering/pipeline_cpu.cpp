@@ -33,6 +33,7 @@
 #include "lowering/passes.h"
 #include "lowering/pipeline_state.h"
 #include "lowering/tiling.h"
+#include "runtime/openmp.h"
 
 namespace fluxion::lowering {
 
@@ -103,13 +104,12 @@ std::string bufferize_and_lower_passes(int num_threads) {
   return s;
 }
 
-// Threads are pinned (OMP_PROC_BIND, unless the user set it): unpinned, OpenMP on these VMs was
-// slower than one thread.
+// Threads are bound as runtime/openmp.h says (pinned with one CPU device), before libomp loads.
 int usable_threads(int requested) {
   if (requested <= 1) return 1;
   static const bool have_omp = [] {
     if (!openmp_available()) return false;
-    setenv("OMP_PROC_BIND", "true", 0);
+    fluxion::runtime::default_openmp_binding();
     return true;
   }();
   return have_omp ? requested : 1;

@@ -11,20 +11,20 @@
 
 namespace fluxion::runtime {
 
-int parse_num_threads(const char* text) {
+int parse_positive_setting(const char* name, const char* text, const char* if_unset) {
   int n = 0;
   const char* end = text + std::strlen(text);
   auto [ptr, ec] = std::from_chars(text, end, n);
   if (ec != std::errc() || ptr != end || n < 1)
-    throw ValueError(std::string("ValueError: FLUXION_NUM_THREADS='") + text +
-                     "' is not a positive integer (unset it to use every core)");
+    throw ValueError(std::string("ValueError: ") + name + "='" + text + "' is not a positive integer (unset it " +
+                     if_unset + ")");
   return n;
 }
 
 const Device& cpu_device() {
   static const Device d = [] {
     Device dev{"cpu", int(std::max(1u, std::thread::hardware_concurrency()))};
-    if (const char* n = std::getenv("FLUXION_NUM_THREADS")) dev.num_threads = parse_num_threads(n);
+    if (const char* n = std::getenv("FLUXION_NUM_THREADS")) dev.num_threads = parse_positive_setting("FLUXION_NUM_THREADS", n, "to use every core");
     return dev;
   }();
   return d;

@@ -14,6 +14,7 @@
 
 #ifdef __linux__
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
@@ -158,7 +159,22 @@ void claim_shards(Pool& p, uint32_t epoch) {
 }
 
 // Worker k: runs each order given to it. Workers beyond the core count sleep at once when idle.
+#ifdef __linux__
+// The CPUs the process may run on, read when libfluxion loads, before any OpenMP region: libomp
+// pins the thread that opens one (OMP_PROC_BIND), and a worker that thread starts would inherit
+// the pin -- device 1's shards then shared device 0's core while the other cores idled.
+const cpu_set_t kProcessCpus = [] {
+  cpu_set_t s;
+  CPU_ZERO(&s);
+  if (sched_getaffinity(0, sizeof s, &s) != 0) CPU_ZERO(&s);
+  return s;
+}();
+#endif
+
 void work(Slot& s, bool spins) {
+#ifdef __linux__
+  if (CPU_COUNT(&kProcessCpus) > 0) sched_setaffinity(0, sizeof kProcessCpus, &kProcessCpus);
+#endif
   Pool& p = pool();
   uint32_t seen = 0;
   uint64_t done = 0;

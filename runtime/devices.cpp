@@ -7,6 +7,7 @@
 #include "ir/trace.h"
 #include "memory/buffer.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/device.h"
 #include "runtime/distributed.h"
 
 namespace fluxion {
@@ -16,7 +17,7 @@ namespace runtime {
 int cpu_devices_per_process() {
   static const int n = [] {
     const char* s = std::getenv("FLUXION_CPU_DEVICES");
-    return s ? std::max(1, std::atoi(s)) : 1;
+    return s ? parse_positive_setting("FLUXION_CPU_DEVICES", s, "for one CPU device") : 1;
   }();
   return n;
 }

@@ -8,6 +8,8 @@
 #include <atomic>
 #include <cstdlib>
 
+#include "runtime/devices.h"
+
 namespace fluxion::runtime {
 
 namespace {
@@ -15,12 +17,11 @@ namespace {
 using GompParallel = void (*)(void (*fn)(void*), void* data, unsigned num_threads, unsigned flags);
 
 // GOMP_parallel of the libomp at kLibOmpPath (by handle: a libgomp that something else loaded into
-// the process exports the same name and would start a second pool). Threads are pinned as the
-// kernels' are (lowering/pipeline.cpp sets the same default before it loads libomp; whichever comes
-// first decides, and both ask for the same).
+// the process exports the same name and would start a second pool). Threads are bound as the
+// kernels' are (lowering/pipeline_cpu.cpp asks for the same default before it loads libomp).
 GompParallel gomp_parallel() {
   static const GompParallel fn = []() -> GompParallel {
-    setenv("OMP_PROC_BIND", "true", 0);
+    default_openmp_binding();
     void* lib = dlopen(kLibOmpPath, RTLD_NOW | RTLD_GLOBAL);
     return lib ? reinterpret_cast<GompParallel>(dlsym(lib, "GOMP_parallel")) : nullptr;
   }();
@@ -40,6 +41,8 @@ void run_chunks(void* data) {
 }
 
 }  // namespace
+
+void default_openmp_binding() { setenv("OMP_PROC_BIND", cpu_devices_per_process() > 1 ? "false" : "true", 0); }
 
 void parallel_chunks(int threads, int64_t n, const std::function<void(int64_t)>& body) {
   const GompParallel parallel = threads > 1 && n > 1 ? gomp_parallel() : nullptr;

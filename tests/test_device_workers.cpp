@@ -15,6 +15,10 @@
 #include <thread>
 #include <vector>
 
+#ifdef __linux__
+#include <sched.h>
+#endif
+
 #include "runtime/device.h"
 #include "runtime/device_workers.h"
 
@@ -57,6 +61,33 @@ TEST_CASE("devices: a together launch runs every shard at once, each on its own 
     }
   }
 }
+
+#ifdef __linux__
+// libomp pins the thread that opens an OpenMP region (OMP_PROC_BIND); the workers that thread
+// starts must not inherit the pin, or every device would share its one core. 16 devices: more
+// workers than the other cases start, so some are started here, by a pinned caller.
+TEST_CASE("devices: workers run on every CPU of the process even when the caller is pinned") {
+  cpu_set_t all, one;
+  REQUIRE(sched_getaffinity(0, sizeof all, &all) == 0);
+  CPU_ZERO(&one);
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &all)) {
+      CPU_SET(c, &one);
+      break;
+    }
+  REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);
+  const int n = 16;
+  std::vector<int> cpus(size_t(n), 0);
+  rt::run_on_devices(made_up(n), rt::ShardTask([&](size_t k) {
+                       cpu_set_t mine;
+                       if (sched_getaffinity(0, sizeof mine, &mine) == 0) cpus[k] = CPU_COUNT(&mine);
+                     }),
+                     rt::Schedule::together);
+  sched_setaffinity(0, sizeof all, &all);
+  CHECK(cpus[0] == 1);  // shard 0 ran on the (pinned) caller
+  for (int k = 1; k < n; ++k) CHECK(cpus[size_t(k)] == CPU_COUNT(&all));
+}
+#endif
 
 TEST_CASE("devices: an any_thread launch runs every shard once on at most cores threads") {
   const int cores = rt::cpu_device().num_threads;

@@ -92,10 +92,14 @@ TEST_CASE("item() under grad names its own line and says the value is an argumen
   CHECK(contains(m, "created at test_first_use.cpp:" + std::to_string(made)));
 }
 
-TEST_CASE("FLUXION_NUM_THREADS must be a positive integer") {
-  CHECK(fx::runtime::parse_num_threads("4") == 4);
-  CHECK(fx::runtime::parse_num_threads("1") == 1);
-  for (const char* bad : {"abc", "", "0", "-2", "4x", " 4"})
-    CHECK(contains(message_of<fx::ValueError>([&] { fx::runtime::parse_num_threads(bad); }),
-                   "FLUXION_NUM_THREADS='" + std::string(bad) + "' is not a positive integer"));
+TEST_CASE("FLUXION_NUM_THREADS and FLUXION_CPU_DEVICES must be positive integers") {
+  using fx::runtime::parse_positive_setting;
+  CHECK(parse_positive_setting("FLUXION_NUM_THREADS", "4", "") == 4);
+  CHECK(parse_positive_setting("FLUXION_CPU_DEVICES", "1", "") == 1);
+  for (const char* bad : {"abc", "", "0", "-2", "4x", " 4"}) {
+    CHECK(contains(message_of<fx::ValueError>([&] { parse_positive_setting("FLUXION_NUM_THREADS", bad, "to use every core"); }),
+                   "FLUXION_NUM_THREADS='" + std::string(bad) + "' is not a positive integer (unset it to use every core)"));
+    CHECK(contains(message_of<fx::ValueError>([&] { parse_positive_setting("FLUXION_CPU_DEVICES", bad, "for one CPU device"); }),
+                   "FLUXION_CPU_DEVICES='" + std::string(bad) + "' is not a positive integer"));
+  }
 }
