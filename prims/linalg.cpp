@@ -140,18 +140,17 @@ std::atomic<LinalgKernels>& kernels_setting() {
 }
 
 // The smallest matrix (its larger dim) from which LAPACK beats Eigen, per op (docs/linalg.md: measured
-// with bench/bench_linalg.cpp's sweep). A triangular solve counts its right-hand sides too: LAPACK's
-// trsm wins on the n x n solves of a large Cholesky's derivative, Eigen's on one column.
+// with bench/bench_linalg.cpp's sweep). qr and triangular_solve stay on Eigen at every size measured
+// (OpenBLAS's geqrf + orgqr and its row-major trsm were slower up to 1024), so have no crossover.
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 int64_t lapack_from(LinalgOp op) {
   switch (op) {
     case LinalgOp::cholesky: return 256;
-    case LinalgOp::triangular_solve: return 256;
-    case LinalgOp::qr: return 128;
-    case LinalgOp::eigh: return 64;
-    case LinalgOp::svd: return 64;
-    case LinalgOp::lu: break;
+    case LinalgOp::eigh: return 192;
+    case LinalgOp::svd: return 256;
+    case LinalgOp::qr: case LinalgOp::triangular_solve: case LinalgOp::lu: break;
   }
-  return std::numeric_limits<int64_t>::max();
+  return kNever;
 }
 
 }  // namespace
@@ -166,9 +165,7 @@ bool uses_lapack(const LinalgBlock& b) {
     case LinalgKernels::lapack: return true;
     case LinalgKernels::by_size: break;
   }
-  const int64_t from = lapack_from(b.op);
-  if (b.op == LinalgOp::triangular_solve) return b.n >= from && std::min(b.rows, b.cols) >= from / 4;
-  return std::max(b.m, b.n) >= from;
+  return std::max(b.m, b.n) >= lapack_from(b.op);
 }
 
 LinalgBlock block_of(LinalgOp op, DType d) {
