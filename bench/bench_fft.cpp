@@ -13,6 +13,7 @@
 #include <fluxion.h>
 
 #include <unsupported/Eigen/FFT>
+#include <algorithm>
 #include <complex>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +28,7 @@ int main(int argc, char** argv) {
   const int repeats = argc > 1 ? std::atoi(argv[1]) : 10;
   const int log2n = argc > 2 ? std::atoi(argv[2]) : 20;
   const size_t n = size_t(1) << log2n;
+  const int threads = std::max(1, std::atoi(std::getenv("FLUXION_NUM_THREADS") ? std::getenv("FLUXION_NUM_THREADS") : "2"));
   std::vector<cf> data(n);
   for (size_t i = 0; i < n; ++i) data[i] = cf(float(std::sin(0.001 * double(i))), float(std::cos(0.37 * double(i))));
   fx::Array x = fx::array(data);
@@ -43,8 +45,13 @@ int main(int argc, char** argv) {
 
   fftwf_complex* in = fftwf_alloc_complex(n);
   fftwf_complex* out = fftwf_alloc_complex(n);
+  fftwf_init_threads();
+  fftwf_plan_with_nthreads(1);
+  fftwf_plan single = fftwf_plan_dft_1d(int(n), in, out, FFTW_FORWARD, FFTW_ESTIMATE);
+  fftwf_plan_with_nthreads(threads);
   fftwf_plan estimate = fftwf_plan_dft_1d(int(n), in, out, FFTW_FORWARD, FFTW_ESTIMATE);
   std::copy(data.begin(), data.end(), reinterpret_cast<cf*>(in));
+  const double fftw_single = best([&] { fftwf_execute(single); });
   const double fftw_estimate = best([&] { fftwf_execute(estimate); });
   // The check that both computed the same transform.
   double err = 0, scale = 0;
@@ -66,10 +73,14 @@ int main(int argc, char** argv) {
               std::getenv("FLUXION_FFT_PLANNER") ? std::getenv("FLUXION_FFT_PLANNER") : "estimate");
   std::printf("  fluxion eager          %8.3f ms\n", eager);
   std::printf("  fluxion jit            %8.3f ms\n", jit);
-  std::printf("  FFTW direct, ESTIMATE  %8.3f ms   ratio to eager %5.2fx\n", fftw_estimate, fftw_estimate / eager);
-  std::printf("  FFTW direct, MEASURE   %8.3f ms   ratio to eager %5.2fx\n", fftw_measure, fftw_measure / eager);
+  std::printf("  FFTW direct, ESTIMATE, 1 thread   %8.3f ms   ratio to eager %5.2fx\n", fftw_single, fftw_single / eager);
+  std::printf("  FFTW direct, ESTIMATE, %d threads  %8.3f ms   ratio to eager %5.2fx\n", threads, fftw_estimate,
+              fftw_estimate / eager);
+  std::printf("  FFTW direct, MEASURE, %d threads   %8.3f ms   ratio to eager %5.2fx\n", threads, fftw_measure,
+              fftw_measure / eager);
   std::printf("  Eigen FFT (kissfft)    %8.3f ms   ratio to eager %5.2fx\n", eigen, eigen / eager);
   std::printf("  max |fluxion - fftw| = %.3g (max |y| = %.3g)\n", err, scale);
+  fftwf_destroy_plan(single);
   fftwf_destroy_plan(estimate);
   fftwf_destroy_plan(measure);
   fftwf_free(in);

@@ -3,6 +3,7 @@
 #include <fftw3.h>
 
 #include "ir/error.h"
+#include "prims/library_threads.h"
 
 #include <complex>
 #include <cstdlib>
@@ -62,6 +63,8 @@ template <class R> struct Fftw;
     static void* alloc(size_t bytes) { return prefix##_malloc(bytes); }                                 \
     static void release(void* p) { prefix##_free(p); }                                                  \
     static int alignment(const void* p) { return prefix##_alignment_of((R*)p); }                        \
+    static void init_threads() { prefix##_init_threads(); }                                             \
+    static void plan_with_threads(int n) { prefix##_plan_with_nthreads(n); }                            \
   };
 FLUXION_FFTW_API(float, fftwf)
 FLUXION_FFTW_API(double, fftw)
@@ -83,6 +86,12 @@ bool measure_plans() {
   }();
   return measure;
 }
+// Transforms of at least this many points in all (batch included) are planned for
+// library_threads() threads (libfftw3_threads: FFTW splits the transform's loops over its own pool,
+// whose workers sleep between calls); smaller ones on one, where starting threads costs more than
+// it saves (docs/linalg.md: the sweep that set it).
+constexpr int64_t kThreadedFrom = int64_t(1) << 15;
+int threads_for(int64_t points) { return points >= kThreadedFrom ? library_threads() : 1; }
 using PlanKey = std::tuple<int, bool, IntList, int64_t, bool>;
 std::mutex& planner_mutex() {
   static std::mutex m;
@@ -121,6 +130,9 @@ typename Fftw<R>::plan plan_for(FftType type, const IntList& lengths, int64_t ba
   // side of rfft and irfft.
   int full = 1;
   for (int l : n) full *= l;
+  static const bool threads_ready = (F::init_threads(), true);  // once per precision, under the lock
+  (void)threads_ready;
+  F::plan_with_threads(threads_for(int64_t(full) * batch));
   const int half = full / n.back() * (n.back() / 2 + 1);
   typename F::plan p = nullptr;
   switch (type) {

@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <string_view>
 #include <vector>
 
 #include "prims/isa_level.h"
@@ -108,7 +110,7 @@ Array safe_reciprocal(const Array& x) {
   return lax::select(zero, lax::scalar_like(x, 0), lax::div(lax::scalar_like(x, 1), lax::select(zero, lax::scalar_like(x, 1), x)));
 }
 
-// ---- the kernels' dispatch to the per-level Eigen builds ---------------------------------------------
+// ---- the kernels' dispatch: OpenBLAS's LAPACK for large matrices, else the per-level Eigen builds ------
 
 namespace {
 
@@ -122,8 +124,49 @@ constexpr BuildFn kBuilds[] = {nullptr, &linalg_eigen_level1};
 #endif
 constexpr int kTopLevel = int(sizeof kBuilds / sizeof kBuilds[0]) - 1;
 std::atomic<uint64_t> g_blocks[kTopLevel + 1];
+std::atomic<uint64_t> g_lapack_blocks;
+
+LinalgKernels kernels_from_env() {
+  const char* v = std::getenv("FLUXION_LINALG");
+  const std::string_view s = v ? v : "auto";
+  if (s == "auto") return LinalgKernels::by_size;
+  if (s == "eigen") return LinalgKernels::eigen;
+  if (s == "lapack") return LinalgKernels::lapack;
+  throw_error(ErrorKind::Value, std::string("FLUXION_LINALG must be \"auto\", \"eigen\" or \"lapack\", got \"") + v + "\"");
+}
+std::atomic<LinalgKernels>& kernels_setting() {
+  static std::atomic<LinalgKernels> k{kernels_from_env()};
+  return k;
+}
+
+// The smallest matrix (its larger dim) from which LAPACK beats Eigen, per op (docs/linalg.md: measured
+// with bench/bench_linalg.cpp's sweep). qr and triangular_solve stay on Eigen at every size measured
+// (OpenBLAS's geqrf + orgqr and its row-major trsm were slower up to 1024), so have no crossover.
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+int64_t lapack_from(LinalgOp op) {
+  switch (op) {
+    case LinalgOp::cholesky: return 256;
+    case LinalgOp::eigh: return 192;
+    case LinalgOp::svd: return 256;
+    case LinalgOp::qr: case LinalgOp::triangular_solve: case LinalgOp::lu: break;
+  }
+  return kNever;
+}
 
 }  // namespace
+
+void set_linalg_kernels(LinalgKernels k) { kernels_setting().store(k); }
+LinalgKernels linalg_kernels() { return kernels_setting().load(); }
+
+bool uses_lapack(const LinalgBlock& b) {
+  if (!has_lapack_kernel(b.op)) return false;
+  switch (linalg_kernels()) {
+    case LinalgKernels::eigen: return false;
+    case LinalgKernels::lapack: return true;
+    case LinalgKernels::by_size: break;
+  }
+  return std::max(b.m, b.n) >= lapack_from(b.op);
+}
 
 LinalgBlock block_of(LinalgOp op, DType d) {
   LinalgBlock b{};
@@ -137,6 +180,11 @@ void* matrix_at(const View& v, int64_t i, int64_t elements) {
 }
 
 void run_linalg(LinalgBlock& b) {
+  if (uses_lapack(b)) {
+    linalg_lapack(b);
+    g_lapack_blocks.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   const int level = std::clamp(kernel_isa_level(), 1, kTopLevel);
   kBuilds[level](b);
   g_blocks[level].fetch_add(1, std::memory_order_relaxed);
@@ -157,6 +205,7 @@ void run_each_matrix(LinalgBlock& blk, int64_t count, std::span<const View> in, 
 uint64_t linalg_blocks_computed(int level) {
   return level >= 1 && level <= kTopLevel ? g_blocks[level].load(std::memory_order_relaxed) : 0;
 }
+uint64_t linalg_lapack_blocks_computed() { return g_lapack_blocks.load(std::memory_order_relaxed); }
 
 namespace {
 

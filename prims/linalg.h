@@ -29,15 +29,27 @@ Shape with_vector(const Shape& s, int64_t last);
 LinalgBlock block_of(LinalgOp op, DType d);
 /// Matrix (or vector) `i` of a batched kernel operand whose matrices hold `elements` each.
 void* matrix_at(const View& v, int64_t i, int64_t elements);
-/// Runs one matrix with the Eigen build for kernel_isa_level() (prims/isa_level.h).
+/// Which kernels run_linalg uses: chosen by size (the default; docs/linalg.md has the measured
+/// crossovers), or always Eigen's, or LAPACK's wherever it has one (tests run the op table on both
+/// paths; benchmarks compare them). FLUXION_LINALG=auto|eigen|lapack sets it at start (another value
+/// is a ValueError).
+enum class LinalgKernels { by_size, eigen, lapack };
+void set_linalg_kernels(LinalgKernels k);
+LinalgKernels linalg_kernels();
+/// Whether run_linalg hands `b` to OpenBLAS's LAPACK (prims/linalg_lapack.cpp) rather than Eigen.
+bool uses_lapack(const LinalgBlock& b);
+/// Runs one matrix with LAPACK (uses_lapack) or the Eigen build for kernel_isa_level()
+/// (prims/isa_level.h).
 void run_linalg(LinalgBlock& b);
 /// Runs `blk` on each of the `count` matrices of a batched kernel call: matrix k's operands are
 /// matrix_at(in[i], k, in_elements[i]) (a, then b) and its outputs matrix_at(out[i], k,
 /// out_elements[i]).
 void run_each_matrix(LinalgBlock& blk, int64_t count, std::span<const View> in, std::initializer_list<int64_t> in_elements,
                      std::span<const View> out, std::initializer_list<int64_t> out_elements);
-/// How many matrices the build for `level` (1-4) has computed in this process (for tests).
+/// How many matrices the Eigen build for `level` (1-4), or LAPACK, has computed in this process
+/// (for tests).
 uint64_t linalg_blocks_computed(int level);
+uint64_t linalg_lapack_blocks_computed();
 
 // ---- batched helpers for the rules (operands of equal batch dims) ----------------------------------
 Array mm(const Array& a, const Array& b);  // a @ b over the last two dims

@@ -44,4 +44,11 @@ void linalg_eigen_level3(LinalgBlock& b);
 void linalg_eigen_level4(LinalgBlock& b);
 #endif
 
+/// OpenBLAS's LAPACK on one matrix (prims/linalg_lapack.cpp), for the ops it has a kernel for
+/// (all but lu, whose getrf-style pivots come from Eigen's PartialPivLU).
+void linalg_lapack(LinalgBlock& b);
+bool has_lapack_kernel(LinalgOp op);
+/// The name of the core OpenBLAS chose for this CPU at load time (e.g. "SkylakeX", "Haswell").
+const char* lapack_core_name();
+
 }  // namespace fluxion::linalg_rules

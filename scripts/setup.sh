@@ -12,6 +12,7 @@ packages=(meson ninja-build g++ pkg-config libeigen3-dev doctest-dev libbenchmar
           python3-venv  # tests: onnxruntime from PyPI (scripts/onnxruntime.sh)
           zlib1g-dev
           libfftw3-dev  # the fft primitive's kernel (FFTW 3, single and double precision)
+          libopenblas-pthread-dev liblapacke-dev  # LAPACK for large decompositions (OpenBLAS: runtime CPU dispatch); LAPACKE: bench only
           libopenmpi-dev openmpi-bin  # MPI: optional for the library, used by the multi-process tests
           "$@")  # extra packages a caller needs (scripts/data.sh: the datasets)
 need=()

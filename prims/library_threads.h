@@ -1,0 +1,12 @@
+// How many threads the multithreaded libraries behind the primitives' kernels (OpenBLAS's LAPACK,
+// prims/linalg_lapack.cpp; FFTW's threads, prims/fft_kernel.cpp) may use: Fluxion's thread setting,
+// FLUXION_NUM_THREADS, or every core. runtime/device.h reads the same variable for the compiled
+// kernels' loops (and raises the ValueError for a setting that is not a positive integer; here such
+// a setting falls back to one thread, so a kernel never throws for it).
+#pragma once
+
+namespace fluxion {
+
+int library_threads();
+
+}  // namespace fluxion

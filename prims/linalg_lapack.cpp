@@ -1,0 +1,216 @@
+// The LAPACK kernels of the linear-algebra primitives (prims/linalg_block.h) for large matrices:
+// OpenBLAS's LAPACK and BLAS from Debian (libopenblas-pthread-dev). Its kernels are chosen at load
+// time for the CPU it runs on (DYNAMIC_ARCH), and its blocked factorizations, divide-and-conquer
+// eigh (syevd) and SVD (gesdd) use several threads: docs/linalg.md has the measurements that decide
+// which sizes come here (prims/linalg.cpp, run_linalg) and why the pthread build.
+//
+// The operands are row-major and LAPACK's are column-major, so each call reads the transpose: a
+// row-major lower triangle is a column-major upper one, and an SVD of a^T gives u and vt of a with
+// their roles swapped; only qr and eigh need an explicit transpose (O(n^2) next to O(n^3)).
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <vector>
+
+#include "prims/library_threads.h"
+#include "prims/linalg_block.h"
+
+// LAPACK's Fortran entry points (32-bit integers: Debian's libopenblas0 is built without
+// INTERFACE64). The trailing size_t is the hidden length of each character argument.
+extern "C" {
+void spotrf_(const char* uplo, const int* n, float* a, const int* lda, int* info, size_t);
+void dpotrf_(const char* uplo, const int* n, double* a, const int* lda, int* info, size_t);
+void sgeqrf_(const int* m, const int* n, float* a, const int* lda, float* tau, float* work, const int* lwork, int* info);
+void dgeqrf_(const int* m, const int* n, double* a, const int* lda, double* tau, double* work, const int* lwork,
+             int* info);
+void sorgqr_(const int* m, const int* n, const int* k, float* a, const int* lda, const float* tau, float* work,
+             const int* lwork, int* info);
+void dorgqr_(const int* m, const int* n, const int* k, double* a, const int* lda, const double* tau, double* work,
+             const int* lwork, int* info);
+void ssyevd_(const char* jobz, const char* uplo, const int* n, float* a, const int* lda, float* w, float* work,
+             const int* lwork, int* iwork, const int* liwork, int* info, size_t, size_t);
+void dsyevd_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda, double* w, double* work,
+             const int* lwork, int* iwork, const int* liwork, int* info, size_t, size_t);
+void sgesdd_(const char* jobz, const int* m, const int* n, float* a, const int* lda, float* s, float* u,
+             const int* ldu, float* vt, const int* ldvt, float* work, const int* lwork, int* iwork, int* info, size_t);
+void dgesdd_(const char* jobz, const int* m, const int* n, double* a, const int* lda, double* s, double* u,
+             const int* ldu, double* vt, const int* ldvt, double* work, const int* lwork, int* iwork, int* info,
+             size_t);
+}
+
+namespace {
+
+using fluxion::linalg_rules::LinalgBlock;
+using fluxion::linalg_rules::LinalgOp;
+
+// The two precisions behind one name each.
+void potrf(int n, float* a, int* info) { spotrf_("U", &n, a, &n, info, 1); }
+void potrf(int n, double* a, int* info) { dpotrf_("U", &n, a, &n, info, 1); }
+void geqrf(int m, int n, float* a, float* tau, float* w, int lw, int* info) { sgeqrf_(&m, &n, a, &m, tau, w, &lw, info); }
+void geqrf(int m, int n, double* a, double* tau, double* w, int lw, int* info) { dgeqrf_(&m, &n, a, &m, tau, w, &lw, info); }
+void orgqr(int m, int n, int k, float* a, const float* tau, float* w, int lw, int* info) {
+  sorgqr_(&m, &n, &k, a, &m, tau, w, &lw, info);
+}
+void orgqr(int m, int n, int k, double* a, const double* tau, double* w, int lw, int* info) {
+  dorgqr_(&m, &n, &k, a, &m, tau, w, &lw, info);
+}
+void syevd(int n, float* a, float* w, float* work, int lw, int* iw, int liw, int* info) {
+  ssyevd_("V", "U", &n, a, &n, w, work, &lw, iw, &liw, info, 1, 1);
+}
+void syevd(int n, double* a, double* w, double* work, int lw, int* iw, int liw, int* info) {
+  dsyevd_("V", "U", &n, a, &n, w, work, &lw, iw, &liw, info, 1, 1);
+}
+void gesdd(char job, int m, int n, float* a, float* s, float* u, int ldu, float* vt, int ldvt, float* w, int lw, int* iw,
+           int* info) {
+  sgesdd_(&job, &m, &n, a, &m, s, u, &ldu, vt, &ldvt, w, &lw, iw, info, 1);
+}
+void gesdd(char job, int m, int n, double* a, double* s, double* u, int ldu, double* vt, int ldvt, double* w, int lw,
+           int* iw, int* info) {
+  dgesdd_(&job, &m, &n, a, &m, s, u, &ldu, vt, &ldvt, w, &lw, iw, info, 1);
+}
+void trsm(CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_TRANSPOSE t, CBLAS_DIAG d, int m, int n, const float* a, int lda,
+          float* b) {
+  cblas_strsm(CblasRowMajor, side, uplo, t, d, m, n, 1.f, a, lda, b, n);
+}
+void trsm(CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_TRANSPOSE t, CBLAS_DIAG d, int m, int n, const double* a, int lda,
+          double* b) {
+  cblas_dtrsm(CblasRowMajor, side, uplo, t, d, m, n, 1.0, a, lda, b, n);
+}
+
+template <class T>
+T* out(LinalgBlock& b, int i) {
+  return static_cast<T*>(b.out[i]);
+}
+template <class T>
+const T* in_a(const LinalgBlock& b) {
+  return static_cast<const T*>(b.a);
+}
+// A failed factorization leaves NaN in its outputs, as the Eigen kernels do.
+template <class T>
+void fail(LinalgBlock& b, std::initializer_list<int64_t> sizes) {
+  int i = 0;
+  for (int64_t s : sizes) std::fill_n(out<T>(b, i++), s, std::numeric_limits<T>::quiet_NaN());
+  b.failed = true;
+}
+// dst [cols, rows] (row-major) = src [rows, cols]^T: a row-major matrix to column-major and back.
+template <class T>
+void transpose_into(const T* src, int64_t rows, int64_t cols, T* dst) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) dst[j * rows + i] = src[i * cols + j];
+}
+// LAPACK's workspace query answers in the matrix's type.
+template <class T>
+int work_size(T query) {
+  return std::max(1, int(query));
+}
+
+// Column-major potrf('U') of a's row-major lower triangle leaves L in the row-major lower one.
+template <class T>
+void cholesky(LinalgBlock& b) {
+  const int64_t n = b.n;
+  T* l = out<T>(b, 0);
+  std::memcpy(l, in_a<T>(b), size_t(n * n) * sizeof(T));
+  int info = 0;
+  potrf(int(n), l, &info);
+  if (info != 0) return fail<T>(b, {n * n});
+  for (int64_t i = 0; i < n; ++i) std::fill(l + i * n + i + 1, l + (i + 1) * n, T(0));
+}
+
+template <class T>
+void triangular_solve(LinalgBlock& b) {
+  T* x = out<T>(b, 0);
+  std::memcpy(x, b.b, size_t(b.rows * b.cols) * sizeof(T));
+  const bool a_lower = b.lower != b.transpose_a;  // b.lower is the triangle of op(a)
+  trsm(b.left ? CblasLeft : CblasRight, a_lower ? CblasLower : CblasUpper, b.transpose_a ? CblasTrans : CblasNoTrans,
+       b.unit_diagonal ? CblasUnit : CblasNonUnit, int(b.rows), int(b.cols), in_a<T>(b), int(b.n), x);
+}
+
+// geqrf + orgqr on a column-major copy; q [m, k] has min(m, n) reflectors' columns (k = m when complete).
+template <class T>
+void qr(LinalgBlock& b) {
+  const int m = int(b.m), n = int(b.n), k = int(b.cols), p = std::min(m, n);
+  std::vector<T> f(size_t(m) * size_t(std::max(n, k))), tau(size_t(std::max(p, 1)));
+  transpose_into(in_a<T>(b), m, n, f.data());
+  int info = 0;
+  T query = 0;
+  geqrf(m, n, f.data(), tau.data(), &query, -1, &info);
+  T query_q = 0;
+  orgqr(m, k, p, f.data(), tau.data(), &query_q, -1, &info);
+  std::vector<T> work(size_t(std::max(work_size(query), work_size(query_q))));
+  geqrf(m, n, f.data(), tau.data(), work.data(), int(work.size()), &info);
+  T* r = out<T>(b, 1);  // r [k, n]: the upper triangle of the first min(m, n) rows
+  for (int i = 0; i < k; ++i)
+    for (int j = 0; j < n; ++j) r[i * n + j] = i <= j && i < p ? f[size_t(j) * size_t(m) + size_t(i)] : T(0);
+  orgqr(m, k, p, f.data(), tau.data(), work.data(), int(work.size()), &info);
+  transpose_into(f.data(), k, m, out<T>(b, 0));  // column-major [m, k] is row-major [k, m]
+}
+
+// syevd on a's row-major lower triangle (column-major upper); the eigenvectors come back as
+// columns of a column-major matrix, i.e. rows of the row-major output: transposed in place.
+template <class T>
+void eigh(LinalgBlock& b) {
+  const int n = int(b.n);
+  T* v = out<T>(b, 0);
+  std::memcpy(v, in_a<T>(b), size_t(n) * size_t(n) * sizeof(T));
+  int info = 0, iquery = 0;
+  T query = 0;
+  syevd(n, v, out<T>(b, 1), &query, -1, &iquery, -1, &info);
+  std::vector<T> work(size_t(work_size(query)));
+  std::vector<int> iwork(size_t(std::max(1, iquery)));
+  syevd(n, v, out<T>(b, 1), work.data(), int(work.size()), iwork.data(), int(iwork.size()), &info);
+  if (info != 0) return fail<T>(b, {int64_t(n) * n, n});
+  for (int i = 0; i < n; ++i)
+    for (int j = i + 1; j < n; ++j) std::swap(v[i * n + j], v[j * n + i]);
+}
+
+// gesdd of the column-major a^T [n, m] = u' s vt': a = vt'^T s u'^T, so vt' (column-major) is u
+// (row-major) and u' is vt, written where they belong with no transpose.
+template <class T>
+void svd(LinalgBlock& b) {
+  const int m = int(b.m), n = int(b.n), p = std::min(m, n);
+  std::vector<T> at(in_a<T>(b), in_a<T>(b) + size_t(m) * size_t(n));
+  std::vector<int> iwork(size_t(8 * std::max(p, 1)));
+  const char job = b.full_matrices ? 'A' : 'S';
+  T *u = out<T>(b, 0), *s = out<T>(b, 1), *vt = out<T>(b, 2);
+  const int ldu = int(b.cols);  // u's cols: vt' is [u's cols, m] column-major
+  int info = 0;
+  T query = 0;
+  gesdd(job, n, m, at.data(), s, vt, n, u, ldu, &query, -1, iwork.data(), &info);
+  std::vector<T> work(size_t(work_size(query)));
+  gesdd(job, n, m, at.data(), s, vt, n, u, ldu, work.data(), int(work.size()), iwork.data(), &info);
+  if (info != 0) return fail<T>(b, {int64_t(m) * b.cols, p, b.rows * int64_t(n)});
+}
+
+template <class T>
+void run(LinalgBlock& b) {
+  switch (b.op) {
+    case LinalgOp::cholesky: return cholesky<T>(b);
+    case LinalgOp::triangular_solve: return triangular_solve<T>(b);
+    case LinalgOp::qr: return qr<T>(b);
+    case LinalgOp::eigh: return eigh<T>(b);
+    case LinalgOp::svd: return svd<T>(b);
+    case LinalgOp::lu: break;  // has_lapack_kernel(lu) is false: Eigen's PartialPivLU gives its pivots
+  }
+}
+
+}  // namespace
+
+namespace fluxion::linalg_rules {
+
+bool has_lapack_kernel(LinalgOp op) { return op != LinalgOp::lu; }
+
+void linalg_lapack(LinalgBlock& b) {
+  // OpenBLAS's threads: Fluxion's thread count (its default is every core, which would be the
+  // same here, but FLUXION_NUM_THREADS=1 must mean one thread in LAPACK too).
+  static std::once_flag threads_set;
+  std::call_once(threads_set, [] { openblas_set_num_threads(library_threads()); });
+  if (b.is_double) run<double>(b);
+  else run<float>(b);
+}
+
+const char* lapack_core_name() { return openblas_get_corename(); }
+
+}  // namespace fluxion::linalg_rules

@@ -1,0 +1,141 @@
+// The two kernels behind the linear-algebra primitives (prims/linalg.h: Eigen's per-level builds and
+// OpenBLAS's LAPACK, chosen by size) against each other on the same matrices: forced one way, then
+// the other, in one process. Factors that are unique must agree (cholesky's L, triangular solves,
+// eigenvalues, singular values, qr's r up to the signs of its rows); the rest is checked by its
+// identities (q r = a, v diag(w) v^T = a, u diag(s) vt = a, orthonormal columns). The op table runs
+// whole under FLUXION_LINALG=lapack too (tests/meson.build: linalg_lapack), so every transform's
+// cases (JVP against finite differences, VJP, vmap, jit) see the LAPACK kernels.
+#include <doctest/doctest.h>
+
+#include <fluxion.h>
+
+#include "prims/linalg.h"
+#include "tests/test_helpers.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+namespace fx = fluxion;
+namespace la = fx::linalg;
+namespace rules = fx::linalg_rules;
+using test_helpers::max_abs_diff;
+
+namespace {
+
+// Runs f with the kernels forced to `k`, restoring the setting after (also when f throws).
+template <class F>
+auto with_kernels(rules::LinalgKernels k, F&& f) {
+  struct Restore {
+    rules::LinalgKernels old = rules::linalg_kernels();
+    ~Restore() { rules::set_linalg_kernels(old); }
+  } restore;
+  rules::set_linalg_kernels(k);
+  return f();
+}
+
+fx::Array mT(const fx::Array& a) { return fx::swapaxes(a, -1, -2); }
+// max |a^T a - I| over the batch: how far a's columns are from orthonormal.
+double orthonormality_error(const fx::Array& a) {
+  fx::Array gram = fx::matmul(mT(a), a);
+  return max_abs_diff(gram, fx::zeros_like(gram) + fx::eye(a.shape()[a.ndim() - 1], a.dtype()));
+}
+double tolerance(fx::DType d) { return d == fx::float64 ? 1e-9 : 2e-3; }
+
+}  // namespace
+
+TEST_CASE("linalg kernels: LAPACK and Eigen agree on every op, both precisions, batched, all shapes") {
+  const uint64_t lapack_before = rules::linalg_lapack_blocks_computed();
+  for (fx::DType d : {fx::float64, fx::float32}) {
+    const double tol = tolerance(d);
+    for (auto [m, n] : {std::pair<int64_t, int64_t>{6, 6}, {7, 4}, {4, 7}, {33, 33}}) {
+      CAPTURE(m);
+      CAPTURE(n);
+      CAPTURE(std::string(fx::dtype_name(d)));
+      fx::Array a = fx::random::normal(fx::random::key(uint64_t(m * 100 + n)), {2, m, n}, d);
+      fx::Array sq = fx::random::normal(fx::random::key(uint64_t(m + 1)), {2, m, m}, d);
+      fx::Array spd = fx::matmul(sq, mT(sq)) + fx::eye(m, d) * double(m);
+      fx::Array rhs = fx::random::normal(fx::random::key(9), {2, m, 3}, d);
+      for (bool full : {false, true}) {
+        auto qr_lapack = with_kernels(rules::LinalgKernels::lapack, [&] { return la::qr(a, full); });
+        auto qr_eigen = with_kernels(rules::LinalgKernels::eigen, [&] { return la::qr(a, full); });
+        CHECK(max_abs_diff(fx::matmul(qr_lapack.first, qr_lapack.second), a) < tol);
+        CHECK(orthonormality_error(qr_lapack.first) < tol);
+        CHECK(max_abs_diff(fx::abs(qr_lapack.second), fx::abs(qr_eigen.second)) < tol * 10);  // rows' signs differ
+        CHECK(qr_lapack.first.shape() == qr_eigen.first.shape());
+        auto [u, s, vt] = with_kernels(rules::LinalgKernels::lapack, [&] { return la::svd(a, full); });
+        auto [u_e, s_e, vt_e] = with_kernels(rules::LinalgKernels::eigen, [&] { return la::svd(a, full); });
+        CHECK(max_abs_diff(s, s_e) < tol);
+        CHECK(u.shape() == u_e.shape());
+        CHECK(vt.shape() == vt_e.shape());
+        CHECK(orthonormality_error(u) < tol);
+        CHECK(orthonormality_error(mT(vt)) < tol);
+        const int64_t k = std::min(m, n);
+        fx::Array uk = u[{fx::colon, fx::colon, fx::Slice(0, k)}], vtk = vt[{fx::colon, fx::Slice(0, k), fx::colon}];
+        CHECK(max_abs_diff(fx::matmul(uk * fx::expand_dims(s, -2), vtk), a) < tol);
+      }
+      auto [w, v] = with_kernels(rules::LinalgKernels::lapack, [&] { return la::eigh(spd); });
+      auto [w_e, v_e] = with_kernels(rules::LinalgKernels::eigen, [&] { return la::eigh(spd); });
+      CHECK(max_abs_diff(w, w_e) < tol * double(m));
+      CHECK(max_abs_diff(fx::matmul(spd, v), v * fx::expand_dims(w, -2)) < tol * double(m));
+      CHECK(orthonormality_error(v) < tol);
+      fx::Array l = with_kernels(rules::LinalgKernels::lapack, [&] { return la::cholesky(spd); });
+      fx::Array l_e = with_kernels(rules::LinalgKernels::eigen, [&] { return la::cholesky(spd); });
+      CHECK(max_abs_diff(l, l_e) < tol);
+      CHECK(max_abs_diff(l, rules::tril(l)) == 0.0);
+      // Every triangular_solve variant, on a well-conditioned triangle (the factor).
+      for (bool left : {true, false})
+        for (bool lower : {true, false})
+          for (bool trans : {false, true})
+            for (bool unit : {false, true}) {
+              fx::Array t = lower ? l : mT(l);
+              fx::Array b = left ? rhs : mT(rhs);
+              la::Triangular o{.left_side = left, .lower = lower, .transpose_a = trans, .unit_diagonal = unit};
+              fx::Array x = with_kernels(rules::LinalgKernels::lapack, [&] { return la::triangular_solve(t, b, o); });
+              fx::Array x_e = with_kernels(rules::LinalgKernels::eigen, [&] { return la::triangular_solve(t, b, o); });
+              CHECK(max_abs_diff(x, x_e) < tol);
+            }
+    }
+  }
+  CHECK(rules::linalg_lapack_blocks_computed() > lapack_before);
+}
+
+TEST_CASE("linalg kernels: LAPACK's failures are NaN as Eigen's (not positive definite, NaN input)") {
+  fx::Array bad = fx::array({{1.0, 2.0}, {2.0, 1.0}});
+  CHECK_THROWS_AS(with_kernels(rules::LinalgKernels::lapack, [&] { return la::cholesky(bad); }), fx::ValueError);
+  fx::Array l = with_kernels(rules::LinalgKernels::lapack, [&] {
+    return fx::jit([](const fx::Array& a) { return la::cholesky(a); })(bad);
+  });
+  for (double x : l.to_vector<double>()) CHECK(std::isnan(x));
+}
+
+TEST_CASE("linalg kernels: by size, small matrices run Eigen and large ones LAPACK") {
+  if (rules::linalg_kernels() != rules::LinalgKernels::by_size) return;  // FLUXION_LINALG forces one
+  rules::LinalgBlock small = rules::block_of(rules::LinalgOp::eigh, fx::float64);
+  small.m = small.n = 8;
+  rules::LinalgBlock large = small;
+  large.m = large.n = 512;
+  CHECK_FALSE(rules::uses_lapack(small));
+  CHECK(rules::uses_lapack(large));
+  rules::LinalgBlock lu = rules::block_of(rules::LinalgOp::lu, fx::float64);
+  lu.m = lu.n = 512;
+  CHECK_FALSE(rules::uses_lapack(lu));  // Eigen's PartialPivLU gives getrf's pivots
+  // Eigen's triangular solves and qr were faster at every size measured (docs/linalg.md).
+  rules::LinalgBlock trsm = rules::block_of(rules::LinalgOp::triangular_solve, fx::float64);
+  trsm.n = trsm.rows = trsm.cols = 2000;
+  CHECK_FALSE(rules::uses_lapack(trsm));
+  rules::LinalgBlock chol = rules::block_of(rules::LinalgOp::cholesky, fx::float64);
+  chol.m = chol.n = 2000;
+  CHECK(rules::uses_lapack(chol));
+  const uint64_t before = rules::linalg_lapack_blocks_computed();
+  fx::Array g = fx::random::normal(fx::random::key(1), {300, 300}, fx::float64);
+  auto [w, v] = la::eigh(fx::matmul(g, fx::transpose(g)));
+  CHECK(rules::linalg_lapack_blocks_computed() == before + 1);
+  // OPENBLAS_CORETYPE (set with FLUXION_CPU by the kernels_x86_64_v2/_v3 tests) is the core used.
+  const char* forced = std::getenv("OPENBLAS_CORETYPE");
+  std::string core = rules::lapack_core_name(), want = forced ? forced : core;
+  for (std::string* s : {&core, &want})
+    for (char& c : *s) c = char(std::tolower(c));
+  CHECK(core == want);
+}
