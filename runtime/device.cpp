@@ -1,32 +1,11 @@
 #include "runtime/device.h"
 
-#include <algorithm>
-#include <charconv>
-#include <cstdlib>
-#include <cstring>
-#include <string>
-#include <thread>
-
-#include "ir/error.h"
+#include "ir/settings.h"
 
 namespace fluxion::runtime {
 
-int parse_positive_setting(const char* name, const char* text, const char* if_unset) {
-  int n = 0;
-  const char* end = text + std::strlen(text);
-  auto [ptr, ec] = std::from_chars(text, end, n);
-  if (ec != std::errc() || ptr != end || n < 1)
-    throw ValueError(std::string("ValueError: ") + name + "='" + text + "' is not a positive integer (unset it " +
-                     if_unset + ")");
-  return n;
-}
-
 const Device& cpu_device() {
-  static const Device d = [] {
-    Device dev{"cpu", int(std::max(1u, std::thread::hardware_concurrency()))};
-    if (const char* n = std::getenv("FLUXION_NUM_THREADS")) dev.num_threads = parse_positive_setting("FLUXION_NUM_THREADS", n, "to use every core");
-    return dev;
-  }();
+  static const Device d{"cpu", thread_setting()};
   return d;
 }
 

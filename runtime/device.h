@@ -18,8 +18,5 @@ struct Device {
 /// The host CPU. Its thread count is FLUXION_NUM_THREADS, or the number of cores; a setting that
 /// is not a positive integer is a ValueError (raised by every call until it is fixed).
 const Device& cpu_device();
-/// The value of the environment setting `name` (FLUXION_NUM_THREADS, FLUXION_CPU_DEVICES) as a
-/// positive count, or a ValueError naming the setting and what unsetting it gives (`if_unset`).
-int parse_positive_setting(const char* name, const char* text, const char* if_unset);
 
 }  // namespace fluxion::runtime

@@ -7,7 +7,7 @@
 #include "ir/trace.h"
 #include "memory/buffer.h"
 #include "runtime/cuda_driver.h"
-#include "runtime/device.h"
+#include "ir/settings.h"
 #include "runtime/distributed.h"
 
 namespace fluxion {

@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "ir/settings.h"
 #include "runtime/device.h"
 
 namespace fx = fluxion;
@@ -93,7 +94,7 @@ TEST_CASE("item() under grad names its own line and says the value is an argumen
 }
 
 TEST_CASE("FLUXION_NUM_THREADS and FLUXION_CPU_DEVICES must be positive integers") {
-  using fx::runtime::parse_positive_setting;
+  using fx::parse_positive_setting;
   CHECK(parse_positive_setting("FLUXION_NUM_THREADS", "4", "") == 4);
   CHECK(parse_positive_setting("FLUXION_CPU_DEVICES", "1", "") == 1);
   for (const char* bad : {"abc", "", "0", "-2", "4x", " 4"}) {
