@@ -3,6 +3,7 @@
 // Accumulation: the output's compute type for float outputs (f32 for f16/bf16), int64 for integer
 // and bool outputs (wrapping; equal to the reference's uint64 modulo 2^bits), then one conversion.
 #include "lowering/lower.h"
+#include "lowering/lower_complex.h"
 #include "lowering/target.h"
 
 namespace fluxion::lowering {
@@ -77,7 +78,10 @@ std::vector<Value> dot_general_rule(LowerCtx& c, const Eqn& e, std::span<const O
   MLIRContext* ctx = b.getContext();
   const AbstractArray &lhs = in[0].aval, &rhs = in[1].aval;
   const DType in_d = lhs.dtype, out_d = out[0].dtype;
-  const DType acc_d = is_float(out_d) ? (out_d == DType::float64 ? DType::float64 : DType::float32) : DType::int64;
+  // Accumulators: f32 for the floats below f64, complex in its own precision, integers in i64.
+  const DType acc_d = is_complex(out_d) ? out_d
+                      : is_float(out_d) ? (out_d == DType::float64 ? DType::float64 : DType::float32)
+                                        : DType::int64;
   DimRoles lr = roles(lhs.ndim(), e.params.get_ints("lhs_batch"), e.params.get_ints("lhs_contracting"));
   DimRoles rr = roles(rhs.ndim(), e.params.get_ints("rhs_batch"), e.params.get_ints("rhs_contracting"));
   const unsigned nb = unsigned(lr.batch.size()), nlf = unsigned(lr.free.size()), nrf = unsigned(rr.free.size());
@@ -100,11 +104,11 @@ std::vector<Value> dot_general_rule(LowerCtx& c, const Eqn& e, std::span<const O
       [&](OpBuilder& nb_, Location nl, ValueRange args) {
         Value x = convert_scalar(nb_, nl, to_compute(nb_, nl, args[0], in_d), in_d, acc_d);
         Value y = convert_scalar(nb_, nl, to_compute(nb_, nl, args[1], in_d), in_d, acc_d);
-        Value r = is_float(acc_d) ? Value(nb_.create<arith::MulFOp>(nl, x, y)) : Value(nb_.create<arith::MulIOp>(nl, x, y));
+        Value r = mul_scalars(nb_, nl, x, y, acc_d);
         // With no contracting dims the product is elementwise (an outer product): it must not read
         // its output, which elementwise fusion would replace by the consumer's.
         if (nc != 0)
-          r = is_float(acc_d) ? Value(nb_.create<arith::AddFOp>(nl, args[2], r)) : Value(nb_.create<arith::AddIOp>(nl, args[2], r));
+          r = add_scalars(nb_, nl, args[2], r, acc_d);
         nb_.create<linalg::YieldOp>(nl, r);
       });
   Value r = g.getResult(0);
