@@ -2,6 +2,9 @@
 // (batch..., lhs free..., rhs free..., contracting...), accumulating into a zero-filled tensor.
 // Accumulation: the output's compute type for float outputs (f32 for f16/bf16), int64 for integer
 // and bool outputs (wrapping; equal to the reference's uint64 modulo 2^bits), then one conversion.
+// Complex products are four real ones on the parts (complex_dot_general).
+#include <mlir/Dialect/Complex/IR/Complex.h>
+
 #include "lowering/lower.h"
 #include "lowering/lower_complex.h"
 #include "lowering/target.h"
@@ -64,8 +67,12 @@ bool gemm_layout(const LowerCtx& c, const Eqn& e, std::span<const Operand> in, c
   return batch * m * n * k > 0;
 }
 
+std::vector<Value> complex_dot_general(LowerCtx& c, const Eqn& e, std::span<const Operand> in, std::span<const AbstractArray> out);
+
 std::vector<Value> dot_general_rule(LowerCtx& c, const Eqn& e, std::span<const Operand> in, std::span<const AbstractArray> out) {
   OpBuilder& b = c.b;
+  if (is_complex(out[0].dtype) && in[0].aval.dtype == out[0].dtype && in[1].aval.dtype == out[0].dtype)
+    return complex_dot_general(c, e, in, out);
   if (c.matmul != MatmulPath::generated) {
     std::vector<LibraryArg> layout;
     if (gemm_layout(c, e, in, out[0], layout) &&
@@ -116,6 +123,36 @@ std::vector<Value> dot_general_rule(LowerCtx& c, const Eqn& e, std::span<const O
   Operand acc{r, AbstractArray{out[0].shape, acc_d, false}, false};
   return {elementwise(c, out[0], std::span<const Operand>(&acc, 1), [acc_d, out_d](OpBuilder& nb_, Location nl, ValueRange v) {
     return from_compute(nb_, nl, convert_scalar(nb_, nl, v[0], acc_d, out_d), out_d);
+  })};
+}
+
+// A complex product as four real ones on the parts: (A + iB)(C + iD) = (AC - BD) + i(AD + BC). Each
+// is a real dot_general, so large ones become Eigen's GEMM (a complex contraction generic stays
+// scalar: MLIR vectors have no complex elements), and the parts' extraction and the combination
+// are elementwise passes.
+std::vector<Value> complex_dot_general(LowerCtx& c, const Eqn& e, std::span<const Operand> in, std::span<const AbstractArray> out) {
+  const DType part = real_dtype_of(out[0].dtype);
+  auto part_of = [&](const Operand& o, bool imaginary) {
+    AbstractArray a{o.aval.shape, part, false};
+    Value v = elementwise(c, a, std::span<const Operand>(&o, 1), [imaginary](OpBuilder& b, Location l, ValueRange x) -> Value {
+      if (imaginary) return b.create<complex::ImOp>(l, x[0]);
+      return b.create<complex::ReOp>(l, x[0]);
+    });
+    return Operand{v, a, false};
+  };
+  const Operand parts[2][2] = {{part_of(in[0], false), part_of(in[0], true)}, {part_of(in[1], false), part_of(in[1], true)}};
+  const AbstractArray real_out{out[0].shape, part, false};
+  const std::vector<Value> kernel_outputs = std::move(c.out_buffers);
+  c.out_buffers.clear();  // the real products are temporaries, never the kernel's complex output
+  auto product = [&](int i, int j) {
+    const Operand ops[2] = {parts[0][i], parts[1][j]};
+    return Operand{dot_general_rule(c, e, ops, std::span<const AbstractArray>(&real_out, 1))[0], real_out, false};
+  };
+  const Operand pp[4] = {product(0, 0), product(1, 1), product(0, 1), product(1, 0)};  // AC, BD, AD, BC
+  c.out_buffers = kernel_outputs;
+  Type t = storage_type(c.b.getContext(), out[0].dtype);
+  return {elementwise(c, out[0], pp, [t](OpBuilder& b, Location l, ValueRange x) -> Value {
+    return b.create<complex::CreateOp>(l, t, b.create<arith::SubFOp>(l, x[0], x[1]), b.create<arith::AddFOp>(l, x[2], x[3]));
   })};
 }
 
