@@ -134,3 +134,27 @@ TEST_CASE("jit complex: a program with an FFT is interpreted; pmap runs compiled
   fx::Array want = fx::vmap(step, fx::in_axes(0), fx::axis_name("i"))(zs);
   CHECK(complex_diff(got, want) < 1e-4);
 }
+
+TEST_CASE("jit complex: scatter, dynamic slices, pad and a scan carrying a complex value compile") {
+  auto f = [](const fx::Array& z, const fx::Array& start) {
+    fx::Array added = z.at(fx::array({1, 3, 5})).set(fx::slice(z, {0}, {3}) * cf(0, 1));
+    fx::Array window = fx::dynamic_slice(added, {start}, {4});
+    fx::Array padded = fx::pad(window, {{1, 2}}, cf(0.5f, -1));
+    auto step = [](const fx::Array& carry, const fx::Array& x) {
+      fx::Array next = carry * x + cf(0, 0.25f);
+      return std::pair{next, fx::conj(next)};
+    };
+    auto [carry, ys] = fx::scan(step, fx::slice(z, {0}, {1}), fx::reshape(padded, {7, 1}));
+    return std::vector<fx::Array>{padded, carry, ys};
+  };
+  fx::Array z = ramp_complex(8, fx::complex64, 0.6);
+  fx::Array start = fx::scalar(2);
+  auto jf = fx::jit(f);
+  CHECK(compiles_of(jf, z, start) == 1);
+  std::vector<fx::Array> got = jf(z, start), want = f(z, start);
+  for (size_t i = 0; i < got.size(); ++i) {
+    CAPTURE(i);
+    CHECK(got[i].aval() == want[i].aval());
+    CHECK(complex_diff(got[i], want[i]) < 1e-5);
+  }
+}
