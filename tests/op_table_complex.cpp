@@ -5,6 +5,7 @@
 // real and imaginary parts separately, the VJP check's dot-product identity pairs them, vmap and jit
 // (which compiles them, and interprets those with an FFT) see complex intermediates. References are
 // std::complex<double> loops, the DFTs the naive O(n^2) sums.
+#include <algorithm>
 #include <cmath>
 #include <complex>
 
@@ -163,9 +164,9 @@ void add_arithmetic(std::vector<OpInfo>& t) {
       {operands({3, 3}, 4, 41, 0.5, 1.5), operands({1, 1}, 4, 43, 0.5, 1.5)}));
 }
 
-// The functions MLIR's complex dialect lacks (jit calls their reference kernels) and the
-// type-generic data movement (transpose, reshape, concatenate, slice, gather, broadcast, select,
-// convert, ne) on complex elements.
+// The functions MLIR's complex dialect lacks (jit calls their reference kernels), the type-generic
+// data movement (transpose, reshape, concatenate, slice, rev, broadcast, select, convert, ne) on
+// complex elements, and sort's lexicographic order.
 void add_functions_and_movement(std::vector<OpInfo>& t) {
   t.push_back(entry(
       "complex.inverse_hyperbolic",
@@ -183,8 +184,8 @@ void add_functions_and_movement(std::vector<OpInfo>& t) {
       },
       {operands({5}, 2, 51, 0.5, 2), operands({2, 2}, 2, 53, 0.5, 2)}, 16));
   // z is 2x3: r = reshape(transpose(z), 6) has r[k] = z[k % 2][k / 2]; s = concatenate(r, conj r)[3:9];
-  // u = where(Re s > 1, s, 2i s) + x (x real, converted); the result gathers u at {5, 0, 2, 1, 4, 3}
-  // and adds z[0][0], broadcast, where u != 0.
+  // u = where(Re s > 1, s, 2i s) + x (x real, converted); the result is u reversed plus z[0][0],
+  // broadcast, where u != 0. (No gather: its transpose, scatter_add, has no complex eager kernel.)
   t.push_back(entry(
       "complex.movement",
       [](const std::vector<fx::Array>& x) {
@@ -194,7 +195,7 @@ void add_functions_and_movement(std::vector<OpInfo>& t) {
         fx::Array u = fx::where(fx::real(s) > 1.0f, s, s * std::complex<float>(0, 2)) +
                       fx::astype(fx::reshape(x[0], {6}), fx::complex_dtype_of(x[0].dtype()));
         fx::Array corner = fx::broadcast_to(fx::reshape(fx::slice(z, {0, 0}, {1, 1}), {}), fx::Shape{6});
-        fx::Array g = fx::take(u, fx::array({5, 0, 2, 1, 4, 3}), 0);
+        fx::Array g = fx::flip(u);
         return stacked(g + fx::where(u != fx::zeros_like(u), corner, fx::zeros_like(u)));
       },
       [](const std::vector<HostArray>& x, fx::DType) {
@@ -208,12 +209,23 @@ void add_functions_and_movement(std::vector<OpInfo>& t) {
           u.push_back((v.real() > 1 ? v : v * cd(0, 2)) + x[0].data[size_t(k)]);
         }
         CArray out{fx::Shape{6}, {}};
-        const int gathered[6] = {5, 0, 2, 1, 4, 3};
-        for (size_t k = 0; k < 6; ++k)
-          out.data.push_back(u[size_t(gathered[k])] + (u[k] != 0.0 ? z.data[0] : 0.0));
+        for (size_t k = 0; k < 6; ++k) out.data.push_back(u[5 - k] + (u[k] != 0.0 ? z.data[0] : 0.0));
         return stacked(out);
       },
       {operands({2, 3}, 2, 61, 0.5, 2)}));
+  // Real parts rounded to halves so that some tie and the imaginary parts decide.
+  t.push_back(entry(
+      "complex.sort",
+      [](const std::vector<fx::Array>& x) { return stacked(fx::sort(fx::complex(fx::round(x[0] * 2.0f) * 0.5f, x[1]), 0)); },
+      [](const std::vector<HostArray>& x, fx::DType) {
+        CArray z = parts(x[0], x[1]);
+        for (size_t i = 0; i < z.data.size(); ++i) z.data[i].real(std::round(x[0].data[i] * 2.0) * 0.5);
+        std::stable_sort(z.data.begin(), z.data.end(), [](cd a, cd b) {
+          return a.real() < b.real() || (a.real() == b.real() && a.imag() < b.imag());
+        });
+        return stacked(z);
+      },
+      {operands({8}, 2, 71, 0.5, 2)}));
 }
 
 void add_fft(std::vector<OpInfo>& t) {

@@ -135,7 +135,7 @@ TEST_CASE("jit complex: a program with an FFT is interpreted; pmap runs compiled
   CHECK(complex_diff(got, want) < 1e-4);
 }
 
-TEST_CASE("jit complex: scatter, dynamic slices, pad and a scan carrying a complex value compile") {
+TEST_CASE("jit complex: scatter, gather, dynamic slices, pad and a scan carrying a complex value compile") {
   auto f = [](const fx::Array& z, const fx::Array& start) {
     fx::Array added = z.at(fx::array({1, 3, 5})).set(fx::slice(z, {0}, {3}) * cf(0, 1));
     fx::Array window = fx::dynamic_slice(added, {start}, {4});
@@ -145,7 +145,7 @@ TEST_CASE("jit complex: scatter, dynamic slices, pad and a scan carrying a compl
       return std::pair{next, fx::conj(next)};
     };
     auto [carry, ys] = fx::scan(step, fx::slice(z, {0}, {1}), fx::reshape(padded, {7, 1}));
-    return std::vector<fx::Array>{padded, carry, ys};
+    return std::vector<fx::Array>{padded, carry, ys, fx::take(padded, fx::array({6, 0, 3, 3}), 0)};
   };
   fx::Array z = ramp_complex(8, fx::complex64, 0.6);
   fx::Array start = fx::scalar(2);
