@@ -31,6 +31,20 @@ int64_t compiles_of(F&& f, const Args&... args) {
   return fx::runtime::cache_stats().compiles - before;
 }
 
+// f compiles to one program under jit, whose results equal eager's within tol.
+template <class F, class... Args>
+void check_compiled(const F& f, double tol, const Args&... args) {
+  auto jf = fx::jit(f);
+  CHECK(compiles_of(jf, args...) == 1);  // compiled, not interpreted
+  std::vector<fx::Array> got = jf(args...), want = f(args...);
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    CAPTURE(i);
+    CHECK(got[i].aval() == want[i].aval());
+    CHECK(complex_diff(got[i], want[i]) < tol);
+  }
+}
+
 fx::Array ramp_complex(int64_t n, fx::DType d, double phase) {
   std::vector<cd> v;
   for (int64_t i = 0; i < n; ++i) v.emplace_back(0.5 + 0.01 * double(i), std::sin(phase + 0.3 * double(i)));
@@ -48,15 +62,7 @@ TEST_CASE("jit complex: an elementwise chain, reductions and a matmul compile an
   for (fx::DType d : {fx::complex64, fx::complex128}) {
     CAPTURE(fx::dtype_name(d));
     fx::Array z = ramp_complex(32, d, 0.1), w = ramp_complex(32, d, 1.3);
-    auto jf = fx::jit(f);
-    CHECK(compiles_of(jf, z, w) == 1);  // compiled, not interpreted
-    std::vector<fx::Array> got = jf(z, w), want = f(z, w);
-    const double tol = d == fx::complex64 ? 2e-5 : 1e-12;
-    for (size_t i = 0; i < got.size(); ++i) {
-      CAPTURE(i);
-      CHECK(got[i].aval() == want[i].aval());
-      CHECK(complex_diff(got[i], want[i]) < tol);
-    }
+    check_compiled(f, d == fx::complex64 ? 2e-5 : 1e-12, z, w);
   }
 }
 
@@ -69,14 +75,7 @@ TEST_CASE("jit complex: conversions, comparisons and a literal") {
   };
   fx::Array z = fx::array({cf(0.5, 0), cf(-0.75, 1), cf(1.5, -0.5), cf(2.25, 0)});
   fx::Array x = fx::array({1.f, 2.f, 3.f, 4.f});
-  auto jf = fx::jit(f);
-  CHECK(compiles_of(jf, z, x) == 1);
-  std::vector<fx::Array> got = jf(z, x), want = f(z, x);
-  for (size_t i = 0; i < got.size(); ++i) {
-    CAPTURE(i);
-    CHECK(got[i].aval() == want[i].aval());
-    CHECK(complex_diff(got[i], want[i]) < 1e-6);
-  }
+  check_compiled(f, 1e-6, z, x);
 }
 
 TEST_CASE("jit complex: grad and jvp of complex functions compiled against eager") {
@@ -149,12 +148,5 @@ TEST_CASE("jit complex: scatter, gather, dynamic slices, pad and a scan carrying
   };
   fx::Array z = ramp_complex(8, fx::complex64, 0.6);
   fx::Array start = fx::scalar(2);
-  auto jf = fx::jit(f);
-  CHECK(compiles_of(jf, z, start) == 1);
-  std::vector<fx::Array> got = jf(z, start), want = f(z, start);
-  for (size_t i = 0; i < got.size(); ++i) {
-    CAPTURE(i);
-    CHECK(got[i].aval() == want[i].aval());
-    CHECK(complex_diff(got[i], want[i]) < 1e-5);
-  }
+  check_compiled(f, 1e-5, z, start);
 }
