@@ -2,7 +2,11 @@
 // (batch..., lhs free..., rhs free..., contracting...), accumulating into a zero-filled tensor.
 // Accumulation: the output's compute type for float outputs (f32 for f16/bf16), int64 for integer
 // and bool outputs (wrapping; equal to the reference's uint64 modulo 2^bits), then one conversion.
+// Complex products are four real ones on the parts (complex_dot_general).
+#include <mlir/Dialect/Complex/IR/Complex.h>
+
 #include "lowering/lower.h"
+#include "lowering/lower_complex.h"
 #include "lowering/target.h"
 
 namespace fluxion::lowering {
@@ -63,8 +67,12 @@ bool gemm_layout(const LowerCtx& c, const Eqn& e, std::span<const Operand> in, c
   return batch * m * n * k > 0;
 }
 
+std::vector<Value> complex_dot_general(LowerCtx& c, const Eqn& e, std::span<const Operand> in, std::span<const AbstractArray> out);
+
 std::vector<Value> dot_general_rule(LowerCtx& c, const Eqn& e, std::span<const Operand> in, std::span<const AbstractArray> out) {
   OpBuilder& b = c.b;
+  if (is_complex(out[0].dtype) && in[0].aval.dtype == out[0].dtype && in[1].aval.dtype == out[0].dtype)
+    return complex_dot_general(c, e, in, out);
   if (c.matmul != MatmulPath::generated) {
     std::vector<LibraryArg> layout;
     if (gemm_layout(c, e, in, out[0], layout) &&
@@ -77,7 +85,10 @@ std::vector<Value> dot_general_rule(LowerCtx& c, const Eqn& e, std::span<const O
   MLIRContext* ctx = b.getContext();
   const AbstractArray &lhs = in[0].aval, &rhs = in[1].aval;
   const DType in_d = lhs.dtype, out_d = out[0].dtype;
-  const DType acc_d = is_float(out_d) ? (out_d == DType::float64 ? DType::float64 : DType::float32) : DType::int64;
+  // Accumulators: f32 for the floats below f64, complex in its own precision, integers in i64.
+  const DType acc_d = is_complex(out_d) ? out_d
+                      : is_float(out_d) ? (out_d == DType::float64 ? DType::float64 : DType::float32)
+                                        : DType::int64;
   DimRoles lr = roles(lhs.ndim(), e.params.get_ints("lhs_batch"), e.params.get_ints("lhs_contracting"));
   DimRoles rr = roles(rhs.ndim(), e.params.get_ints("rhs_batch"), e.params.get_ints("rhs_contracting"));
   const unsigned nb = unsigned(lr.batch.size()), nlf = unsigned(lr.free.size()), nrf = unsigned(rr.free.size());
@@ -100,11 +111,11 @@ std::vector<Value> dot_general_rule(LowerCtx& c, const Eqn& e, std::span<const O
       [&](OpBuilder& nb_, Location nl, ValueRange args) {
         Value x = convert_scalar(nb_, nl, to_compute(nb_, nl, args[0], in_d), in_d, acc_d);
         Value y = convert_scalar(nb_, nl, to_compute(nb_, nl, args[1], in_d), in_d, acc_d);
-        Value r = is_float(acc_d) ? Value(nb_.create<arith::MulFOp>(nl, x, y)) : Value(nb_.create<arith::MulIOp>(nl, x, y));
+        Value r = mul_scalars(nb_, nl, x, y, acc_d);
         // With no contracting dims the product is elementwise (an outer product): it must not read
         // its output, which elementwise fusion would replace by the consumer's.
         if (nc != 0)
-          r = is_float(acc_d) ? Value(nb_.create<arith::AddFOp>(nl, args[2], r)) : Value(nb_.create<arith::AddIOp>(nl, args[2], r));
+          r = add_scalars(nb_, nl, args[2], r, acc_d);
         nb_.create<linalg::YieldOp>(nl, r);
       });
   Value r = g.getResult(0);
@@ -112,6 +123,36 @@ std::vector<Value> dot_general_rule(LowerCtx& c, const Eqn& e, std::span<const O
   Operand acc{r, AbstractArray{out[0].shape, acc_d, false}, false};
   return {elementwise(c, out[0], std::span<const Operand>(&acc, 1), [acc_d, out_d](OpBuilder& nb_, Location nl, ValueRange v) {
     return from_compute(nb_, nl, convert_scalar(nb_, nl, v[0], acc_d, out_d), out_d);
+  })};
+}
+
+// A complex product as four real ones on the parts: (A + iB)(C + iD) = (AC - BD) + i(AD + BC). Each
+// is a real dot_general, so large ones become Eigen's GEMM (a complex contraction generic stays
+// scalar: MLIR vectors have no complex elements), and the parts' extraction and the combination
+// are elementwise passes.
+std::vector<Value> complex_dot_general(LowerCtx& c, const Eqn& e, std::span<const Operand> in, std::span<const AbstractArray> out) {
+  const DType part = real_dtype_of(out[0].dtype);
+  auto part_of = [&](const Operand& o, bool imaginary) {
+    AbstractArray a{o.aval.shape, part, false};
+    Value v = elementwise(c, a, std::span<const Operand>(&o, 1), [imaginary](OpBuilder& b, Location l, ValueRange x) -> Value {
+      if (imaginary) return b.create<complex::ImOp>(l, x[0]);
+      return b.create<complex::ReOp>(l, x[0]);
+    });
+    return Operand{v, a, false};
+  };
+  const Operand parts[2][2] = {{part_of(in[0], false), part_of(in[0], true)}, {part_of(in[1], false), part_of(in[1], true)}};
+  const AbstractArray real_out{out[0].shape, part, false};
+  const std::vector<Value> kernel_outputs = std::move(c.out_buffers);
+  c.out_buffers.clear();  // the real products are temporaries, never the kernel's complex output
+  auto product = [&](int i, int j) {
+    const Operand ops[2] = {parts[0][i], parts[1][j]};
+    return Operand{dot_general_rule(c, e, ops, std::span<const AbstractArray>(&real_out, 1))[0], real_out, false};
+  };
+  const Operand pp[4] = {product(0, 0), product(1, 1), product(0, 1), product(1, 0)};  // AC, BD, AD, BC
+  c.out_buffers = kernel_outputs;
+  Type t = storage_type(c.b.getContext(), out[0].dtype);
+  return {elementwise(c, out[0], pp, [t](OpBuilder& b, Location l, ValueRange x) -> Value {
+    return b.create<complex::CreateOp>(l, t, b.create<arith::SubFOp>(l, x[0], x[1]), b.create<arith::AddFOp>(l, x[2], x[3]));
   })};
 }
 

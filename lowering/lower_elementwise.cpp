@@ -7,6 +7,7 @@
 // functions, cbrt, pow and atan2 call glibc's vector libm; in f64 all of them call libmvec's f64 variants
 // (lowering/accurate_math.cpp). lgamma calls libm, the function the reference kernel calls.
 #include "lowering/lower.h"
+#include "lowering/lower_complex.h"
 
 #include <algorithm>
 
@@ -50,6 +51,7 @@ using UnaryFn = Value (*)(LowerCtx&, OpBuilder&, Location, Value, DType, const P
 template <UnaryFn F>
 std::vector<Value> unary(LowerCtx& c, const Eqn& e, std::span<const Operand> in, std::span<const AbstractArray> out) {
   const DType d = in[0].aval.dtype;
+  if (is_complex(d)) return complex_elementwise(c, e, in, out);
   return lower_map(c, in, out[0], [&](LowerCtx& cc, OpBuilder& b, Location l, ValueRange x) {
     return F(cc, b, l, x[0], d, e.params);
   });
@@ -140,25 +142,20 @@ Value integer_pow_(LowerCtx&, OpBuilder& b, Location l, Value x, DType d, const 
 using BinaryFn = Value (*)(LowerCtx&, OpBuilder&, Location, Value, Value, DType);
 
 template <BinaryFn F>
-std::vector<Value> binary(LowerCtx& c, const Eqn&, std::span<const Operand> in, std::span<const AbstractArray> out) {
+std::vector<Value> binary(LowerCtx& c, const Eqn& e, std::span<const Operand> in, std::span<const AbstractArray> out) {
   const DType d = in[0].aval.dtype;
+  if (is_complex(d)) return complex_elementwise(c, e, in, out);
   return lower_map(c, in, out[0], [&](LowerCtx& cc, OpBuilder& b, Location l, ValueRange x) {
     return F(cc, b, l, x[0], x[1], d);
   });
 }
 
-Value add_(LowerCtx&, OpBuilder& b, Location l, Value x, Value y, DType d) {
-  if (is_float(d)) return b.create<arith::AddFOp>(l, x, y);
-  return b.create<arith::AddIOp>(l, x, y);
-}
+Value add_(LowerCtx&, OpBuilder& b, Location l, Value x, Value y, DType d) { return add_scalars(b, l, x, y, d); }
 Value sub_(LowerCtx&, OpBuilder& b, Location l, Value x, Value y, DType d) {
   if (is_float(d)) return b.create<arith::SubFOp>(l, x, y);
   return b.create<arith::SubIOp>(l, x, y);
 }
-Value mul_(LowerCtx&, OpBuilder& b, Location l, Value x, Value y, DType d) {
-  if (is_float(d)) return b.create<arith::MulFOp>(l, x, y);
-  return b.create<arith::MulIOp>(l, x, y);
-}
+Value mul_(LowerCtx&, OpBuilder& b, Location l, Value x, Value y, DType d) { return mul_scalars(b, l, x, y, d); }
 // Integer division and remainder never trap: x/0 = -1 and x%0 = x (XLA), and x/-1 = -x, x%-1 = 0
 // (which avoids INT_MIN / -1). The divisor is made safe first so the hardware op cannot fault.
 struct SafeDivisor {

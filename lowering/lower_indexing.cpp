@@ -14,6 +14,7 @@
 
 #include "ir/error.h"
 #include "lowering/lower.h"
+#include "lowering/lower_complex.h"
 
 namespace fluxion::lowering {
 
@@ -171,10 +172,8 @@ std::vector<Value> scatter_rule(LowerCtx& c, const Eqn& e, std::span<const Opera
           Value old = b3.create<tensor::ExtractOp>(l3, acc3[0], ValueRange{o, i, k});
           if (d == DType::bool_) {
             u = b3.create<arith::OrIOp>(l3, old, u);
-          } else if (is_float(d)) {
-            u = from_compute(b3, l3, b3.create<arith::AddFOp>(l3, to_compute(b3, l3, old, d), to_compute(b3, l3, u, d)), d);
           } else {
-            u = b3.create<arith::AddIOp>(l3, old, u);
+            u = from_compute(b3, l3, add_scalars(b3, l3, to_compute(b3, l3, old, d), to_compute(b3, l3, u, d), d), d);
           }
         }
         Value r = b3.create<tensor::InsertOp>(l3, u, acc3[0], ValueRange{o, i, k});

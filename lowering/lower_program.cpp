@@ -1,11 +1,13 @@
 // Program -> MLIR module: the kernel function, the value map, the dispatch over the rule table,
 // and the type/scalar/tensor helpers the rules share.
 #include <mlir/Dialect/Bufferization/IR/Bufferization.h>
+#include <mlir/Dialect/Complex/IR/Complex.h>
 #include <mlir/IR/BuiltinTypes.h>
 
 #include "ir/error.h"
 #include "lowering/compile.h"
 #include "lowering/lower.h"
+#include "lowering/lower_complex.h"
 
 namespace fluxion::lowering {
 
@@ -21,6 +23,9 @@ Type storage_type(MLIRContext* ctx, DType d) {
     case DType::bfloat16: return BFloat16Type::get(ctx);
     case DType::float32: return Float32Type::get(ctx);
     case DType::float64: return Float64Type::get(ctx);
+    // complex<f32> memrefs are interleaved (re, im) pairs, as std::complex buffers are.
+    case DType::complex64: return ComplexType::get(Float32Type::get(ctx));
+    case DType::complex128: return ComplexType::get(Float64Type::get(ctx));
   }
   return Float32Type::get(ctx);
 }
@@ -47,6 +52,7 @@ Value from_compute(OpBuilder& b, Location l, Value v, DType d) {
 
 Value constant(OpBuilder& b, Location l, DType d, double v) {
   Type t = compute_type(b.getContext(), d);
+  if (is_complex(d)) return complex_constant(b, l, d, v, 0.0);
   if (is_float(d)) return b.create<arith::ConstantOp>(l, b.getFloatAttr(t, v));
   if (is_unsigned_int(d) && v < 0) return b.create<arith::ConstantOp>(l, b.getIntegerAttr(t, int64_t(v)));
   return b.create<arith::ConstantOp>(l, b.getIntegerAttr(t, int64_t(v)));
@@ -84,6 +90,7 @@ double int_max(DType d) {
 
 Value convert_scalar(OpBuilder& b, Location l, Value x, DType from, DType to) {
   MLIRContext* ctx = b.getContext();
+  if (is_complex(from) || is_complex(to)) return convert_complex_scalar(b, l, x, from, to);
   Type tt = compute_type(ctx, to);
   if (to == DType::bool_) {
     Value ne;
@@ -188,6 +195,7 @@ const LowerTable& lower_table() {
     add_library_lowerings(t);
     add_control_lowerings(t);
     add_conv_lowerings(t);
+    add_complex_lowerings(t);
     return t;
   }();
   return table;
@@ -215,7 +223,8 @@ Operand operand_of(LowerCtx& c, const Program& p, const std::vector<Value>& valu
   const Literal& lit = a.lit;
   Type t = storage_type(c.b.getContext(), lit.dtype);
   Value v;
-  if (is_float(lit.dtype)) v = c.b.create<arith::ConstantOp>(c.loc, c.b.getFloatAttr(t, lit.as_double()));
+  if (is_complex(lit.dtype)) v = complex_constant(c.b, c.loc, lit.dtype, lit.as_double(), lit.im);
+  else if (is_float(lit.dtype)) v = c.b.create<arith::ConstantOp>(c.loc, c.b.getFloatAttr(t, lit.as_double()));
   else if (is_unsigned_int(lit.dtype)) v = c.b.create<arith::ConstantOp>(c.loc, c.b.getIntegerAttr(t, int64_t(lit.u)));
   else v = c.b.create<arith::ConstantOp>(c.loc, c.b.getIntegerAttr(t, lit.i));
   return Operand{v, lit.aval(), true};
@@ -254,6 +263,7 @@ std::vector<Value> lower_subprogram(LowerCtx& c, const Program& p, std::span<con
 
 OwningOpRef<ModuleOp> lower_program(MLIRContext& ctx, const Program& original, const CompileOptions& options) {
   const Program& p = original;
+  ctx.getOrLoadDialect<complex::ComplexDialect>();  // complex64/complex128 (lower_complex.cpp)
   OpBuilder b(&ctx);
   OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
   // Every eqn must have a rule before any IR is built, so the error names the first offender.

@@ -11,6 +11,7 @@
 #include <mlir/Dialect/Vector/IR/VectorOps.h>
 
 #include "lowering/lower.h"
+#include "lowering/lower_complex.h"
 
 namespace fluxion::lowering {
 
@@ -46,8 +47,8 @@ Value identity(OpBuilder& b, Location l, Kind k, DType d) {
 Value combine(OpBuilder& b, Location l, Kind k, DType d, Value x, Value acc) {
   const bool f = is_float(d);
   switch (k) {
-    case Kind::sum: return f ? Value(b.create<arith::AddFOp>(l, acc, x)) : Value(b.create<arith::AddIOp>(l, acc, x));
-    case Kind::prod: return f ? Value(b.create<arith::MulFOp>(l, acc, x)) : Value(b.create<arith::MulIOp>(l, acc, x));
+    case Kind::sum: return add_scalars(b, l, acc, x, d);
+    case Kind::prod: return mul_scalars(b, l, acc, x, d);
     case Kind::and_: return b.create<arith::AndIOp>(l, acc, x);
     case Kind::or_: return b.create<arith::OrIOp>(l, acc, x);
     case Kind::max:

@@ -65,6 +65,7 @@ const char* kBufferizeAndLower =
     "buffer-deallocation-pipeline,inline{default-pipeline=},symbol-dce,canonicalize,"
     "@THREADS@"
     "func.func(fx-lower-copies),"
+    "convert-complex-to-standard,"  // complex.* -> arith/math on the parts (lower_complex.cpp)
     "fx-accurate-math,"
     "func.func(fx-math-approx),"
     "func.func(convert-vector-to-scf{full-unroll=1 target-rank=1}),"
@@ -80,6 +81,7 @@ const char* kBufferizeAndLower =
     "lower-affine,"
     "finalize-memref-to-llvm{use-generic-functions=1},"
     "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},"
+    "convert-complex-to-llvm,"
     "convert-arith-to-llvm,"
     "convert-index-to-llvm,"
     "convert-cf-to-llvm,"

@@ -57,7 +57,6 @@ const Registration real_registration = PrimitiveRules{
     .transpose = &real_transpose,
     .linear = kLinear,
     .batch = &batch_elementwise<Prim::real>,
-    .eager_only = true,  // fx::jit interprets programs with complex values (transforms/jit.cpp)
 };
 
 // ---- imag ---------------------------------------------------------------------------------------
@@ -76,7 +75,6 @@ const Registration imag_registration = PrimitiveRules{
     .transpose = &imag_transpose,
     .linear = kLinear,
     .batch = &batch_elementwise<Prim::imag>,
-    .eager_only = true,
 };
 
 // ---- conj ---------------------------------------------------------------------------------------
@@ -93,7 +91,6 @@ const Registration conj_registration = PrimitiveRules{
     .transpose = &conj_transpose,
     .linear = kLinear,
     .batch = &batch_elementwise<Prim::conj>,
-    .eager_only = true,
 };
 
 // ---- complex(re, im): both f32 (-> c64) or both f64 (-> c128); a rank-0 operand broadcasts -----------
@@ -130,7 +127,6 @@ const Registration complex_registration = PrimitiveRules{
     .transpose = &complex_transpose,
     .linear = kLinear,
     .batch = &batch_elementwise<Prim::complex>,
-    .eager_only = true,
 };
 
 }  // namespace

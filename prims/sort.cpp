@@ -1,7 +1,7 @@
 // sort[dimension=d is_stable=B num_keys=k] over n operands of one shape (lax.sort): each line along
 // `dimension` is ordered lexicographically by the first k operands, and every operand is permuted
 // alike, so sort(bits, iota) is a random permutation and sort(x, iota) an argsort. NaNs order last
-// (numpy, JAX); -0.0 and 0.0 are equal. The kernel always sorts stably, which satisfies both
+// (numpy, JAX); -0.0 and 0.0 are equal; complex keys order by real, then imaginary part. The kernel always sorts stably, which satisfies both
 // settings of is_stable.
 #include <algorithm>
 #include <cstring>
@@ -41,10 +41,19 @@ bool less_nan_last(C a, C b) {
   return a < b;
 }
 
+/// Complex numbers order lexicographically, by the real parts and then the imaginary ones, each
+/// NaN-last (numpy's order, which JAX follows).
+template <class C>
+bool less_nan_last(std::complex<C> a, std::complex<C> b) {
+  if (less_nan_last(a.real(), b.real())) return true;
+  if (less_nan_last(b.real(), a.real())) return false;
+  return less_nan_last(a.imag(), b.imag());
+}
+
 /// Three-way comparison of two elements (by flat offset) of one key operand.
 using KeyCompare = std::function<int(int64_t, int64_t)>;
 KeyCompare key_compare(const View& key) {
-  return dispatch_dtype(key.dtype(), [&](auto z) -> KeyCompare {
+  return dispatch_dtype_complex(key.dtype(), [&](auto z) -> KeyCompare {
     using T = decltype(z);
     using C = compute_t<T>;
     const T* x = key.as<const T>();
@@ -87,7 +96,7 @@ void sort_kernel(std::span<const View> in, std::span<const View> out, const Para
       for (int64_t j = 0; j < inner; ++j) sort_line(o * len * inner + j, less_at);
   };
   if (num_keys == 1) {  // the common case (sort, argsort, permutation): a typed comparator
-    dispatch_dtype(in[0].dtype(), [&](auto z) {
+    dispatch_dtype_complex(in[0].dtype(), [&](auto z) {
       using T = decltype(z);
       using C = compute_t<T>;
       const T* x = in[0].as<const T>();

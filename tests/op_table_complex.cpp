@@ -3,8 +3,9 @@
 // real and imaginary parts stacked on a new leading axis (or a real result as it is). Every driver
 // therefore runs the complex primitives in the middle: the JVP check's finite differences perturb
 // real and imaginary parts separately, the VJP check's dot-product identity pairs them, vmap and jit
-// (which interprets programs with complex values) see complex intermediates. References are
+// (which compiles them, and interprets those with an FFT) see complex intermediates. References are
 // std::complex<double> loops, the DFTs the naive O(n^2) sums.
+#include <algorithm>
 #include <cmath>
 #include <complex>
 
@@ -163,6 +164,70 @@ void add_arithmetic(std::vector<OpInfo>& t) {
       {operands({3, 3}, 4, 41, 0.5, 1.5), operands({1, 1}, 4, 43, 0.5, 1.5)}));
 }
 
+// The functions MLIR's complex dialect lacks (jit calls their reference kernels), the type-generic
+// data movement (transpose, reshape, concatenate, slice, rev, broadcast, select, convert, ne) on
+// complex elements, and sort's lexicographic order.
+void add_functions_and_movement(std::vector<OpInfo>& t) {
+  t.push_back(entry(
+      "complex.inverse_hyperbolic",
+      [](const std::vector<fx::Array>& x) {
+        fx::Array z = fx::complex(x[0], x[1]);
+        return stacked(fx::arcsin(z) + fx::arccos(z) + fx::arctan(z) + fx::sinh(z) * fx::cosh(z) + fx::arcsinh(z) +
+                       fx::arccosh(z) + fx::arctanh(z) + fx::rsqrt(z) + fx::tan(z));
+      },
+      [](const std::vector<HostArray>& x, fx::DType) {
+        CArray z = parts(x[0], x[1]);
+        return stacked(map(z, z, [](cd v, cd) {
+          return std::asin(v) + std::acos(v) + std::atan(v) + std::sinh(v) * std::cosh(v) + std::asinh(v) +
+                 std::acosh(v) + std::atanh(v) + 1.0 / std::sqrt(v) + std::tan(v);
+        }));
+      },
+      {operands({5}, 2, 51, 0.5, 2), operands({2, 2}, 2, 53, 0.5, 2)}, 16));
+  // z is 2x3: r = reshape(transpose(z), 6) has r[k] = z[k % 2][k / 2]; s = concatenate(r, conj r)[3:9];
+  // u = where(Re s > 1, s, 2i s) + x (x real, converted); the result is u reversed plus z[0][0],
+  // broadcast, where u != 0. (No gather: its transpose, scatter_add, has no complex eager kernel.)
+  t.push_back(entry(
+      "complex.movement",
+      [](const std::vector<fx::Array>& x) {
+        fx::Array z = fx::complex(x[0], x[1]);
+        fx::Array r = fx::reshape(fx::transpose(z), {6});
+        fx::Array s = fx::slice(fx::concatenate({r, fx::conj(r)}, 0), {3}, {9});
+        fx::Array u = fx::where(fx::real(s) > 1.0f, s, s * std::complex<float>(0, 2)) +
+                      fx::astype(fx::reshape(x[0], {6}), fx::complex_dtype_of(x[0].dtype()));
+        fx::Array corner = fx::broadcast_to(fx::reshape(fx::slice(z, {0, 0}, {1, 1}), {}), fx::Shape{6});
+        fx::Array g = fx::flip(u);
+        return stacked(g + fx::where(u != fx::zeros_like(u), corner, fx::zeros_like(u)));
+      },
+      [](const std::vector<HostArray>& x, fx::DType) {
+        CArray z = parts(x[0], x[1]);
+        std::vector<cd> r, c, u;
+        for (int k = 0; k < 6; ++k) r.push_back(z.data[size_t((k % 2) * 3 + k / 2)]);
+        c = r;
+        for (cd v : r) c.push_back(std::conj(v));
+        for (int k = 0; k < 6; ++k) {
+          const cd v = c[size_t(k + 3)];
+          u.push_back((v.real() > 1 ? v : v * cd(0, 2)) + x[0].data[size_t(k)]);
+        }
+        CArray out{fx::Shape{6}, {}};
+        for (size_t k = 0; k < 6; ++k) out.data.push_back(u[5 - k] + (u[k] != 0.0 ? z.data[0] : 0.0));
+        return stacked(out);
+      },
+      {operands({2, 3}, 2, 61, 0.5, 2)}));
+  // Real parts rounded to halves so that some tie and the imaginary parts decide.
+  t.push_back(entry(
+      "complex.sort",
+      [](const std::vector<fx::Array>& x) { return stacked(fx::sort(fx::complex(fx::round(x[0] * 2.0f) * 0.5f, x[1]), 0)); },
+      [](const std::vector<HostArray>& x, fx::DType) {
+        CArray z = parts(x[0], x[1]);
+        for (size_t i = 0; i < z.data.size(); ++i) z.data[i].real(std::round(x[0].data[i] * 2.0) * 0.5);
+        std::stable_sort(z.data.begin(), z.data.end(), [](cd a, cd b) {
+          return a.real() < b.real() || (a.real() == b.real() && a.imag() < b.imag());
+        });
+        return stacked(z);
+      },
+      {operands({8}, 2, 71, 0.5, 2)}));
+}
+
 void add_fft(std::vector<OpInfo>& t) {
   t.push_back(entry(
       "fft.fft",
@@ -248,6 +313,7 @@ void add_fft(std::vector<OpInfo>& t) {
 
 void add_complex_ops(std::vector<OpInfo>& t) {
   add_arithmetic(t);
+  add_functions_and_movement(t);
   add_fft(t);
 }
 

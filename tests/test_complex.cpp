@@ -144,18 +144,18 @@ TEST_CASE("complex: grad of a complex output needs fx::holomorphic") {
   CHECK(error_of([&] { (void)fx::grad(f, fx::holomorphic)(fx::array({1.0})); }).find("complex") != std::string::npos);
 }
 
-TEST_CASE("complex: jit runs complex programs (interpreted) with the eager results; vmap batches them") {
+TEST_CASE("complex: jit compiles complex programs to the eager results within rounding; vmap batches them") {
   auto f = [](const fx::Array& z, const fx::Array& x) {
     return fx::abs(fx::exp(z) * x) + fx::real(fx::matmul(fx::reshape(z, {1, 3}), fx::reshape(fx::conj(z), {3, 1})))[0];
   };
   fx::Array z = fx::array({cf(0.5, 0.25), cf(-0.75, 1), cf(1.5, -0.5)});
   fx::Array x = fx::array({1.f, 2.f, 3.f});
   auto jf = fx::jit(f);
-  CHECK(max_abs_diff(jf(z, x), f(z, x)) == 0);
-  CHECK(max_abs_diff(jf(z, x), f(z, x)) == 0);  // the cached (interpreted) signature
+  CHECK(max_abs_diff(jf(z, x), f(z, x)) < 1e-5);
+  CHECK(max_abs_diff(jf(z, x), f(z, x)) < 1e-5);  // the cached signature
   CHECK(jf.compilations() == 1);
   auto g = fx::jit(fx::grad([&](const fx::Array& z) { return fx::sum(f(z, x)); }));
-  CHECK(complex_diff(g(z), fx::grad([&](const fx::Array& z) { return fx::sum(f(z, x)); })(z)) < 1e-6);
+  CHECK(complex_diff(g(z), fx::grad([&](const fx::Array& z) { return fx::sum(f(z, x)); })(z)) < 2e-5);  // c64 rounding of values ~10
   fx::Array zs = fx::stack({z, z * 2.f});
   fx::Array batched = fx::vmap([&](const fx::Array& zi) { return fx::abs(fx::exp(zi)); })(zs);
   CHECK(max_abs_diff(batched, fx::abs(fx::exp(zs))) == 0);

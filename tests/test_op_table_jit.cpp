@@ -1,8 +1,8 @@
 // The op table under fx::jit: every entry in every dtype compiled (MLIR -> LLVM) and compared with
 // the eager result within the entry's jit tolerance. A program that holds a primitive without a
 // lowering must raise CompileError naming it; which primitives those are, their records say
-// (eager_only: tests/test_registry.cpp). Programs with complex values are interpreted under jit
-// (transforms/jit.cpp): they are compared with eager like compiled ones.
+// (eager_only: tests/test_registry.cpp). Complex programs are compiled like real ones; programs
+// with an FFT are interpreted under jit (transforms/jit.cpp) and compared with eager the same way.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -47,7 +47,7 @@ TEST_CASE("jit op table: compiled results match eager for every op, dtype and sa
         }
         fx::Program p = fx::make_ir([&](const std::vector<fx::Array>& a) { return op.op(a); })(args);
         auto jf = fx::jit([&](const std::vector<fx::Array>& a) { return op.op(a); });
-        const bool interpreted = fx::jit_detail::uses_complex(p);
+        const bool interpreted = fx::jit_detail::runs_interpreted(p);
         if (const fx::Eqn* e = unlowered(p); e && !interpreted) {
           std::string name(fx::prim_name(e->prim));
           not_lowered.insert(name);
@@ -82,7 +82,7 @@ TEST_CASE("jit op table: compiled results match eager for every op, dtype and sa
   std::string missing;
   for (const std::string& n : not_lowered) missing += n + " ";
   MESSAGE("compiled " << compiled << " op-table programs, interpreted " << interpreted_count
-                       << " (complex); ops left eager-only: " << missing);
+                       << " (FFT); ops left eager-only: " << missing);
 }
 
 }  // namespace optable

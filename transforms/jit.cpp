@@ -9,19 +9,20 @@
 
 namespace fluxion::jit_detail {
 
-// The lowering has no complex types yet (docs/linalg.md "Complex numbers"): a program with a complex
-// value anywhere, its sub-programs included, is evaluated by the reference kernels instead -- the
-// same results as eager execution, without fusion.
-bool uses_complex(const Program& p) {
-  for (const AbstractArray& t : p.types)
-    if (is_complex(t.dtype)) return true;
-  for (const Eqn& e : p.eqns)
+// The one primitive with complex values that the lowering does not compile: fft (an FFTW call,
+// eager_only in prims/fft.cpp). A program holding it anywhere, its sub-programs included, is
+// evaluated by the reference kernels instead -- the eager results, without fusion (docs/jit.md
+// "Complex numbers"). Every other complex primitive is lowered (lowering/lower_complex.cpp).
+bool runs_interpreted(const Program& p) {
+  for (const Eqn& e : p.eqns) {
+    if (e.prim == Prim::fft) return true;
     for (const auto& [key, value] : e.params.entries()) {
-      if (const ProgramRef* sub = std::get_if<ProgramRef>(&value); sub && uses_complex(**sub)) return true;
+      if (const ProgramRef* sub = std::get_if<ProgramRef>(&value); sub && runs_interpreted(**sub)) return true;
       if (const ProgramList* subs = std::get_if<ProgramList>(&value))
         for (const ProgramRef& q : *subs)
-          if (uses_complex(*q)) return true;
+          if (runs_interpreted(*q)) return true;
     }
+  }
   return false;
 }
 
@@ -33,8 +34,8 @@ std::shared_ptr<const Compiled> compile_signature(JitCache& cache, const std::st
   const std::string stem = jit_dump_stem(program);
   program = jit_passes(std::move(program), stem);
   c->consts = program.consts;  // after the passes: inlined bodies may bring their own
-  // Complex values are not lowered yet: such a program runs in the interpreter (see uses_complex).
-  if (!uses_complex(program)) c->executable = runtime::compile(program, target, stem);  // throws CompileError; cached by fingerprint
+  // A program with an FFT runs in the interpreter (see runs_interpreted).
+  if (!runs_interpreted(program)) c->executable = runtime::compile(program, target, stem);  // throws CompileError; cached by fingerprint
   c->donation = donation::plan(program, donated);
   c->program = std::move(program);
   c->stem = stem;
@@ -69,7 +70,7 @@ namespace {
 
 std::vector<Array> run_into(const Compiled& c, std::span<const Array> args, std::span<const std::shared_ptr<Buffer>> into) {
   std::vector<Array> results;
-  if (!c.executable) {  // interpreted (uses_complex); the program binds its own consts
+  if (!c.executable) {  // interpreted (an FFT); the program binds its own consts
     results = eval_program(c.program, args);
   } else if (c.consts.empty()) {
     results = c.executable->run(args, into);

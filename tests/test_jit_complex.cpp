@@ -1,0 +1,152 @@
+// Complex programs under fx::jit: compiled (lowering/lower_complex.cpp), not interpreted, and equal
+// to eager within rounding -- plain, differentiated (grad, jvp), batched (jit of vmap of grad) and
+// over pmap; a program with an FFT is still interpreted. The op table's complex entries run through
+// the jit driver too (tests/test_op_table_jit.cpp), and both also under FLUXION_CPU=x86-64-v2/v3
+// (the jit_tests_x86_64_v* meson tests run every "jit*" test case).
+#include <doctest/doctest.h>
+#include <fluxion.h>
+
+#include <complex>
+
+#include "test_helpers.h"
+
+namespace fx = fluxion;
+
+namespace {
+using test_helpers::max_abs_diff;
+using cf = std::complex<float>;
+using cd = std::complex<double>;
+
+// The largest difference of real or imaginary parts (of a real array: of the values).
+double complex_diff(const fx::Array& a, const fx::Array& b) {
+  if (!fx::is_complex(a.dtype())) return max_abs_diff(a, b);
+  return std::max(max_abs_diff(fx::real(a), fx::real(b)), max_abs_diff(fx::imag(a), fx::imag(b)));
+}
+
+// Runs f once under jit and returns how many programs the runtime compiled for it.
+template <class F, class... Args>
+int64_t compiles_of(F&& f, const Args&... args) {
+  const int64_t before = fx::runtime::cache_stats().compiles;
+  (void)f(args...);
+  return fx::runtime::cache_stats().compiles - before;
+}
+
+// f compiles to one program under jit, whose results equal eager's within tol.
+template <class F, class... Args>
+void check_compiled(const F& f, double tol, const Args&... args) {
+  auto jf = fx::jit(f);
+  CHECK(compiles_of(jf, args...) == 1);  // compiled, not interpreted
+  std::vector<fx::Array> got = jf(args...), want = f(args...);
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    CAPTURE(i);
+    CHECK(got[i].aval() == want[i].aval());
+    CHECK(complex_diff(got[i], want[i]) < tol);
+  }
+}
+
+fx::Array ramp_complex(int64_t n, fx::DType d, double phase) {
+  std::vector<cd> v;
+  for (int64_t i = 0; i < n; ++i) v.emplace_back(0.5 + 0.01 * double(i), std::sin(phase + 0.3 * double(i)));
+  return fx::astype(fx::array(v), d);
+}
+}  // namespace
+
+TEST_CASE("jit complex: an elementwise chain, reductions and a matmul compile and match eager") {
+  auto f = [](const fx::Array& z, const fx::Array& w) {
+    fx::Array chain = z * fx::exp(w * cf(0, 1)) + fx::conj(z);
+    fx::Array m = fx::matmul(fx::reshape(z, {4, 8}), fx::reshape(fx::conj(w), {8, 4}));
+    return std::vector<fx::Array>{chain / (w + 2.f), fx::sum(fx::reshape(chain, {4, 8}), {1}) + fx::prod(fx::reshape(w, {8, 4}), {0}),
+                                  m, fx::abs(chain) + fx::angle(w), fx::real(z) * fx::imag(w)};
+  };
+  for (fx::DType d : {fx::complex64, fx::complex128}) {
+    CAPTURE(fx::dtype_name(d));
+    fx::Array z = ramp_complex(32, d, 0.1), w = ramp_complex(32, d, 1.3);
+    check_compiled(f, d == fx::complex64 ? 2e-5 : 1e-12, z, w);
+  }
+}
+
+TEST_CASE("jit complex: conversions, comparisons and a literal") {
+  auto f = [](const fx::Array& z, const fx::Array& x) {
+    fx::Array zz = fx::astype(z, fx::complex128);
+    fx::Array back = fx::astype(zz * cd(0.5, -2), fx::complex64);
+    return std::vector<fx::Array>{back + x, fx::astype(z, fx::float32), fx::astype(z, fx::int32), z == fx::conj(z),
+                                  z != back, fx::where(fx::real(z) > 0.6f, z, cf(1, 1))};
+  };
+  fx::Array z = fx::array({cf(0.5, 0), cf(-0.75, 1), cf(1.5, -0.5), cf(2.25, 0)});
+  fx::Array x = fx::array({1.f, 2.f, 3.f, 4.f});
+  check_compiled(f, 1e-6, z, x);
+}
+
+TEST_CASE("jit complex: grad and jvp of complex functions compiled against eager") {
+  auto loss = [](const fx::Array& z) { return fx::sum(fx::abs(fx::exp(z) * fx::conj(z) + z * z) + fx::real(fx::sin(z))); };
+  fx::Array z = ramp_complex(16, fx::complex128, 0.4);
+  auto jg = fx::jit(fx::grad(loss));
+  CHECK(compiles_of(jg, z) == 1);
+  CHECK(complex_diff(jg(z), fx::grad(loss)(z)) < 1e-12);
+
+  auto holo = [](const fx::Array& z) { return fx::sum(z * fx::tanh(z) + fx::log(z)); };
+  CHECK(complex_diff(fx::jit(fx::grad(holo, fx::holomorphic))(z), fx::grad(holo, fx::holomorphic)(z)) < 1e-12);
+
+  auto f = [](const fx::Array& z) { return fx::sqrt(z) * fx::cos(z); };
+  fx::Array t = ramp_complex(16, fx::complex128, 2.0);
+  auto jvp_of = [&](const fx::Array& zz, const fx::Array& tt) {
+    auto [y, dy] = fx::jvp(f, std::tuple{zz}, std::tuple{tt});
+    return std::vector<fx::Array>{y, dy};
+  };
+  std::vector<fx::Array> jitted = fx::jit(jvp_of)(z, t), eager = jvp_of(z, t);
+  const fx::Array &y = jitted[0], &dy = jitted[1], &y0 = eager[0], &dy0 = eager[1];
+  CHECK(complex_diff(y, y0) < 1e-12);
+  CHECK(complex_diff(dy, dy0) < 1e-12);
+}
+
+TEST_CASE("jit complex: jit(vmap(grad)) of a real loss of complex intermediates") {
+  // A real parameter vector theta, complex intermediates (a phase rotation and a complex matmul),
+  // a real loss: per example the gradient with respect to theta.
+  fx::Array basis = fx::astype(fx::reshape(ramp_complex(12, fx::complex64, 0.7), {3, 4}), fx::complex64);
+  auto loss = [basis](const fx::Array& theta, const fx::Array& x) {
+    fx::Array phase = fx::exp(fx::complex(fx::zeros_like(theta), theta));  // e^{i theta}
+    fx::Array z = fx::matmul(phase * x, basis);
+    return fx::sum(fx::real(z * fx::conj(z))) + fx::sum(fx::imag(z));
+  };
+  fx::Array theta = fx::array({0.3f, -1.1f, 0.7f});
+  fx::Array xs = fx::reshape(fx::arange(0.f, 15.f) * 0.1f, {5, 3});
+  auto per_example = fx::vmap([&](const fx::Array& x) { return fx::grad(loss)(theta, x); });
+  auto jitted = fx::jit(per_example);
+  CHECK(compiles_of(jitted, xs) == 1);
+  fx::Array got = jitted(xs), want = per_example(xs);
+  CHECK(got.aval() == want.aval());
+  CHECK(max_abs_diff(got, want) < 1e-4);
+}
+
+TEST_CASE("jit complex: a program with an FFT is interpreted; pmap runs compiled complex programs") {
+  fx::Array z = ramp_complex(8, fx::complex64, 0.2);
+  auto spectral = [](const fx::Array& z) { return fx::fft::ifft(fx::fft::fft(z) * 2.f); };
+  auto jf = fx::jit(spectral);
+  CHECK(compiles_of(jf, z) == 0);  // interpreted (transforms/jit.cpp runs_interpreted)
+  CHECK(complex_diff(jf(z), spectral(z)) == 0);
+
+  const int64_t n = int64_t(fx::devices().size());
+  fx::Array zs = fx::reshape(ramp_complex(4 * n, fx::complex64, 0.9), {n, 4});
+  auto step = [](const fx::Array& z) { return z * fx::exp(z) + fx::psum(fx::real(z), "i"); };  // psum is real-only
+  fx::Array got = fx::pmap(step, "i")(zs);
+  fx::Array want = fx::vmap(step, fx::in_axes(0), fx::axis_name("i"))(zs);
+  CHECK(complex_diff(got, want) < 1e-4);
+}
+
+TEST_CASE("jit complex: scatter, gather, dynamic slices, pad and a scan carrying a complex value compile") {
+  auto f = [](const fx::Array& z, const fx::Array& start) {
+    fx::Array added = z.at(fx::array({1, 3, 5})).set(fx::slice(z, {0}, {3}) * cf(0, 1));
+    fx::Array window = fx::dynamic_slice(added, {start}, {4});
+    fx::Array padded = fx::pad(window, {{1, 2}}, cf(0.5f, -1));
+    auto step = [](const fx::Array& carry, const fx::Array& x) {
+      fx::Array next = carry * x + cf(0, 0.25f);
+      return std::pair{next, fx::conj(next)};
+    };
+    auto [carry, ys] = fx::scan(step, fx::slice(z, {0}, {1}), fx::reshape(padded, {7, 1}));
+    return std::vector<fx::Array>{padded, carry, ys, fx::take(padded, fx::array({6, 0, 3, 3}), 0)};
+  };
+  fx::Array z = ramp_complex(8, fx::complex64, 0.6);
+  fx::Array start = fx::scalar(2);
+  check_compiled(f, 1e-5, z, start);
+}
