@@ -437,7 +437,7 @@ void scatter_kernel(std::span<const View> in, std::span<const View> out, const P
 }
 
 void scatter_add_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
-  dispatch_dtype(out[0].dtype(), [&](auto z) {
+  dispatch_dtype_complex(out[0].dtype(), [&](auto z) {
     using T = decltype(z);
     using C = compute_t<T>;
     T* o = out[0].as<T>();
