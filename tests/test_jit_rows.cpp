@@ -21,13 +21,13 @@ namespace fx = fluxion;
 namespace {
 
 std::vector<double> wave(int64_t n, double scale, double phase) {
-  std::vector<double> v(size_t(n));
+  std::vector<double> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[size_t(i)] = scale * (1.5 + std::sin(0.37 * double(i) + phase));
   return v;
 }
 
 std::vector<int32_t> indices(int64_t n, int64_t table, int64_t stride) {
-  std::vector<int32_t> v(size_t(n));
+  std::vector<int32_t> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[size_t(i)] = int32_t((i * stride + 3) % table);
   return v;
 }
