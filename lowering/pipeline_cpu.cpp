@@ -4,6 +4,7 @@
 //   lower      Program -> func + linalg on tensors (lower_program.cpp)        .input.mlir
 //   fuse       elementwise producer -> consumer fusion                         .fused.mlir
 //   tile       row tile-and-fuse, or the per-op tiling script; vectorization   .transform.mlir .vectorized.mlir
+//              (row-local kernels first run as one loop over row blocks: .rowblocks.mlir, row_blocks.h)
 //   bufferize  bufferization, threads, math, down to the LLVM dialect          .lowered.mlir
 //   codegen    LLVM IR, optimized, and object code for the target CPU          .ll .s (codegen_cpu.cpp)
 //   link       the object linked into the process                              (codegen_cpu.cpp)
