@@ -4,6 +4,7 @@
 //   lower      Program -> func + linalg on tensors (lower_program.cpp)        .input.mlir
 //   fuse       elementwise producer -> consumer fusion                         .fused.mlir
 //   tile       row tile-and-fuse, or the per-op tiling script; vectorization   .transform.mlir .vectorized.mlir
+//              (row-local kernels first run as one loop over row blocks: .rowblocks.mlir, row_blocks.h)
 //   bufferize  bufferization, threads, math, down to the LLVM dialect          .lowered.mlir
 //   codegen    LLVM IR, optimized, and object code for the target CPU          .ll .s (codegen_cpu.cpp)
 //   link       the object linked into the process                              (codegen_cpu.cpp)
@@ -32,6 +33,7 @@
 #include "lowering/object_cache.h"
 #include "lowering/passes.h"
 #include "lowering/pipeline_state.h"
+#include "lowering/row_blocks.h"
 #include "lowering/tiling.h"
 #include "runtime/openmp.h"
 
@@ -130,6 +132,15 @@ int llvm_opt_level(const Program& p) {
   return largest < (int64_t(1) << 16) ? 0 : 3;
 }
 
+// FLUXION_ROW_BLOCKS=0 turns row blocking (row_blocks.h) off: the A/B of docs/performance.md.
+bool row_blocking() {
+  static const bool on = [] {
+    const char* e = std::getenv("FLUXION_ROW_BLOCKS");
+    return !(e && std::string(e) == "0");
+  }();
+  return on;
+}
+
 // One compile for the CPU: the stages, over the state every pipeline holds (pipeline_state.h), and
 // their timings.
 class CpuPipeline : PipelineState {
@@ -154,11 +165,16 @@ class CpuPipeline : PipelineState {
     passes_ms_ += ms_since(t);
   }
 
-  // Row tile-and-fuse where it applies; if its transform fails, the plain per-op plan on the module
-  // as it was before.
+  // Row blocking of a row-local kernel that is more than generics (row_blocks.h), or row
+  // tile-and-fuse of one made of generics where it applies; if that transform fails, the plain
+  // per-op plan on the module as it was before.
   void tile() {
     profiler::Scope prof("mlir", "tiling and vectorization");
     auto t = Clock::now();
+    if (row_blocking() && !only_generics(*module_) && block_rows(*module_)) {
+      if (failed(verify(*module_))) fail("verifying the row-blocked module");
+      dump_module("rowblocks.mlir");
+    }
     collapse_short_elementwise_loops(*module_);
     bool row_fused = false;
     if (std::string rows = row_fusion_script(*module_, threads_); !rows.empty()) {

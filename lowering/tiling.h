@@ -1,6 +1,10 @@
 // Internal to lowering/: the tiling plan of a fused kernel, written as a transform-dialect script.
 #pragma once
+#include <mlir/Dialect/Linalg/IR/Linalg.h>
 #include <mlir/IR/BuiltinOps.h>
+
+#include <optional>
+#include <vector>
 
 #include <string>
 
@@ -17,6 +21,9 @@ inline constexpr const char* kGeneratedContraction = "fx.generated_contraction";
 /// instead of 3-lane pieces. Optimizer updates over ResNet's weights ran at 0.74x of the memory
 /// bound 4-D, at 1.05x flattened (docs/training.md).
 void collapse_short_elementwise_loops(mlir::ModuleOp module);
+
+/// The module's generics, when nothing but generics (and the function's plumbing) computes.
+std::optional<std::vector<mlir::linalg::GenericOp>> only_generics(mlir::ModuleOp module);
 
 /// Tags every linalg.generic of `module` (attribute fx_tag) and returns the transform script that
 /// tiles and vectorizes each one (empty when there is nothing to do). See tiling.cpp for the plan.
