@@ -5,7 +5,7 @@
 // bench/peers/common.py), which bench/peers/join.py joins with the peers' lines; bench/peers/run.sh
 // runs everything. The GradBench-style rows also time their plain C++ loops (baseline_peers.cpp),
 // on the kernels' thread count and on one thread.
-//   build/bench/fluxion_bench_peers [repeats [group...]]   groups: elementwise models dispatch gradbench conv pool linalg
+//   build/bench/fluxion_bench_peers [repeats [group...]]   groups: elementwise models dispatch gradbench conv pool linalg mixed
 #include <fluxion.h>
 
 #include <algorithm>
@@ -23,6 +23,7 @@
 #include "models.h"
 #include "peer_data.h"
 #include "peer_models.h"
+#include "runtime/compile_cache.h"
 #include "runtime/device.h"
 
 namespace fx = fluxion;
@@ -220,6 +221,34 @@ void conv_rows() {
         "ms", 1, x, w, g);
 }
 
+// Mixed precision (issue 14): the 512^3 matmul and the 3x3 convolution of conv_rows with float32,
+// bfloat16 and float16 operands (16-bit results, or float32 ones through preferred_element_type).
+// "_generated" rows compile the product as generated code (Device::matmul = "generated"): the
+// path 16-bit products took before they went through the GEMM library call.
+void mixed_rows() {
+  const auto abs = [](const fx::Array& y) { return abs_sum(y); };
+  const fx::Array a = pattern({512, 512}, -1, 1, 1), b = pattern({512, 512}, -1, 1, 2);
+  auto mm = fx::jit([](const fx::Array& x, const fx::Array& y) { return fx::matmul(x, y); });
+  auto mm32 = fx::jit([](const fx::Array& x, const fx::Array& y) { return fx::matmul(x, y, fx::float32); });
+  timed("matmul512_f32", mm, abs, "ms", 1, a, b);
+  for (fx::DType d : {fx::bfloat16, fx::float16}) {
+    const fx::Array a16 = fx::astype(a, d), b16 = fx::astype(b, d);
+    const std::string name = std::string("matmul512_") + (d == fx::bfloat16 ? "bf16" : "f16");
+    timed(name.c_str(), mm, abs, "ms", 1, a16, b16);
+    timed((name + "_f32out").c_str(), mm32, abs, "ms", 1, a16, b16);
+    fx::runtime::Device dev = fx::runtime::cpu_device();
+    dev.matmul = "generated";
+    auto exe = fx::runtime::compile(fx::make_ir([](const fx::Array& x, const fx::Array& y) { return fx::matmul(x, y); })(a16, b16), dev);
+    const std::vector<fx::Array> args{a16, b16};
+    timed((name + "_generated").c_str(), [&](const std::vector<fx::Array>& v) { return exe->run(v)[0]; }, abs, "ms", 1, args);
+  }
+  const int64_t n = 128, ch = 64, hw = 32;
+  const fx::Array x = pattern({n, ch, hw, hw}, -1, 1, 1), w = pattern({ch, ch, 3, 3}, -0.1, 0.1, 2);
+  auto conv = fx::jit([](const fx::Array& u, const fx::Array& k) { return fx::conv_general_dilated(u, k, {1, 1}, "SAME"); });
+  timed("conv3x3_forward_f32", conv, abs, "ms", 1, x, w);
+  timed("conv3x3_forward_bf16", conv, abs, "ms", 1, fx::astype(x, fx::bfloat16), fx::astype(w, fx::bfloat16));
+}
+
 // The linear algebra of issue 15 (bench/bench_linalg.cpp measures the same against Eigen by hand).
 void linalg_rows() {
   namespace la = fx::linalg;
@@ -295,5 +324,6 @@ int main(int argc, char** argv) {
   if (want(argc, argv, "conv")) conv_rows();
   if (want(argc, argv, "pool")) pool_rows();
   if (want(argc, argv, "linalg")) linalg_rows();
+  if (want(argc, argv, "mixed")) mixed_rows();
   return 0;
 }
