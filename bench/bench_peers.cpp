@@ -5,7 +5,7 @@
 // bench/peers/common.py), which bench/peers/join.py joins with the peers' lines; bench/peers/run.sh
 // runs everything. The GradBench-style rows also time their plain C++ loops (baseline_peers.cpp),
 // on the kernels' thread count and on one thread.
-//   build/bench/fluxion_bench_peers [repeats [group...]]   groups: elementwise models dispatch gradbench conv pool linalg mixed
+//   build/bench/fluxion_bench_peers [repeats [group...]]   groups: elementwise models dispatch gradbench conv pool linalg mixed resnet
 #include <fluxion.h>
 
 #include <algorithm>
@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "../examples/resnet_model.h"
 #include "baseline_peers.h"
 #include "models.h"
 #include "peer_data.h"
@@ -249,6 +250,35 @@ void mixed_rows() {
   timed("conv3x3_forward_bf16", conv, abs, "ms", 1, fx::astype(x, fx::bfloat16), fx::astype(w, fx::bfloat16));
 }
 
+// The ResNet-18 training step of issue 14 (examples/resnet_model.h: CIFAR stem, BasicBlocks, batch
+// norm; SGD with momentum 0.9, learning rate 0.1 and weight decay 5e-4 on the conv and dense weights)
+// at batch 128 on f32[128, 3, 32, 32] images, labels (i * 7) % 10, in float32 and with the bfloat16
+// compute policy (float32 master weights). Parameters, statistics and optimizer state are donated
+// and fed back: every timed call is the next step. The check is the first step's loss.
+void resnet_rows() {
+  using namespace example;
+  const int64_t n = 128;
+  const fx::Array images = pattern({n, 3, 32, 32}, -1, 1, 1);
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) ids[size_t(i)] = int32_t((i * 7) % 10);
+  const fx::Array labels = fx::array(ids, fx::Shape{n});
+  const auto opt = fx::optim::chain(fx::optim::add_decayed_weights(5e-4, fx::optim::matrices_only()), fx::optim::sgd(0.1, 0.9));
+  for (const char* precision : {"f32", "bf16"}) {
+    const bool bf16 = std::string(precision) == "bf16";
+    const auto policy = fx::mixed_precision::policy(bf16 ? "params=float32,compute=bfloat16" : "params=float32,compute=float32");
+    auto [model, bn] = init(fx::random::key(0), 3, config(18));
+    fx::optim::State state = opt.init(model);
+    auto step = fx::jit([&](const ResNet& m, const ResNetState& s, const fx::optim::State& os, const fx::Array& x,
+                            const fx::Array& y) { return train_step(opt, policy, m, s, os, x, y); },
+                        fx::donate_argnums(0, 1, 2));
+    fx::Array loss;
+    std::tie(model, bn, state, loss) = step(model, bn, state, images, labels);  // compile
+    const double first = item(loss);
+    const double t = best_s([&] { std::tie(model, bn, state, loss) = step(model, bn, state, images, labels); });
+    emit((std::string("resnet18_step_") + precision).c_str(), "fluxion", t, first);
+  }
+}
+
 // The linear algebra of issue 15 (bench/bench_linalg.cpp measures the same against Eigen by hand).
 void linalg_rows() {
   namespace la = fx::linalg;
@@ -325,5 +355,6 @@ int main(int argc, char** argv) {
   if (want(argc, argv, "pool")) pool_rows();
   if (want(argc, argv, "linalg")) linalg_rows();
   if (want(argc, argv, "mixed")) mixed_rows();
+  if (want(argc, argv, "resnet")) resnet_rows();
   return 0;
 }
