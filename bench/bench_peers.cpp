@@ -5,7 +5,7 @@
 // bench/peers/common.py), which bench/peers/join.py joins with the peers' lines; bench/peers/run.sh
 // runs everything. The GradBench-style rows also time their plain C++ loops (baseline_peers.cpp),
 // on the kernels' thread count and on one thread.
-//   build/bench/fluxion_bench_peers [repeats [group...]]   groups: elementwise models dispatch gradbench conv pool linalg
+//   build/bench/fluxion_bench_peers [repeats [group...]]   groups: elementwise models dispatch gradbench conv pool linalg mixed resnet
 #include <fluxion.h>
 
 #include <algorithm>
@@ -19,10 +19,12 @@
 #include <thread>
 #include <vector>
 
+#include "../examples/resnet_model.h"
 #include "baseline_peers.h"
 #include "models.h"
 #include "peer_data.h"
 #include "peer_models.h"
+#include "runtime/compile_cache.h"
 #include "runtime/device.h"
 
 namespace fx = fluxion;
@@ -220,6 +222,63 @@ void conv_rows() {
         "ms", 1, x, w, g);
 }
 
+// Mixed precision (issue 14): the 512^3 matmul and the 3x3 convolution of conv_rows with float32,
+// bfloat16 and float16 operands (16-bit results, or float32 ones through preferred_element_type).
+// "_generated" rows compile the product as generated code (Device::matmul = "generated"): the
+// path 16-bit products took before they went through the GEMM library call.
+void mixed_rows() {
+  const auto abs = [](const fx::Array& y) { return abs_sum(y); };
+  const fx::Array a = pattern({512, 512}, -1, 1, 1), b = pattern({512, 512}, -1, 1, 2);
+  auto mm = fx::jit([](const fx::Array& x, const fx::Array& y) { return fx::matmul(x, y); });
+  auto mm32 = fx::jit([](const fx::Array& x, const fx::Array& y) { return fx::matmul(x, y, fx::float32); });
+  timed("matmul512_f32", mm, abs, "ms", 1, a, b);
+  for (fx::DType d : {fx::bfloat16, fx::float16}) {
+    const fx::Array a16 = fx::astype(a, d), b16 = fx::astype(b, d);
+    const std::string name = std::string("matmul512_") + (d == fx::bfloat16 ? "bf16" : "f16");
+    timed(name.c_str(), mm, abs, "ms", 1, a16, b16);
+    timed((name + "_f32out").c_str(), mm32, abs, "ms", 1, a16, b16);
+    fx::runtime::Device dev = fx::runtime::cpu_device();
+    dev.matmul = "generated";
+    auto exe = fx::runtime::compile(fx::make_ir([](const fx::Array& x, const fx::Array& y) { return fx::matmul(x, y); })(a16, b16), dev);
+    const std::vector<fx::Array> args{a16, b16};
+    timed((name + "_generated").c_str(), [&](const std::vector<fx::Array>& v) { return exe->run(v)[0]; }, abs, "ms", 1, args);
+  }
+  const int64_t n = 128, ch = 64, hw = 32;
+  const fx::Array x = pattern({n, ch, hw, hw}, -1, 1, 1), w = pattern({ch, ch, 3, 3}, -0.1, 0.1, 2);
+  auto conv = fx::jit([](const fx::Array& u, const fx::Array& k) { return fx::conv_general_dilated(u, k, {1, 1}, "SAME"); });
+  timed("conv3x3_forward_f32", conv, abs, "ms", 1, x, w);
+  timed("conv3x3_forward_bf16", conv, abs, "ms", 1, fx::astype(x, fx::bfloat16), fx::astype(w, fx::bfloat16));
+}
+
+// The ResNet-18 training step of issue 14 (examples/resnet_model.h: CIFAR stem, BasicBlocks, batch
+// norm; SGD with momentum 0.9, learning rate 0.1 and weight decay 5e-4 on the conv and dense weights)
+// at batch 128 on f32[128, 3, 32, 32] images, labels (i * 7) % 10, in float32 and with the bfloat16
+// compute policy (float32 master weights). Parameters, statistics and optimizer state are donated
+// and fed back: every timed call is the next step. The check is the first step's loss.
+void resnet_rows() {
+  using namespace example;
+  const int64_t n = 128;
+  const fx::Array images = pattern({n, 3, 32, 32}, -1, 1, 1);
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) ids[size_t(i)] = int32_t((i * 7) % 10);
+  const fx::Array labels = fx::array(ids, fx::Shape{n});
+  const auto opt = fx::optim::chain(fx::optim::add_decayed_weights(5e-4, fx::optim::matrices_only()), fx::optim::sgd(0.1, 0.9));
+  for (const char* precision : {"f32", "bf16"}) {
+    const bool bf16 = std::string(precision) == "bf16";
+    const auto policy = fx::mixed_precision::policy(bf16 ? "params=float32,compute=bfloat16" : "params=float32,compute=float32");
+    auto [model, bn] = init(fx::random::key(0), 3, config(18));
+    fx::optim::State state = opt.init(model);
+    auto step = fx::jit([&](const ResNet& m, const ResNetState& s, const fx::optim::State& os, const fx::Array& x,
+                            const fx::Array& y) { return train_step(opt, policy, m, s, os, x, y); },
+                        fx::donate_argnums(0, 1, 2));
+    fx::Array loss;
+    std::tie(model, bn, state, loss) = step(model, bn, state, images, labels);  // compile
+    const double first = item(loss);
+    const double t = best_s([&] { std::tie(model, bn, state, loss) = step(model, bn, state, images, labels); });
+    emit((std::string("resnet18_step_") + precision).c_str(), "fluxion", t, first);
+  }
+}
+
 // The linear algebra of issue 15 (bench/bench_linalg.cpp measures the same against Eigen by hand).
 void linalg_rows() {
   namespace la = fx::linalg;
@@ -295,5 +354,7 @@ int main(int argc, char** argv) {
   if (want(argc, argv, "conv")) conv_rows();
   if (want(argc, argv, "pool")) pool_rows();
   if (want(argc, argv, "linalg")) linalg_rows();
+  if (want(argc, argv, "mixed")) mixed_rows();
+  if (want(argc, argv, "resnet")) resnet_rows();
   return 0;
 }

@@ -41,15 +41,17 @@ AffineMap operand_map(MLIRContext* ctx, int rank, const DimRoles& r, unsigned fr
 }
 
 // A (batched) matrix product the runtime's library call can do: float32/float64 operands and
-// output, batch dims leading and in order on both sides, one contracting dim, each operand of rank
-// batch+2 (either orientation). Fills the fluxion_rt_gemm layout (runtime/library_calls.h): the
-// call runs the Eigen build for the level this kernel is compiled for (FLUXION_CPU included) on
-// the kernel's threads.
+// output (or bfloat16/float16 operands, output float32 or theirs), batch dims leading and in
+// order on both sides, one contracting dim, each operand of rank batch+2 (either orientation).
+// Fills the fluxion_rt_gemm layout (runtime/library_calls.h): the call runs the Eigen build for
+// the level this kernel is compiled for (FLUXION_CPU included) on the kernel's threads.
 bool gemm_layout(const LowerCtx& c, const Eqn& e, std::span<const Operand> in, const AbstractArray& out,
                  std::vector<LibraryArg>& layout) {
   const AbstractArray &lhs = in[0].aval, &rhs = in[1].aval;
-  const DType d = out.dtype;
-  if ((d != DType::float32 && d != DType::float64) || lhs.dtype != d || rhs.dtype != d || in[0].scalar || in[1].scalar) return false;
+  const DType d = out.dtype, ops = lhs.dtype;
+  const bool narrow = ops == DType::bfloat16 || ops == DType::float16;
+  const bool same = ops == d && (narrow || d == DType::float32 || d == DType::float64);
+  if (!(same || (narrow && d == DType::float32)) || rhs.dtype != ops || in[0].scalar || in[1].scalar) return false;
   const IntList &lb = e.params.get_ints("lhs_batch"), &rb = e.params.get_ints("rhs_batch");
   const IntList &lc = e.params.get_ints("lhs_contracting"), &rc = e.params.get_ints("rhs_contracting");
   const int64_t nb = int64_t(lb.size());
@@ -62,8 +64,8 @@ bool gemm_layout(const LowerCtx& c, const Eqn& e, std::span<const Operand> in, c
   for (int64_t k = 0; k < nb; ++k) batch *= lhs.shape[size_t(k)];
   const int64_t m = lhs.shape[size_t(trans_lhs ? nb + 1 : nb)], k = lhs.shape[size_t(lc[0])];
   const int64_t n = rhs.shape[size_t(trans_rhs ? nb : nb + 1)];
-  layout = {{int64_t(d)}, {batch}, {m}, {n}, {k}, {int64_t(trans_lhs)}, {int64_t(trans_rhs)},
-            {cpu_target().isa_level}, {c.num_threads}, {0, 0}, {0, 1}, {0, 2}};
+  layout = {{int64_t(d) | (ops != d ? int64_t(ops) << 8 : 0)}, {batch}, {m}, {n}, {k}, {int64_t(trans_lhs)},
+            {int64_t(trans_rhs)}, {cpu_target().isa_level}, {c.num_threads}, {0, 0}, {0, 1}, {0, 2}};
   return batch * m * n * k > 0;
 }
 

@@ -311,7 +311,15 @@ bool fast_conv(std::span<const View> in, const View& out, const Params& params, 
     using T = decltype(tag);
     const DType t = dtype_of_v<T>;
     std::vector<T> xw, ww, yw;
-    if (d != t) xw = widened<T>(in[0]), ww = widened<T>(in[1]);
+    if constexpr (std::is_same_v<T, float>) {  // 16-bit operands: the parallel widening of runtime/matmul.h
+      if (d != t) {
+        xw.resize(size_t(in[0].size())), ww.resize(size_t(in[1].size()));
+        widen_to_f32(d, in[0].data, xw.data(), in[0].size(), isa, threads);
+        widen_to_f32(d, in[1].data, ww.data(), in[1].size(), isa, threads);
+      }
+    } else if (d != t) {
+      xw = widened<T>(in[0]), ww = widened<T>(in[1]);
+    }
     if (od != t) yw.resize(size_t(out.size()));
     ConvRun<T> r{d == t ? in[0].as<T>() : xw.data(), d == t ? in[1].as<T>() : ww.data(),
                  od == t ? out.as<T>() : yw.data(), g, conv::window_offsets(g), conv::kernel_offsets(g),
@@ -325,7 +333,9 @@ bool fast_conv(std::span<const View> in, const View& out, const Params& params, 
       r.im2col();
       g_runs[int(ConvAlgorithm::im2col)].fetch_add(1, std::memory_order_relaxed);
     }
-    if (od != t) narrow_into(yw, out);
+    if (od == t) return;
+    if constexpr (std::is_same_v<T, float>) narrow_from_f32(yw.data(), od, out.data, out.size(), isa, threads);
+    else narrow_into(yw, out);
   };
   if (d == DType::float64 || od == DType::float64) run(double{});
   else run(float{});

@@ -17,7 +17,8 @@ extern "C" {
 ///    then per array (inputs, then outputs): dtype, rank, dims..., address]
 void fluxion_rt_call_prim(int64_t* args);
 /// Batched row-major matmul out[b] = lhs[b] @ rhs[b] (runtime/matmul.h). Layout:
-///   [dtype (float32 or float64), batch, m, n, k, trans_lhs, trans_rhs, isa_level, threads, lhs,
+///   [dtype (float32 or float64; or bfloat16/float16 operands: out dtype + (operand dtype << 8), the
+///   output float32 or the operands' type), batch, m, n, k, trans_lhs, trans_rhs, isa_level, threads, lhs,
 ///    rhs, out], where lhs is [batch, m, k] ([batch, k, m] if trans_lhs) and rhs [batch, k, n]
 ///   ([batch, n, k] if trans_rhs); isa_level is the x86-64 level the kernel was compiled for and
 ///   threads its thread count. (The name changed with the layout: a kernel cached on disk by an

@@ -4,6 +4,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
+#include <vector>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "runtime/matmul_block.h"
 #include "runtime/openmp.h"
@@ -33,7 +38,94 @@ constexpr int64_t kThreadedMacs = int64_t(1) << 20;
 // Slab boundaries fall on multiples of this many rows or columns (whole vectors and register tiles).
 constexpr int64_t kSlabAlign = 16;
 
+// Conversions run in chunks of this many elements, one chunk per task: enough to amortise a task,
+// small enough to split a 512 x 512 operand between two threads.
+constexpr int64_t kConvertChunk = int64_t(1) << 16;
+
+// Calls f(begin, end) over [0, n) in chunks on up to `threads` threads (one thread below a chunk).
+template <class F>
+void in_chunks(int64_t n, int threads, F f) {
+  const int64_t chunks = (n + kConvertChunk - 1) / kConvertChunk;
+  parallel_chunks(threads, chunks, [&](int64_t c) { f(c * kConvertChunk, std::min(n, (c + 1) * kConvertChunk)); });
+}
+
+// Scratch of the calling thread that lives across calls: a fresh megabyte-sized allocation per
+// product would fault its pages in every time.
+float* scratch(std::vector<float>& v, int64_t n) {
+  if (int64_t(v.size()) < n) v.resize(size_t(n));
+  return v.data();
+}
+
+// The conversion loops, over restrict pointers so that GCC vectorises them (bfloat16 is the top
+// half of a float32: a shift, and a rounding add without branches). float16 takes the F16C
+// instructions where the call's level has them (x86-64-v3 and up), else the scalar conversions
+// of ir/dtype.h; both round to nearest even and agree on every non-NaN value.
+void widen_bf16(const uint16_t* __restrict from, float* __restrict to, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t u = uint32_t(from[i]) << 16;
+    std::memcpy(to + i, &u, 4);
+  }
+}
+
+void narrow_bf16(const float* __restrict from, uint16_t* __restrict to, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t u;
+    std::memcpy(&u, from + i, 4);
+    const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    to[i] = uint16_t((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : rounded);  // NaN stays quiet NaN
+  }
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx,f16c"))) void widen_f16_f16c(const uint16_t* from, float* to, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(to + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(from + i))));
+  for (; i < n; ++i) to[i] = _cvtsh_ss(from[i]);
+}
+
+__attribute__((target("avx,f16c"))) void narrow_f16_f16c(const float* from, uint16_t* to, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(to + i), _mm256_cvtps_ph(_mm256_loadu_ps(from + i), _MM_FROUND_TO_NEAREST_INT));
+  for (; i < n; ++i) to[i] = _cvtss_sh(from[i], _MM_FROUND_TO_NEAREST_INT);
+}
+
+bool f16c_for(int isa_level) {
+  static const bool host = __builtin_cpu_supports("f16c");
+  return host && isa_level >= 3;
+}
+#else
+bool f16c_for(int) { return false; }
+void widen_f16_f16c(const uint16_t*, float*, int64_t) {}
+void narrow_f16_f16c(const float*, uint16_t*, int64_t) {}
+#endif
+
 }  // namespace
+
+void widen_to_f32(DType from_dtype, const void* from, float* to, int64_t n, int isa_level, int threads) {
+  const bool f16c = f16c_for(isa_level);
+  in_chunks(n, threads, [=](int64_t lo, int64_t hi) {
+    const uint16_t* f16 = static_cast<const uint16_t*>(from) + lo;
+    if (from_dtype == DType::bfloat16) widen_bf16(f16, to + lo, hi - lo);
+    else if (from_dtype == DType::float16 && f16c) widen_f16_f16c(f16, to + lo, hi - lo);
+    else if (from_dtype == DType::float16)
+      for (int64_t i = lo; i < hi; ++i) to[i] = float(static_cast<const float16_t*>(from)[i]);
+    else std::memcpy(to + lo, static_cast<const float*>(from) + lo, size_t(hi - lo) * 4);
+  });
+}
+
+void narrow_from_f32(const float* from, DType to_dtype, void* to, int64_t n, int isa_level, int threads) {
+  const bool f16c = f16c_for(isa_level);
+  in_chunks(n, threads, [=](int64_t lo, int64_t hi) {
+    uint16_t* t16 = static_cast<uint16_t*>(to) + lo;
+    if (to_dtype == DType::bfloat16) narrow_bf16(from + lo, t16, hi - lo);
+    else if (to_dtype == DType::float16 && f16c) narrow_f16_f16c(from + lo, t16, hi - lo);
+    else if (to_dtype == DType::float16)
+      for (int64_t i = lo; i < hi; ++i) static_cast<float16_t*>(to)[i] = float16_t(from[i]);
+    else std::memcpy(static_cast<float*>(to) + lo, from + lo, size_t(hi - lo) * 4);
+  });
+}
 
 std::string matmul_implementation(int isa_level) {
   const int level = level_for(isa_level);
@@ -49,7 +141,33 @@ uint64_t matmul_blocks_computed(int level) {
   return level >= 1 && level <= kTopLevel ? g_blocks[level].load(std::memory_order_relaxed) : 0;
 }
 
+namespace {
+
+// A product of 16-bit operands: both widened to float32 once (in parallel; the widening reads and
+// writes O(m k + k n) elements against the product's O(m n k) multiply-adds), the float32 product,
+// then the output rounded once when it is 16-bit too.
+void matmul_widened(const Matmul& mm, int isa_level, int threads) {
+  thread_local std::vector<float> lhs_buf, rhs_buf, out_buf;
+  const int64_t nl = mm.batch * mm.m * mm.k, nr = mm.batch * mm.k * mm.n, no = mm.batch * mm.m * mm.n;
+  Matmul f = mm;
+  f.operands = DType::float32;
+  f.narrow_out = false;
+  f.lhs = scratch(lhs_buf, nl);
+  f.rhs = scratch(rhs_buf, nr);
+  f.out = mm.narrow_out ? scratch(out_buf, no) : mm.out;
+  widen_to_f32(mm.operands, mm.lhs, lhs_buf.data(), nl, isa_level, threads);
+  widen_to_f32(mm.operands, mm.rhs, rhs_buf.data(), nr, isa_level, threads);
+  matmul(f, isa_level, threads);
+  if (mm.narrow_out) narrow_from_f32(out_buf.data(), mm.operands, mm.out, no, isa_level, threads);
+}
+
+}  // namespace
+
 void matmul(const Matmul& mm, int isa_level, int threads) {
+  if (!mm.is_double && mm.operands != DType::float32) {
+    matmul_widened(mm, isa_level, threads);
+    return;
+  }
   const int level = level_for(isa_level);
   const BuildFn build = kBuilds[level];
   const int64_t size = mm.is_double ? 8 : 4;

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 
+#include "ir/dtype.h"
 #include "prims/isa_level.h"
 
 namespace fluxion::runtime {
@@ -18,6 +19,10 @@ namespace fluxion::runtime {
 /// A batched row-major product out[b] = op(lhs[b]) @ op(rhs[b]) of float32 or float64 matrices,
 /// each batch entry contiguous: lhs is [batch, m, k] ([batch, k, m] if trans_lhs), rhs [batch, k, n]
 /// ([batch, n, k] if trans_rhs), out [batch, m, n].
+///
+/// A float32 product may take 16-bit operands (`operands` bfloat16 or float16, the mixed-precision
+/// path): they are widened to float32, the products accumulate in float32 as float32 products do,
+/// and the output is float32 or, with `narrow_out`, rounded once to the operands' type.
 struct Matmul {
   bool is_double = false;
   int64_t batch = 1, m = 0, n = 0, k = 0;
@@ -25,11 +30,20 @@ struct Matmul {
   const void* lhs = nullptr;
   const void* rhs = nullptr;
   void* out = nullptr;
+  DType operands = DType::float32;  // float32, bfloat16 or float16 (unless is_double)
+  bool narrow_out = false;
 };
 
 /// Computes `mm` with the build for x86-64 level min(isa_level, host_isa_level()) (at least the
 /// baseline), on up to `threads` threads when it has enough work (matmul.cpp says how much).
 void matmul(const Matmul& mm, int isa_level, int threads);
+
+/// to[i] = float(from[i]) for n elements of a float16, bfloat16 or float32 array, on up to
+/// `threads` threads (the 16-bit operands of a float32 product or convolution), with the
+/// conversion instructions of x86-64 level min(isa_level, the host's).
+void widen_to_f32(DType from_dtype, const void* from, float* to, int64_t n, int isa_level, int threads);
+/// to[i] = from[i] rounded to nearest even in `to_dtype` (float16, bfloat16 or float32).
+void narrow_from_f32(const float* from, DType to_dtype, void* to, int64_t n, int isa_level, int threads);
 
 using fluxion::host_isa_level;  // prims/isa_level.h
 

@@ -100,6 +100,26 @@ OpInfo conv_entry(const ConvCase& c) {
   return e;
 }
 
+// preferred_element_type float32 on 16-bit operands (the mixed-precision convolution: float32
+// products and result), as jax.lax.conv_general_dilated's.
+OpInfo preferred_type_conv_entry(const ConvCase& c) {
+  OpInfo e = conv_entry(c);
+  e.name += " (preferred_element_type float32)";
+  e.op = [c](const std::vector<fx::Array>& a) {
+    return fx::conv_general_dilated(a[0], a[1], c.strides, fx::Padding(c.padding), c.lhs_dil, c.rhs_dil,
+                                    fx::conv_dimension_numbers(c.lhs_layout, c.rhs_layout, c.out_layout), c.groups,
+                                    c.batch_groups, fx::float32);
+  };
+  e.reference = [c](const std::vector<HostArray>& a, fx::DType) {
+    HostArray r = conv_ref(c, a);
+    r.dtype = fx::float32;
+    return r;
+  };
+  e.reference_dtype = true;
+  e.dtypes = {fx::float16, fx::bfloat16, fx::float32};
+  return e;
+}
+
 std::vector<ConvCase> conv_cases() {
   return {
       {"2-D NCHW stride 1 SAME", {1, 1}, {{1, 1}, {1, 1}}, {1, 1}, {1, 1}, "NCHW", "OIHW", "NCHW", 1, 1,
@@ -198,6 +218,7 @@ std::vector<WindowCase> window_cases() {
 
 void add_conv_ops(std::vector<OpInfo>& t) {
   for (const ConvCase& c : conv_cases()) t.push_back(conv_entry(c));
+  t.push_back(preferred_type_conv_entry(conv_cases()[1]));
   // Bad operands: features that do not match the kernel's, and a kernel larger than the input.
   t[t.size() - 6].errors = {
       error_sample({small_ints({1, 3, 4, 4}, 1), small_ints({3, 2, 3, 3}, 2)}, fx::ErrorKind::Shape, "channels"),

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <source_location>
 #include <string>
 #include <type_traits>
@@ -187,5 +188,75 @@ TEST_CASE("matmul jit: the library call runs the Eigen build of the compile targ
     CAPTURE(l);
     if (l == level) CHECK(rt::matmul_blocks_computed(l) > before[l]);
     else CHECK(rt::matmul_blocks_computed(l) == before[l]);
+  }
+}
+
+// 16-bit operands (the mixed-precision path): the library call widens them to float32, accumulates
+// in float32 and rounds the output once (to the operands' dtype, or not at all with a float32
+// preferred_element_type). Against a double loop over the same 16-bit values: (k + 2) float32
+// roundings per product term plus one rounding of the output. Under FLUXION_CPU=x86-64-v2
+// (tests/meson.build) float16 converts without F16C.
+TEST_CASE("matmul jit: bfloat16 and float16 products take the library call, accumulate in float32") {
+  const Mkn sizes[] = {{33, 31, 35}, {257, 129, 65}};
+  const int level = std::max(1, std::min(fx::lowering::cpu_target().isa_level, rt::host_isa_level()));
+  for (fx::DType d : {fx::bfloat16, fx::float16})
+    for (bool f32_out : {false, true})
+      for (Mkn s : sizes)
+        for (int orient = 0; orient < 4; ++orient) {
+          const bool tl = orient & 1, tr = orient & 2, batched = orient == 3;
+          const int64_t batch = batched ? 2 : 1;
+          fx::Shape ls = tl ? fx::Shape{s.k, s.m} : fx::Shape{s.m, s.k}, rs = tr ? fx::Shape{s.n, s.k} : fx::Shape{s.k, s.n};
+          if (batched) ls = fx::Shape{batch, ls[0], ls[1]}, rs = fx::Shape{batch, rs[0], rs[1]};
+          const fx::Array a = fx::astype(fx::array(wave<float>(ls.numel(), 1), ls), d);
+          const fx::Array b = fx::astype(fx::array(wave<float>(rs.numel(), 2), rs), d);
+          const int64_t nb = batched ? 1 : 0;
+          const fx::Params p{{"lhs_batch", batched ? fx::IntList{0} : fx::IntList{}},
+                             {"rhs_batch", batched ? fx::IntList{0} : fx::IntList{}},
+                             {"lhs_contracting", fx::IntList{tl ? nb : nb + 1}},
+                             {"rhs_contracting", fx::IntList{tr ? nb + 1 : nb}},
+                             {"preferred_element_type", f32_out ? fx::float32 : d}};
+          auto f = [&p](const fx::Array& x, const fx::Array& y) { return fx::bind1(fx::Prim::dot_general, {x, y}, p, std::source_location::current()); };
+          CAPTURE(fx::dtype_name(d));
+          CAPTURE(f32_out);
+          CAPTURE(s.m);
+          CAPTURE(orient);
+          const uint64_t before = rt::matmul_blocks_computed(level);
+          const fx::Array got = fx::jit(f)(a, b);
+          CHECK(rt::matmul_blocks_computed(level) > before);
+          CHECK(got.dtype() == (f32_out ? fx::float32 : d));
+          const std::vector<float> av = fx::astype(a, fx::float32).to_vector<float>(), bv = fx::astype(b, fx::float32).to_vector<float>();
+          const Reference want = reference(av, bv, batch, s, tl, tr);
+          std::vector<double> bound = want.scale;
+          const double out_eps = f32_out ? 0 : d == fx::bfloat16 ? 0x1p-8 : 0x1p-11;
+          for (size_t i = 0; i < bound.size(); ++i) bound[i] += out_eps * std::fabs(want.value[i]) / ((s.k + 2) * 0x1p-24);
+          check_rounding(fx::astype(got, fx::float32).to_vector<float>(), want.value, bound, double(s.k + 2));
+        }
+}
+
+// The conversions at every level up to the host's (level 3 and up take F16C for float16) agree
+// with ir/dtype.h's scalar ones bit for bit: normal, subnormal, zero, infinite, halfway values.
+TEST_CASE("runtime matmul: widening and rounding 16-bit floats agree with the scalar conversions") {
+  std::vector<float> values;
+  for (float v : {0.f, -0.f, 1.f, -2.5f, 65504.f, 65520.f, 1e-5f, 6e-8f, 3e-8f, 1e30f, -1e-40f, 1.00390625f, 1.01171875f})
+    values.push_back(v);
+  values.push_back(std::numeric_limits<float>::infinity());
+  for (int i = 0; i < 200; ++i) values.push_back(std::ldexp(float(std::sin(i * 1.7)), (i % 60) - 30));
+  const int64_t n = int64_t(values.size());
+  for (int level = 1; level <= rt::host_isa_level(); ++level) {
+    CAPTURE(level);
+    std::vector<fx::bfloat16_t> bf(values.size());
+    std::vector<fx::float16_t> h(values.size());
+    rt::narrow_from_f32(values.data(), fx::bfloat16, bf.data(), n, level, 1);
+    rt::narrow_from_f32(values.data(), fx::float16, h.data(), n, level, 1);
+    std::vector<float> wb(values.size()), wh(values.size());
+    rt::widen_to_f32(fx::bfloat16, bf.data(), wb.data(), n, level, 1);
+    rt::widen_to_f32(fx::float16, h.data(), wh.data(), n, level, 1);
+    for (size_t i = 0; i < values.size(); ++i) {
+      CAPTURE(values[i]);
+      CHECK(bf[i].bits == fx::bfloat16_t(values[i]).bits);
+      CHECK(h[i].bits == fx::float16_t(values[i]).bits);
+      CHECK(wb[i] == float(fx::bfloat16_t(values[i])));
+      CHECK(wh[i] == float(fx::float16_t(values[i])));
+    }
   }
 }

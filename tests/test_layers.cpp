@@ -364,3 +364,39 @@ TEST_CASE("nn layers: BatchNorm trains on batch statistics, infers with running 
   CHECK_THROWS_AS(fx::nn::BatchNorm::apply(fx::nn::BatchNorm::init(4), fx::nn::BatchNorm::init_state(4), x, true),
                   fx::ShapeError);
 }
+
+// preferred_element_type: bfloat16 inputs, float32 parameters cast to bfloat16 (the weight) or to the
+// float32 result (the bias), float32 products and result. Against the same layer on the bfloat16
+// values widened to float32 (products of bfloat16
+// values are exact in float32, so only the summation order differs), eager and under jit; the
+// gradient flows back to the float32 master weights.
+TEST_CASE("nn layers: Linear and Conv with preferred_element_type accumulate and return float32") {
+  auto lin = fx::nn::Linear::init(fx::random::key(3), 40, 6, fx::nn::initializers::lecun_normal(),
+                                  fx::nn::initializers::normal(0.5));
+  auto conv = fx::nn::Conv::init(fx::random::key(4), 3, 5, {3, 3}, 1, false, std::nullopt, fx::nn::initializers::normal(0.5));
+  const fx::Array x = fx::astype(fx::random::normal(fx::random::key(5), {7, 40}), fx::bfloat16);
+  const fx::Array img = fx::astype(fx::random::normal(fx::random::key(6), {2, 3, 6, 6}), fx::bfloat16);
+  // The weight cast to x's dtype, the bias straight to the preferred float32.
+  auto widened = [](auto p) {
+    p.weight = fx::astype(fx::astype(p.weight, fx::bfloat16), fx::float32);
+    return p;
+  };
+  const fx::Array lin_want = fx::nn::Linear::apply(widened(lin), fx::astype(x, fx::float32));
+  const fx::Array conv_want = fx::nn::Conv::apply(widened(conv), fx::astype(img, fx::float32), {2, 1}, "SAME");
+  auto lin_f = [&x](const fx::nn::Linear& p) { return fx::nn::Linear::apply(p, x, fx::float32); };
+  auto conv_f = [&img](const fx::nn::Conv& p) { return fx::nn::Conv::apply(p, img, {2, 1}, "SAME", {}, fx::float32); };
+  for (bool jitted : {false, true}) {
+    CAPTURE(jitted);
+    const fx::Array y = jitted ? fx::jit(lin_f)(lin) : lin_f(lin);
+    const fx::Array c = jitted ? fx::jit(conv_f)(conv) : conv_f(conv);
+    CHECK(y.dtype() == fx::float32);
+    CHECK(c.dtype() == fx::float32);
+    check_close(y, values(lin_want), 1e-5);
+    check_close(c, values(conv_want), 1e-5);
+  }
+  // Without it the result stays bfloat16.
+  CHECK(fx::nn::Linear::apply(lin, x).dtype() == fx::bfloat16);
+  const auto g = fx::grad([&](const fx::nn::Conv& p) { return fx::sum(conv_f(p)); })(conv);
+  CHECK(g.weight.dtype() == fx::float32);
+  CHECK(fx::sum(fx::abs(g.weight)).item<float>() > 0);
+}

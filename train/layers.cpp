@@ -32,13 +32,13 @@ Linear Linear::init(const Array& key, int64_t in, int64_t out, const initializer
   return Linear{weight_init(kw, {in, out}, dtype), bias_init(kb, {out}, dtype)};
 }
 
-Array Linear::apply(const Linear& p, const Array& x, SourceLoc loc) {
+Array Linear::apply(const Linear& p, const Array& x, std::optional<DType> preferred_element_type, SourceLoc loc) {
   const Shape& ws = p.weight.shape();
   if (x.ndim() < 1 || ws.rank() != 2 || x.shape()[size_t(x.ndim() - 1)] != ws[0])
     layer_error(ErrorKind::Shape, "Linear", {x.aval(), p.weight.aval(), p.bias.aval()}, loc,
                 "the input's last axis must match the weight's first (in) axis");
-  Array w = astype(p.weight, x.dtype(), loc), b = astype(p.bias, x.dtype(), loc);
-  return add(matmul(x, w, loc), b, loc);
+  Array w = astype(p.weight, x.dtype(), loc), b = astype(p.bias, preferred_element_type.value_or(x.dtype()), loc);
+  return add(preferred_element_type ? matmul(x, w, *preferred_element_type, loc) : matmul(x, w, loc), b, loc);
 }
 
 namespace {
@@ -79,7 +79,7 @@ Conv Conv::init(const Array& key, int64_t in_ch, int64_t out_ch, const IntList& 
 }
 
 Array Conv::apply(const Conv& p, const Array& x, const IntList& strides, const Padding& padding,
-                  const IntList& dilation, SourceLoc loc) {
+                  const IntList& dilation, std::optional<DType> preferred_element_type, SourceLoc loc) {
   const int64_t rank = p.weight.ndim();
   const Shape& ws = p.weight.shape();
   const bool ranked = rank >= 3 && x.ndim() == rank;  // a weight of rank < 3 is no conv weight
@@ -91,10 +91,10 @@ Array Conv::apply(const Conv& p, const Array& x, const IntList& strides, const P
                 std::string("the input must be ") + (p.channels_last ? "[N, spatial..., C]" : "[N, C, spatial...]") +
                     " of the weight's rank, with C a multiple of the weight's in features");
   const IntList ones(size_t(rank - 2), 1);
-  Array w = astype(p.weight, x.dtype(), loc), b = astype(p.bias, x.dtype(), loc);
+  Array w = astype(p.weight, x.dtype(), loc), b = astype(p.bias, preferred_element_type.value_or(x.dtype()), loc);
   Array y = conv_general_dilated(x, w, strides.empty() ? ones : strides, padding, ones,
                                  dilation.empty() ? ones : dilation, conv_layout(rank, p.channels_last), in / w_in, 1,
-                                 std::nullopt, loc);
+                                 preferred_element_type, loc);
   if (p.channels_last) return add(y, b, loc);
   Shape bs(std::vector<int64_t>(size_t(rank - 1), 1));
   bs[0] = w_out;
@@ -200,12 +200,12 @@ Array MultiHeadAttention::apply(const MultiHeadAttention& p, const Array& q_in, 
     layer_error(ErrorKind::Shape, "MultiHeadAttention", {q_in.aval(), kv_in.aval(), p.query.weight.aval()}, loc,
                 "inputs must be [..., length, " + std::to_string(dim) + "] of the same rank");
   const int64_t h = p.num_heads;
-  Array q = split_heads(Linear::apply(p.query, q_in, loc), h, loc);
-  Array k = split_heads(Linear::apply(p.key, kv_in, loc), h, loc);
-  Array v = split_heads(Linear::apply(p.value, kv_in, loc), h, loc);
+  Array q = split_heads(Linear::apply(p.query, q_in, std::nullopt, loc), h, loc);
+  Array k = split_heads(Linear::apply(p.key, kv_in, std::nullopt, loc), h, loc);
+  Array v = split_heads(Linear::apply(p.value, kv_in, std::nullopt, loc), h, loc);
   // Scaled by 1/sqrt(dim / heads), dot_product_attention's default.
   Array attended = dot_product_attention(q, k, v, mask, std::nullopt, false, loc);  // [..., Lq, H, D]
-  return Linear::apply(p.out, merge_heads(attended, loc), loc);
+  return Linear::apply(p.out, merge_heads(attended, loc), std::nullopt, loc);
 }
 
 Array MultiHeadAttention::apply(const MultiHeadAttention& p, const Array& x, SourceLoc loc) {

@@ -28,7 +28,10 @@ struct Linear {
                      const initializers::Initializer& weight_init = initializers::lecun_normal(),
                      const initializers::Initializer& bias_init = initializers::zeros(), DType dtype = float32);
   /// x: [..., in]. Computes in x's dtype: parameters are cast to it (see fx::mixed_precision).
-  static Array apply(const Linear& p, const Array& x, FLUXION_LOC);
+  /// `preferred_element_type` (jax.lax.dot_general's, Flax's Dense): the products accumulate in,
+  /// and the result (bias included) has, that dtype -- bfloat16 x with a float32 result.
+  static Array apply(const Linear& p, const Array& x, std::optional<DType> preferred_element_type = std::nullopt,
+                     FLUXION_LOC);
 };
 FLUXION_TREE(Linear, weight, bias);
 
@@ -46,9 +49,11 @@ struct Conv {
                    const initializers::Initializer& bias_init = initializers::zeros(), DType dtype = float32);
   /// x: [N, C, spatial...] (or [N, spatial..., C]); strides and dilation default to ones (one per
   /// spatial dim). The feature group count is the input's features over the weight's in features.
-  /// Computes in x's dtype: parameters are cast to it.
+  /// Computes in x's dtype: parameters are cast to it. `preferred_element_type` as Linear's (the
+  /// convolution's preferred_element_type; the bias is added in that dtype).
   static Array apply(const Conv& p, const Array& x, const IntList& strides = {}, const Padding& padding = "SAME",
-                     const IntList& dilation = {}, FLUXION_LOC);
+                     const IntList& dilation = {}, std::optional<DType> preferred_element_type = std::nullopt,
+                     FLUXION_LOC);
 };
 FLUXION_TREE(Conv, weight, bias, channels_last);
 

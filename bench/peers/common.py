@@ -76,6 +76,18 @@ def conv_data():
             pattern((n, ch, hw, hw), -1, 1, 3))
 
 
+RESNET_N = 128                    # ResNet-18 training step: f32[128, 3, 32, 32] images, 10 classes
+
+
+def resnet_images():
+    return pattern((RESNET_N, 3, 32, 32), -1, 1, 1)
+
+
+def resnet_labels():
+    """int32 labels (i * 7) % 10 of example i."""
+    return ((np.arange(RESNET_N) * 7) % 10).astype(np.int32)
+
+
 def pool_data(k, pad):
     """x [N, C, H, W] and the cotangent of its k x k, stride-2 max pooling with padding `pad`."""
     n, ch, hw = POOL_N, POOL_C, POOL_HW

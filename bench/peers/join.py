@@ -46,6 +46,8 @@ ROWS = [  # workload id, label, target of Fluxion time / plain-loop time
     ("svd512", "SVD 512² f64 (U, S, Vᵀ)", None),
     ("gp_vg", "GP log-likelihood value_and_grad, n=2000 f64", None),
     ("fft", "FFT 2²⁰ complex64", None),
+    ("resnet18_step_f32", "ResNet-18 training step b128 32²×3, SGD momentum, f32", None),
+    ("resnet18_step_bf16", "ResNet-18 training step, bf16 compute, f32 master weights", None),
 ]
 PEERS = [("jax", "JAX"), ("torch", "PyTorch")]
 

@@ -5,6 +5,7 @@ Every function is jax.jit-compiled once before timing, every timed call blocks u
 ready, and the best of `repeats` wall-clock runs is kept. Threads: XLA's CPU client sizes its pool
 by the CPUs this process may run on; run.sh pins the process to two CPUs.
 """
+import sys
 from functools import partial
 
 import jax
@@ -135,9 +136,115 @@ def pool_grads(x, g, k, pad):
     return (y, *pullback(g))
 
 
+def resnet18_init(key):
+    """ResNet-18 parameters (CIFAR stem, BasicBlocks, 10 classes) and batch statistics as nested
+    dicts: convolutions OIHW with biases (He normal over fan_out, as examples/resnet_model.h), batch
+    norm scale/bias and running mean/var, a dense head."""
+    keys = iter(jax.random.split(key, 64))
+
+    def conv(cin, cout, k):
+        w = jax.random.normal(next(keys), (cout, cin, k, k), jnp.float32) * np.sqrt(2.0 / (cout * k * k))
+        return {"w": w, "b": jnp.zeros(cout, jnp.float32)}
+
+    def bn(ch):
+        return {"scale": jnp.ones(ch, jnp.float32), "bias": jnp.zeros(ch, jnp.float32)}, \
+            {"mean": jnp.zeros(ch, jnp.float32), "var": jnp.ones(ch, jnp.float32)}
+
+    params, stats = {"stem": conv(3, 64, 3), "blocks": []}, {"blocks": []}
+    params["stem_bn"], stats["stem"] = bn(64)
+    cin = 64
+    for i, width in enumerate((64, 128, 256, 512)):
+        for j in range(2):
+            stride = 2 if i > 0 and j == 0 else 1
+            p, s = {"c1": conv(cin, width, 3), "c2": conv(width, width, 3)}, {}
+            p["b1"], s["b1"] = bn(width)
+            p["b2"], s["b2"] = bn(width)
+            if stride != 1 or cin != width:
+                p["proj"] = conv(cin, width, 1)
+                p["proj_bn"], s["proj"] = bn(width)
+            params["blocks"].append(p)
+            stats["blocks"].append(s)
+            cin = width
+    params["head"] = {"w": jax.random.normal(next(keys), (512, 10), jnp.float32) / np.sqrt(512.0),
+                      "b": jnp.zeros(10, jnp.float32)}
+    return params, stats
+
+
+def resnet18_apply(params, stats, x):
+    """Training-mode forward: logits (float32) and the updated running statistics (momentum 0.9,
+    Flax's convention; statistics computed in float32)."""
+    new_stats = {"blocks": []}
+
+    def conv(p, x, stride):
+        k = p["w"].shape[-1]
+        pad = ((k // 2, k // 2),) * 2
+        y = lax.conv_general_dilated(x, p["w"], (stride, stride), pad, dimension_numbers=("NCHW", "OIHW", "NCHW"))
+        return y + p["b"][None, :, None, None]
+
+    def bn(p, s, x):
+        mean = jnp.mean(x, (0, 2, 3), dtype=jnp.float32)
+        var = jnp.mean(jnp.square(x.astype(jnp.float32) - mean[None, :, None, None]), (0, 2, 3))
+        inv = p["scale"] * lax.rsqrt(var + 1e-5)
+        y = (x - mean[None, :, None, None].astype(x.dtype)) * inv[None, :, None, None].astype(x.dtype) \
+            + p["bias"][None, :, None, None]
+        s = {"mean": 0.9 * s["mean"] + 0.1 * lax.stop_gradient(mean),
+             "var": 0.9 * s["var"] + 0.1 * lax.stop_gradient(var)}
+        return y.astype(x.dtype), s
+
+    h, new_stats["stem"] = bn(params["stem_bn"], stats["stem"], conv(params["stem"], x, 1))
+    h = jax.nn.relu(h)
+    for i, (p, s) in enumerate(zip(params["blocks"], stats["blocks"])):
+        stride = 2 if "proj" in p and i > 0 else 1
+        ns = {}
+        a, ns["b1"] = bn(p["b1"], s["b1"], conv(p["c1"], h, stride))
+        a, ns["b2"] = bn(p["b2"], s["b2"], conv(p["c2"], jax.nn.relu(a), 1))
+        shortcut = h
+        if "proj" in p:
+            shortcut, ns["proj"] = bn(p["proj_bn"], s["proj"], conv(p["proj"], h, stride))
+        h = jax.nn.relu(a + shortcut)
+        new_stats["blocks"].append(ns)
+    pooled = jnp.mean(h, (2, 3))
+    return (pooled @ params["head"]["w"] + params["head"]["b"]).astype(jnp.float32), new_stats
+
+
+def resnet18_step(params, stats, momentum, x, y, compute):
+    """One SGD step (momentum 0.9, lr 0.1, weight decay 5e-4 on conv and dense weights) of the mean
+    softmax cross-entropy, with parameters and inputs cast to `compute` (float32 master weights)."""
+    def loss_fn(p):
+        pc = jax.tree_util.tree_map(lambda a: a.astype(compute), p)
+        logits, new_stats = resnet18_apply(pc, stats, x.astype(compute))
+        logp = jax.nn.log_softmax(logits)
+        return -jnp.mean(jnp.take_along_axis(logp, y[:, None], 1)), new_stats
+
+    (loss, new_stats), g = jax.value_and_grad(loss_fn, has_aux=True)(params)
+    g = jax.tree_util.tree_map(lambda gi, p: gi + 5e-4 * p if p.ndim > 1 else gi, g, params)
+    momentum = jax.tree_util.tree_map(lambda m, gi: 0.9 * m + gi, momentum, g)
+    params = jax.tree_util.tree_map(lambda p, m: p - 0.1 * m, params, momentum)
+    return params, new_stats, momentum, loss
+
+
+def resnet_rows(rec):
+    """The ResNet-18 training step of bench_peers.cpp resnet_rows, in float32 and bfloat16 compute;
+    parameters, statistics and momentum donated and fed back (every timed call is the next step)."""
+    x, y = jnp.asarray(c.resnet_images()), jnp.asarray(c.resnet_labels())
+    for precision, compute in (("f32", jnp.float32), ("bf16", jnp.bfloat16)):
+        params, stats = resnet18_init(jax.random.PRNGKey(0))
+        state = [params, stats, jax.tree_util.tree_map(jnp.zeros_like, params)]
+        step = jax.jit(partial(resnet18_step, compute=compute), donate_argnums=(0, 1, 2))
+
+        def run():
+            *state[:], loss = step(*state, x, y)
+            return jax.block_until_ready(loss)
+
+        first = float(run())
+        rec.emit(f"resnet18_step_{precision}", rec.best(run), first)
+
+
 def main():
     rec = c.Recorder("jax", c.repeats_from_argv())
     print(f"# jax {jax.__version__} on {jax.devices()}", flush=True)
+    if sys.argv[2:] == ["resnet"]:  # the ResNet rows alone
+        return resnet_rows(rec)
 
     def timed(name, f, args, check, unit="ms", per=1, dtype=np.float32, inner=1):
         out = f(*args)  # compile
@@ -212,6 +319,7 @@ def main():
     timed("kmeans_dir", jax.jit(kmeans_dir), [kp, kc], c.abs_sum, dtype=np.float64)
 
     linalg_rows(timed)
+    resnet_rows(rec)
 
 
 if __name__ == "__main__":

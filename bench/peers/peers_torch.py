@@ -6,6 +6,7 @@ function: eager PyTorch has neither; PyTorch has no scan, so the RNN row runs a 
 1000 steps, which is what a PyTorch user writes). The per-example gradients, the BA Jacobian and
 the k-means direction use torch.func (vmap, grad, jacfwd, jvp).
 """
+import sys
 import warnings
 from functools import partial
 
@@ -110,6 +111,57 @@ def pool_grads(x, g, k, pad):
     return (y.detach(), *torch.autograd.grad(y, (x,), g))
 
 
+class BasicBlock(torch.nn.Module):
+    """conv3x3-bn-relu-conv3x3-bn plus the input (a strided 1x1 conv and bn where the shape changes),
+    as examples/resnet_model.h (convolutions with biases, like fx::nn::Conv)."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        nn = torch.nn
+        self.c1, self.b1 = nn.Conv2d(cin, cout, 3, stride, 1), nn.BatchNorm2d(cout)
+        self.c2, self.b2 = nn.Conv2d(cout, cout, 3, 1, 1), nn.BatchNorm2d(cout)
+        self.proj = nn.Sequential(nn.Conv2d(cin, cout, 1, stride), nn.BatchNorm2d(cout)) if stride != 1 or cin != cout else None
+
+    def forward(self, x):
+        h = self.b2(self.c2(torch.relu(self.b1(self.c1(x)))))
+        return torch.relu(h + (self.proj(x) if self.proj is not None else x))
+
+
+def resnet18():
+    """ResNet-18 with the CIFAR stem (3x3 conv, no max pool), 10 classes."""
+    nn, layers, cin = torch.nn, [], 64
+    for i, width in enumerate((64, 128, 256, 512)):
+        for j in range(2):
+            layers.append(BasicBlock(cin, width, 2 if i > 0 and j == 0 else 1))
+            cin = width
+    return nn.Sequential(nn.Conv2d(3, 64, 3, 1, 1), nn.BatchNorm2d(64), nn.ReLU(), *layers,
+                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, 10))
+
+
+def resnet_rows(timed):
+    """The ResNet-18 training step (bench_peers.cpp resnet_rows): SGD momentum 0.9, lr 0.1, weight
+    decay 5e-4 on conv and dense weights; bf16 = autocast to bfloat16 (float32 master weights)."""
+    x, y = torch.from_numpy(c.resnet_images()), torch.from_numpy(c.resnet_labels()).long()
+    for precision in ("f32", "bf16"):
+        torch.manual_seed(0)
+        model = resnet18().train()
+        decayed = [p for p in model.parameters() if p.ndim > 1]
+        others = [p for p in model.parameters() if p.ndim <= 1]
+        opt = torch.optim.SGD([{"params": decayed, "weight_decay": 5e-4}, {"params": others, "weight_decay": 0.0}],
+                              lr=0.1, momentum=0.9)
+
+        def step(x, y):
+            opt.zero_grad(set_to_none=True)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
+                loss = F.cross_entropy(model(x).float(), y)
+            loss.backward()
+            opt.step()
+            return loss.detach()
+
+        first = float(step(x, y))
+        timed(f"resnet18_step_{precision}", step, [x, y], lambda _: first)
+
+
 def tensors(tree):
     if isinstance(tree, (tuple, list)):
         return type(tree)(tensors(a) for a in tree)
@@ -131,6 +183,8 @@ def main():
         rec.emit(name, rec.best(lambda: f(*args), inner), check(out), unit, per)
 
     abs_sum = lambda out: c.abs_sum(*[a.detach().numpy() for a in flat(out)])  # noqa: E731
+    if sys.argv[2:] == ["resnet"]:  # the ResNet rows alone
+        return resnet_rows(timed)
     n = c.N_ELEMENTWISE
     abc = [torch.from_numpy(c.pattern((n,), lo, hi, s)) for lo, hi, s in [(-3, 3, 1), (0.5, 2, 2), (-4, 2, 3)]]
     timed("fused", lambda a, b, x: torch.sin(a * b) + torch.exp(x), abc, abs_sum)
@@ -192,6 +246,7 @@ def main():
     timed("kmeans_dir", kmeans_dir, [kp, kc], abs_sum)
 
     linalg_rows(timed, abs_sum)
+    resnet_rows(timed)
 
 
 if __name__ == "__main__":
