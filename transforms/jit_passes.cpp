@@ -11,11 +11,18 @@
 #include "transforms/fold_transposed_products.h"
 #include "transforms/inline.h"
 #include "transforms/scan_hoist.h"
+#include "transforms/simplify.h"
 
 namespace fluxion {
 
 const std::vector<JitPass>& jit_pass_list() {
+  // simplify runs first, while checkpoint eqns still hold their recomputations as sub-programs:
+  // its CSE, which sees only the top level, cannot merge a recomputation into the forward value
+  // (inline_calls inlines them after). A traced program, a grad in particular, carries what the
+  // transforms left: tangents that reach no output (a min's through its argmin indicator), the
+  // same broadcast or comparison made twice, products with splats of 1.
   static const std::vector<JitPass> passes = {
+      {"simplify", [](Program p) { return simplify(std::move(p)); }},
       {"inline_calls", &inline_calls},
       {"hoist_scan_invariants", &hoist_scan_invariants},
       {"fold_transposed_products", &fold_transposed_products},

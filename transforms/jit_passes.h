@@ -1,6 +1,9 @@
 // The Program-level passes of fx::jit, in order, shared by every backend: what runs between the
 // traced program and a backend's lowering (lowering/pipeline_cpu.cpp is the CPU's list after it).
 //
+//   simplify                  fold, identities, CSE and DCE over the top level (transforms/simplify.h):
+//                             what the transforms left behind, before inlining exposes
+//                             checkpoints' recomputations to CSE
 //   inline_calls              custom_jvp_call / custom_vjp_call / checkpoint wrappers have done
 //                             their work once the program is final: their bodies go in place,
 //                             in sub-programs too (transforms/inline.h)
