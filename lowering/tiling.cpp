@@ -67,6 +67,7 @@ struct VectorShape {
   int64_t vec;       // innermost tile of elementwise ops and reductions
   int64_t mr, nr;    // a contraction's register tile
   int64_t row_block;  // rows per step of a row reduction (8, or 1 for a long body)
+  int64_t lanes;      // elements of the widest type per register
 };
 
 unsigned widest_bits(linalg::GenericOp g) {
@@ -89,7 +90,7 @@ VectorShape vector_shape(linalg::GenericOp g) {
   while (regs > 1 && regs * body > kTileBudget) regs /= 2;
   const int64_t vec = std::min<int64_t>(regs * lanes, 64);
   const int64_t row_block = 8 * ((vec + lanes - 1) / lanes) * body <= kTileBudget ? 8 : 1;
-  return {vec, t.vector_bits >= 512 ? 8 : 4, std::min<int64_t>(2 * lanes, 32), row_block};
+  return {vec, t.vector_bits >= 512 ? 8 : 4, std::min<int64_t>(2 * lanes, 32), row_block, lanes};
 }
 
 struct Plan {
@@ -197,10 +198,16 @@ Plan plan_for(linalg::GenericOp g, int num_threads) {
     }
   }
   if (innermost_reduction && num_red == 1 && contiguous) {
-    // row reduction
-    const int64_t rb = vs.row_block;
-    if (last_par >= 0) plan.tile[size_t(last_par)] = ranges[size_t(last_par)] % rb == 0 && ranges[n - 1] >= 16 ? rb : 1;
-    plan.tile[n - 1] = largest_divisor_at_most(ranges[n - 1], vs.vec);
+    // row reduction. A row of at most 64 elements that is longer than one tile is reduced whole,
+    // with fewer rows per step so that the block holds as many registers: each row then ends in one
+    // horizontal reduction instead of one per tile, with no partial sum carried through memory
+    // (the 64x64 matrix-vector product of an RNN step ran at 0.56-0.60 us in 8x32 tiles on AVX2,
+    // against 0.34 us in AVX-512's 8x64).
+    const int64_t row = ranges[n - 1];
+    int64_t rb = vs.row_block, vec = vs.vec;
+    if (row > vec && row <= 64 && row % vs.lanes == 0 && rb > 1) rb = std::max<int64_t>(1, rb * vec / row), vec = row;
+    if (last_par >= 0) plan.tile[size_t(last_par)] = ranges[size_t(last_par)] % rb == 0 && row >= 16 ? rb : 1;
+    plan.tile[n - 1] = largest_divisor_at_most(row, vec);
   } else if (last_par < 0 && contiguous) {
     // a full reduction of contiguous data: vectors along the innermost loop
     plan.tile[n - 1] = largest_divisor_at_most(ranges[n - 1], vs.vec);
