@@ -29,17 +29,25 @@ void check_bounds(bool on) { detail::g_check_bounds.store(on, std::memory_order_
 namespace fluxion {
 
 namespace {
-// The first non-finite element of a float array: its index, or -1.
+// Element i of a float or complex array, and whether either of its parts is not finite.
+Literal element(const Array& a, int64_t i) {
+  return Literal::load(static_cast<const char*>(a.data()) + size_t(i) * itemsize(a.dtype()), a.dtype());
+}
+bool finite(const Literal& v) { return std::isfinite(v.as_double()) && std::isfinite(v.im); }
+
+// The first non-finite element of a float or complex array: its index, or -1.
 int64_t first_nonfinite(const Array& a) {
   const AbstractArray& av = a.aval();
-  if (!is_float(av.dtype)) return -1;
-  const char* p = static_cast<const char*>(a.data());
-  const size_t isz = itemsize(av.dtype);
-  for (int64_t i = 0; i < av.size(); ++i) {
-    const double v = Literal::load(p + size_t(i) * isz, av.dtype).as_double();
-    if (!std::isfinite(v)) return i;
-  }
+  if (!is_float(av.dtype) && !is_complex(av.dtype)) return -1;
+  for (int64_t i = 0; i < av.size(); ++i)
+    if (!finite(element(a, i))) return i;
   return -1;
+}
+
+// "NaN", "+Inf", "-Inf", or for a complex element both parts ("NaN+1i" reads as its real part's).
+std::string describe(const Literal& v, DType d) {
+  auto part = [](double x) { return std::isnan(x) ? std::string("NaN") : std::isinf(x) ? std::string(x > 0 ? "+Inf" : "-Inf") : std::to_string(x); };
+  return is_complex(d) ? "(" + part(v.as_double()) + ", " + part(v.im) + "i)" : part(v.as_double());
 }
 }  // namespace
 
@@ -52,12 +60,11 @@ void check_nonfinite(Prim p, std::span<const Array> inputs, std::span<const Arra
     if (at < 0) continue;
     for (const Array& in : inputs)
       if (has_nonfinite(in)) return;  // passed along, not produced here
-    const char* src = static_cast<const char*>(outputs[j].data());
-    const double v = Literal::load(src + size_t(at) * itemsize(outputs[j].dtype()), outputs[j].dtype()).as_double();
+    const std::string v = describe(element(outputs[j], at), outputs[j].dtype());
     std::vector<AbstractArray> types;
     for (const Array& in : inputs) types.push_back(in.aval());
     op_error(ErrorKind::FloatingPoint, prim_name(p), types, loc,
-             std::string("produced ") + (std::isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf") + " (output " +
+             "produced " + v + " (output " +
                  std::to_string(j) + " " + outputs[j].aval().str() + ", element " + std::to_string(at) +
                  ") from finite operands (debug_nans is on)");
   }

@@ -50,6 +50,8 @@ std::vector<Planted> planted() {
       PLANT("backward of sqrt at 0", 1.f, P{"div"}, fx::grad([](const fx::Array& v) { return fx::sum(fx::sqrt(v - 1.f)); })(a)),
       PLANT("backward of arcsin at 1", 1.f, P{"rsqrt"}, fx::grad([](const fx::Array& v) { return fx::sum(fx::arcsin(v)); })(a)),
       PLANT("backward of power at 0", 1.f, (P{"pow", "mul", "div"}), fx::grad([](const fx::Array& v) { return fx::sum(fx::power(v - 1.f, 0.5f)); })(a)),
+      PLANT("complex log of zero", 1.f, P{"log"}, fx::real(fx::log(fx::complex(a - 1.f, a * 0.f)))),
+      PLANT("complex exp overflow", 1.f, P{"exp"}, fx::imag(fx::exp(fx::complex(a * 100.f, a)))),
       PLANT("backward under vmap", 1.f, P{"div"}, fx::vmap(fx::grad([](const fx::Array& v) { return fx::sum(fx::sqrt(v - 1.f)); }))(fx::reshape(a, {3, 1}))),
   };
 }
