@@ -10,7 +10,8 @@
 // oneDNN, the reorders from and to NCHW included). Ratios are speeds (baseline time / Fluxion time).
 // PyTorch and JAX rows for the same workload: bench/peers (workload "conv3x3").
 //
-// Run: build/bench/fluxion_bench_conv [repeats [batch [resnet]]].
+// Run: build/bench/fluxion_bench_conv [repeats [batch [resnet | C,O,HW,k,stride]]] (one shape: C -> O
+// features, HW x HW images, a k x k kernel).
 #include <fluxion.h>
 
 #include <algorithm>
@@ -300,9 +301,12 @@ int main(int argc, char** argv) {
   setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
   if (argc > 1) g_repeats = std::max(1, std::atoi(argv[1]));
   const int64_t batch = argc > 2 ? std::atoll(argv[2]) : 128;
-  const bool resnet = argc > 3 && std::string(argv[3]) == "resnet";
+  const std::string group = argc > 3 ? argv[3] : "";
+  const bool resnet = group == "resnet";
   const int threads = fx::runtime::cpu_device().num_threads;
   std::vector<ConvShape> shapes{{64, 64, 32, 32, 3, 1}};
+  long long c, o, hw, k, st;
+  if (std::sscanf(group.c_str(), "%lld,%lld,%lld,%lld,%lld", &c, &o, &hw, &k, &st) == 5) shapes = {{c, o, hw, hw, k, st}};
   // ResNet-18 (CIFAR): per stage, the 3x3 convolution at the stage's width, the stride-2 one that
   // enters it and the 1x1 stride-2 shortcut.
   if (resnet)

@@ -21,7 +21,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <memory>
+#include <string>
 #include <utility>
 
 #include "ir/eval_rules.h"
@@ -408,26 +410,44 @@ struct ConvRun {
   }
 };
 
-// The elements of a float view as C (a copy), for the 16-bit floats and mixed precision.
+// to[i] = the elements of a float view as C, for the 16-bit floats and mixed precision.
 template <class C>
-std::vector<C> widened(const View& v) {
-  std::vector<C> r(size_t(v.size()));
+void widen_into(const View& v, C* to) {
   dispatch_dtype(v.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_floating_point_v<compute_t<T>>)
-      for (size_t i = 0; i < r.size(); ++i) r[i] = C(compute_t<T>(v.as<T>()[i]));
+      for (int64_t i = 0; i < v.size(); ++i) to[i] = C(compute_t<T>(v.as<T>()[i]));
   });
-  return r;
 }
 
 // Stores computed values into a float view of another dtype (rounding once).
 template <class C>
-void narrow_into(const std::vector<C>& from, const View& v) {
+void narrow_into(const C* from, const View& v) {
   dispatch_dtype(v.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_floating_point_v<compute_t<T>>)
-      for (size_t i = 0; i < from.size(); ++i) v.as<T>()[i] = T(compute_t<T>(from[i]));
+      for (int64_t i = 0; i < v.size(); ++i) v.as<T>()[i] = T(compute_t<T>(from[i]));
   });
+}
+
+// The GEMM form of a float convolution: by feature when the window is larger than the output (the
+// kernel gradient) and the columns of all images at once stay small, col2im when the input has at
+// most half as many positions as the output (dilated by the strides of the convolution whose input
+// gradient it is), im2col otherwise. For measurement only (docs/nn.md), FLUXION_CONV_FORM=im2col,
+// by_feature or col2im forces a form where it applies (by feature: without groups).
+ConvAlgorithm conv_form(const conv::ConvGeometry& g) {
+  static const std::string forced = [] {
+    const char* v = std::getenv("FLUXION_CONV_FORM");
+    return std::string(v ? v : "");
+  }();
+  const bool ungrouped = g.groups == 1 && g.batch_groups == 1;
+  if (forced == "im2col") return ConvAlgorithm::im2col;
+  if (forced == "col2im") return ConvAlgorithm::col2im;
+  if (forced == "by_feature" && ungrouped) return ConvAlgorithm::im2col_by_feature;
+  if (ungrouped && g.k_size() > g.out_size() && g.k_size() * g.out_n * g.out_size() <= (int64_t(1) << 22))
+    return ConvAlgorithm::im2col_by_feature;
+  if (2 * g.in_sp.numel() <= g.out_size()) return ConvAlgorithm::col2im;
+  return ConvAlgorithm::im2col;
 }
 
 // Runs a float convolution with a GEMM form, or returns false (integers, empty operands). float16
@@ -441,35 +461,27 @@ bool fast_conv(std::span<const View> in, const View& out, const Params& params, 
   auto run = [&](auto tag) {
     using T = decltype(tag);
     const DType t = dtype_of_v<T>;
-    std::vector<T> xw, ww, yw;
-    if constexpr (std::is_same_v<T, float>) {  // 16-bit operands: the parallel widening of runtime/matmul.h
-      if (d != t) {
-        xw.resize(size_t(in[0].size())), ww.resize(size_t(in[1].size()));
-        widen_to_f32(d, in[0].data, xw.data(), in[0].size(), isa, threads);
-        widen_to_f32(d, in[1].data, ww.data(), in[1].size(), isa, threads);
+    thread_local Scratch<T> x_buf, w_buf, y_buf;  // the copies in T: megabytes, kept by the calling thread
+    const T* xs = d == t ? in[0].as<T>() : x_buf.get(in[0].size());
+    const T* ws = d == t ? in[1].as<T>() : w_buf.get(in[1].size());
+    T* ys = od == t ? out.as<T>() : y_buf.get(out.size());
+    if (d != t) {
+      if constexpr (std::is_same_v<T, float>) {  // 16-bit operands: the parallel widening of runtime/matmul.h
+        widen_to_f32(d, in[0].data, x_buf.data.get(), in[0].size(), isa, threads);
+        widen_to_f32(d, in[1].data, w_buf.data.get(), in[1].size(), isa, threads);
+      } else {
+        widen_into(in[0], x_buf.data.get()), widen_into(in[1], w_buf.data.get());
       }
-    } else if (d != t) {
-      xw = widened<T>(in[0]), ww = widened<T>(in[1]);
     }
-    if (od != t) yw.resize(size_t(out.size()));
-    ConvRun<T> r{d == t ? in[0].as<T>() : xw.data(), d == t ? in[1].as<T>() : ww.data(),
-                 od == t ? out.as<T>() : yw.data(), g, conv::window_offsets(g), conv::kernel_offsets(g),
-                 conv::output_offsets(g), isa, threads};
-    // By feature when the window is larger than the output and the columns of all images at once stay small.
-    if (g.groups == 1 && g.batch_groups == 1 && g.k_size() > g.out_size() &&
-        g.k_size() * g.out_n * g.out_size() <= (int64_t(1) << 22)) {
-      r.im2col_by_feature();
-      g_runs[int(ConvAlgorithm::im2col_by_feature)].fetch_add(1, std::memory_order_relaxed);
-    } else if (2 * g.in_sp.numel() <= g.out_size()) {  // a sparse (dilated) input: see col2im
-      r.col2im();
-      g_runs[int(ConvAlgorithm::col2im)].fetch_add(1, std::memory_order_relaxed);
-    } else {
-      r.im2col();
-      g_runs[int(ConvAlgorithm::im2col)].fetch_add(1, std::memory_order_relaxed);
-    }
+    ConvRun<T> r{xs, ws, ys, g, conv::window_offsets(g), conv::kernel_offsets(g), conv::output_offsets(g), isa, threads};
+    const ConvAlgorithm form = conv_form(g);
+    if (form == ConvAlgorithm::im2col_by_feature) r.im2col_by_feature();
+    else if (form == ConvAlgorithm::col2im) r.col2im();
+    else r.im2col();
+    g_runs[int(form)].fetch_add(1, std::memory_order_relaxed);
     if (od == t) return;
-    if constexpr (std::is_same_v<T, float>) narrow_from_f32(yw.data(), od, out.data, out.size(), isa, threads);
-    else narrow_into(yw, out);
+    if constexpr (std::is_same_v<T, float>) narrow_from_f32(ys, od, out.data, out.size(), isa, threads);
+    else narrow_into(ys, out);
   };
   if (d == DType::float64 || od == DType::float64) run(double{});
   else run(float{});
