@@ -257,17 +257,20 @@ void bench_shape(int64_t batch, const ConvShape& s, int threads) {
 #else
   std::printf("  (no oneDNN column: install libdnnl-dev and reconfigure)\n");
 #endif
-  const uint64_t im2col0 = fx::runtime::conv_runs(fx::runtime::ConvAlgorithm::im2col);
-  const uint64_t feature0 = fx::runtime::conv_runs(fx::runtime::ConvAlgorithm::im2col_by_feature);
+  using fx::runtime::ConvAlgorithm;
+  const ConvAlgorithm forms[] = {ConvAlgorithm::im2col, ConvAlgorithm::im2col_by_feature, ConvAlgorithm::col2im};
+  uint64_t runs0[3];
+  for (int i = 0; i < 3; ++i) runs0[i] = fx::runtime::conv_runs(forms[i]);
   for (Row& r : rows) r.best.assign(r.sides.size(), 1e300);
   const int rounds = g_repeats;
   g_repeats = 1;
   for (int round = 0; round < rounds; ++round)
     for (Row& r : rows)
       for (size_t i = 0; i < r.sides.size(); ++i) r.best[i] = std::min(r.best[i], best_ms(r.sides[i]));
-  std::printf("  library calls per round (forward, then the step): im2col %.1f, im2col by feature %.1f\n",
-              double(fx::runtime::conv_runs(fx::runtime::ConvAlgorithm::im2col) - im2col0) / rounds,
-              double(fx::runtime::conv_runs(fx::runtime::ConvAlgorithm::im2col_by_feature) - feature0) / rounds);
+  std::printf("  library calls per round (forward, then the step): im2col %.1f, im2col by feature %.1f, col2im %.1f\n",
+              double(fx::runtime::conv_runs(forms[0]) - runs0[0]) / rounds,
+              double(fx::runtime::conv_runs(forms[1]) - runs0[1]) / rounds,
+              double(fx::runtime::conv_runs(forms[2]) - runs0[2]) / rounds);
   std::printf("  %-26s", "ms (speed: baseline / fluxion)");
   for (const char* n : names) std::printf(" %16s", n);
   std::printf(" %9s\n", "GFLOP/s");

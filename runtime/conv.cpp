@@ -430,8 +430,9 @@ void narrow_into(const C* from, const View& v) {
   });
 }
 
-// The GEMM form of a float convolution: by feature when the window is larger than the output (the
-// kernel gradient) and the columns of all images at once stay small, col2im when the input has at
+// The GEMM form of a float convolution: by feature when the window has more than twice the output's
+// positions (the kernel gradient; at 4x4 -> 3x3, K = 16 and P = 9, im2col over blocks of images was
+// 15% faster, at 8x8 by feature 1.46x faster: docs/nn.md) and the columns of all images at once stay small, col2im when the input has at
 // most half as many positions as the output (dilated by the strides of the convolution whose input
 // gradient it is), im2col otherwise. For measurement only (docs/nn.md), FLUXION_CONV_FORM=im2col,
 // by_feature or col2im forces a form where it applies (by feature: without groups).
@@ -444,7 +445,7 @@ ConvAlgorithm conv_form(const conv::ConvGeometry& g) {
   if (forced == "im2col") return ConvAlgorithm::im2col;
   if (forced == "col2im") return ConvAlgorithm::col2im;
   if (forced == "by_feature" && ungrouped) return ConvAlgorithm::im2col_by_feature;
-  if (ungrouped && g.k_size() > g.out_size() && g.k_size() * g.out_n * g.out_size() <= (int64_t(1) << 22))
+  if (ungrouped && g.k_size() > 2 * g.out_size() && g.k_size() * g.out_n * g.out_size() <= (int64_t(1) << 22))
     return ConvAlgorithm::im2col_by_feature;
   if (2 * g.in_sp.numel() <= g.out_size()) return ConvAlgorithm::col2im;
   return ConvAlgorithm::im2col;
