@@ -338,19 +338,17 @@ struct ConvRun {
       }
       T* t = t_buf.get(m * ld);
       gemm(packed.data() + o0 * K * g.ci, xs, t, m, ld, g.ci);
-      T* acc = acc_buf.get(P);
-      for (int64_t j = 0; j < nn; ++j)
-        for (int64_t o = 0; o < o_per(); ++o) {
-          std::fill(acc, acc + P, T(0));
+      T* acc = acc_buf.get(o_per() * P);  // one image's [O_g, P] outputs
+      for (int64_t j = 0; j < nn; ++j) {
+        std::fill(acc, acc + o_per() * P, T(0));
+        for (int64_t o = 0; o < o_per(); ++o)
           for (int64_t k = 0; k < K; ++k) {
             const T* row = t + (o * K + k) * ld + j * S;
-            for (size_t e = first[size_t(k)]; e < first[size_t(k) + 1]; ++e) acc[pairs[e].first] += row[pairs[e].second];
+            for (size_t e = first[size_t(k)]; e < first[size_t(k) + 1]; ++e)
+              acc[o * P + pairs[e].first] += row[pairs[e].second];
           }
-          T* dst = y + (n0 + j) * g.y_n + (o0 + o) * g.y_c;
-          if (direct) std::copy(acc, acc + P, dst);
-          else
-            for (int64_t p = 0; p < P; ++p) dst[yoff[size_t(p)]] = acc[p];
-        }
+        store(acc, P, n0 + j, 1, o0, direct);
+      }
     });
   }
 
