@@ -1,6 +1,8 @@
 // The convolution benchmark of issue 14: a 3x3 convolution, 64 -> 64 features, 32x32 images, batch
 // 128, NCHW x OIHW, SAME -- forward alone, and forward + both gradients (one jitted grad of
-// sum(conv(x, w) * g) with respect to x and w). The baseline, measured in the same run on the same
+// sum(conv(x, w) * g) with respect to x and w) -- and, with the group "resnet", the same for the
+// other convolutions of ResNet-18's CIFAR model (the deep stages' 16x16, 8x8 and 4x4 outputs, the
+// stride-2 downsampling convolutions and their 1x1 shortcuts). The baseline, measured in the same run on the same
 // threads: im2col + Eigen written by hand here (-O3 -march=native -ffast-math), the classic
 // framework implementation -- per image, columns = im2col(x), y = W columns, dW += dy columns^T,
 // dcolumns = W^T dy, dx = col2im(dcolumns) -- and, where Debian's libdnnl-dev is installed, oneDNN
@@ -8,7 +10,8 @@
 // oneDNN, the reorders from and to NCHW included). Ratios are speeds (baseline time / Fluxion time).
 // PyTorch and JAX rows for the same workload: bench/peers (workload "conv3x3").
 //
-// Run: build/bench/fluxion_bench_conv [repeats [batch]].
+// Run: build/bench/fluxion_bench_conv [repeats [batch [resnet | C,O,HW,k,stride]]] (one shape: C -> O
+// features, HW x HW images, a k x k kernel).
 #include <fluxion.h>
 
 #include <algorithm>
@@ -16,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -50,74 +54,78 @@ using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor
 using Map = Eigen::Map<Mat>;
 using CMap = Eigen::Map<const Mat>;
 
-// The hand-written baseline: 3x3, stride 1, pad 1, NCHW x OIHW.
+// One convolution of the benchmark: NCHW x OIHW, a square kernel of size k with padding k / 2.
+struct ConvShape {
+  int64_t c, o, h, w, k, stride;
+  int64_t pad() const { return k / 2; }
+  int64_t oh() const { return (h + 2 * pad() - k) / stride + 1; }
+  int64_t ow() const { return (w + 2 * pad() - k) / stride + 1; }
+};
+
+// The hand-written baseline: im2col + Eigen per image, NCHW x OIHW.
 struct HandConv {
-  int64_t n, c, o, h, w;
+  int64_t n;
+  ConvShape s;
   int threads;
 
-  void im2col(const float* x, float* cols) const {
-    for (int64_t ci = 0; ci < c; ++ci)
-      for (int64_t ky = 0; ky < 3; ++ky)
-        for (int64_t kx = 0; kx < 3; ++kx) {
-          float* row = cols + ((ci * 3 + ky) * 3 + kx) * h * w;
-          for (int64_t y = 0; y < h; ++y) {
-            const int64_t sy = y + ky - 1;
-            for (int64_t xx = 0; xx < w; ++xx) {
-              const int64_t sx = xx + kx - 1;
-              row[y * w + xx] = sy >= 0 && sy < h && sx >= 0 && sx < w ? x[(ci * h + sy) * w + sx] : 0.f;
+  // Calls f(column row, input offset or -1) for every (feature, kernel offset, output position).
+  template <class F>
+  void each(F f) const {
+    const int64_t k = s.k, p = s.oh() * s.ow();
+    for (int64_t ci = 0; ci < s.c; ++ci)
+      for (int64_t ky = 0; ky < k; ++ky)
+        for (int64_t kx = 0; kx < k; ++kx) {
+          const int64_t row = ((ci * k + ky) * k + kx) * p;
+          for (int64_t y = 0; y < s.oh(); ++y) {
+            const int64_t sy = y * s.stride + ky - s.pad();
+            for (int64_t xx = 0; xx < s.ow(); ++xx) {
+              const int64_t sx = xx * s.stride + kx - s.pad();
+              f(row + y * s.ow() + xx, sy >= 0 && sy < s.h && sx >= 0 && sx < s.w ? (ci * s.h + sy) * s.w + sx : -1);
             }
           }
         }
   }
+  void im2col(const float* x, float* cols) const { each([&](int64_t r, int64_t i) { cols[r] = i >= 0 ? x[i] : 0.f; }); }
   void col2im(const float* cols, float* x) const {
-    std::fill(x, x + c * h * w, 0.f);
-    for (int64_t ci = 0; ci < c; ++ci)
-      for (int64_t ky = 0; ky < 3; ++ky)
-        for (int64_t kx = 0; kx < 3; ++kx) {
-          const float* row = cols + ((ci * 3 + ky) * 3 + kx) * h * w;
-          for (int64_t y = 0; y < h; ++y) {
-            const int64_t sy = y + ky - 1;
-            if (sy < 0 || sy >= h) continue;
-            for (int64_t xx = 0; xx < w; ++xx) {
-              const int64_t sx = xx + kx - 1;
-              if (sx >= 0 && sx < w) x[(ci * h + sy) * w + sx] += row[y * w + xx];
-            }
-          }
-        }
+    std::fill(x, x + s.c * s.h * s.w, 0.f);
+    each([&](int64_t r, int64_t i) {
+      if (i >= 0) x[i] += cols[r];
+    });
   }
   // Images [lo, hi) on one thread; dw accumulates this thread's share.
   void run(const float* x, const float* wt, const float* g, float* y, float* dx, float* dw, int64_t lo, int64_t hi,
            bool backward) const {
-    const int64_t k = c * 9, p = h * w;
+    const int64_t k = s.c * s.k * s.k, p = s.oh() * s.ow(), o = s.o;
     std::vector<float> cols(size_t(k * p)), dcols(size_t(k * p));
     CMap W(wt, o, k);
     Map dW(dw, o, k);
     for (int64_t i = lo; i < hi; ++i) {
-      im2col(x + i * c * p, cols.data());
+      im2col(x + i * s.c * s.h * s.w, cols.data());
       CMap C(cols.data(), k, p);
       Map(y + i * o * p, o, p).noalias() = W * C;
       if (!backward) continue;
       CMap G(g + i * o * p, o, p);
       dW.noalias() += G * C.transpose();
       Map(dcols.data(), k, p).noalias() = W.transpose() * G;
-      col2im(dcols.data(), dx + i * c * p);
+      col2im(dcols.data(), dx + i * s.c * s.h * s.w);
     }
   }
   void step(const float* x, const float* wt, const float* g, float* y, float* dx, float* dw, bool backward) const {
-    std::vector<std::vector<float>> parts(size_t(threads), std::vector<float>(size_t(o * c * 9), 0.f));
+    const int64_t wsize = s.o * s.c * s.k * s.k;
+    std::vector<std::vector<float>> parts(size_t(threads), std::vector<float>(size_t(wsize), 0.f));
     std::vector<std::thread> ts;
     for (int t = 0; t < threads; ++t)
       ts.emplace_back([&, t] { run(x, wt, g, y, dx, parts[size_t(t)].data(), n * t / threads, n * (t + 1) / threads, backward); });
     for (auto& t : ts) t.join();
     if (!backward) return;
-    std::fill(dw, dw + o * c * 9, 0.f);
+    std::fill(dw, dw + wsize, 0.f);
     for (const auto& part : parts)
       for (size_t i = 0; i < part.size(); ++i) dw[i] += part[i];
   }
 };
 
 #ifdef FLUXION_BENCH_DNNL
-// oneDNN's forward, backward-data and backward-weights convolutions, 3x3, stride 1, pad 1.
+// oneDNN's forward, backward-data and backward-weights convolutions of a ConvShape.
 struct DnnlConv {
   using md = dnnl::memory::desc;
   using tag = dnnl::memory::format_tag;
@@ -128,13 +136,14 @@ struct DnnlConv {
   dnnl::convolution_backward_weights::primitive_desc bwd_weights;
   md x_md, w_md, y_md;
 
-  DnnlConv(int64_t n, int64_t c, int64_t o, int64_t h, int64_t w) {
+  DnnlConv(int64_t n, const ConvShape& s) {
     const auto f32 = dnnl::memory::data_type::f32;
-    x_md = md({n, c, h, w}, f32, tag::nchw);
-    w_md = md({o, c, 3, 3}, f32, tag::oihw);
-    y_md = md({n, o, h, w}, f32, tag::nchw);
-    const md xa({n, c, h, w}, f32, tag::any), wa({o, c, 3, 3}, f32, tag::any), ya({n, o, h, w}, f32, tag::any);
-    const dnnl::memory::dims st{1, 1}, pad{1, 1};
+    const dnnl::memory::dims xd{n, s.c, s.h, s.w}, wd{s.o, s.c, s.k, s.k}, yd{n, s.o, s.oh(), s.ow()};
+    x_md = md(xd, f32, tag::nchw);
+    w_md = md(wd, f32, tag::oihw);
+    y_md = md(yd, f32, tag::nchw);
+    const md xa(xd, f32, tag::any), wa(wd, f32, tag::any), ya(yd, f32, tag::any);
+    const dnnl::memory::dims st{s.stride, s.stride}, pad{s.pad(), s.pad()};
     const auto algo = dnnl::algorithm::convolution_direct;
     fwd = {{dnnl::prop_kind::forward_training, algo, xa, wa, ya, st, pad, pad}, eng};
     bwd_data = {{algo, xa, wa, ya, st, pad, pad}, eng, fwd};
@@ -185,8 +194,6 @@ double max_rel_diff(const float* a, const float* b, int64_t n) {
   return m / std::max(scale, 1e-30);
 }
 
-}  // namespace
-
 // One timed workload: its label and, per side, the call (absent sides are skipped).
 struct Row {
   const char* label;
@@ -194,23 +201,21 @@ struct Row {
   std::vector<double> best;
 };
 
-int main(int argc, char** argv) {
-  // Threads that spin after a parallel region would steal the cores of the next side's run (the
-  // jit's libomp and oneDNN's libgomp are two pools): every pool sleeps as soon as it is idle.
-  setenv("KMP_BLOCKTIME", "0", 0);
-  setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
-  if (argc > 1) g_repeats = std::max(1, std::atoi(argv[1]));
-  const int64_t batch = argc > 2 ? std::atoll(argv[2]) : 128;
-  const int threads = fx::runtime::cpu_device().num_threads;
-  const int64_t C = 64, O = 64, H = 32, W = 32;
-  std::printf("conv 3x3 %lld->%lld, %lldx%lld, batch %lld, f32 NCHW/OIHW SAME; %d threads; best of %d rounds, "
-              "the sides interleaved in each\n",
-              (long long)C, (long long)O, (long long)H, (long long)W, (long long)batch, threads, g_repeats);
-  const fx::Array x = filled({batch, C, H, W}, -1, 1, 1), w = filled({O, C, 3, 3}, -0.1f, 0.1f, 2);
-  const fx::Array g = filled({batch, O, H, W}, -1, 1, 3);
-  const double gflop = 2.0 * double(batch * O * H * W) * double(C * 9) * 1e-9;
+// Times one shape: forward alone and forward + both gradients, Fluxion against the baselines.
+void bench_shape(int64_t batch, const ConvShape& s, int threads) {
+  const int64_t C = s.c, O = s.o, H = s.h, W = s.w, P = s.oh() * s.ow();
+  std::printf("conv %lldx%lld %lld->%lld, %lldx%lld stride %lld, batch %lld, f32 NCHW/OIHW pad %lld; %d threads; best of %d "
+              "rounds, the sides interleaved in each\n",
+              (long long)s.k, (long long)s.k, (long long)C, (long long)O, (long long)H, (long long)W, (long long)s.stride,
+              (long long)batch, (long long)s.pad(), threads, g_repeats);
+  const fx::Array x = filled({batch, C, H, W}, -1, 1, 1), w = filled({O, C, s.k, s.k}, -0.1f, 0.1f, 2);
+  const fx::Array g = filled({batch, O, s.oh(), s.ow()}, -1, 1, 3);
+  const double gflop = 2.0 * double(batch * O * P) * double(C * s.k * s.k) * 1e-9;
 
-  auto conv = [](const fx::Array& a, const fx::Array& k) { return fx::conv_general_dilated(a, k, {1, 1}, "SAME"); };
+  const int64_t st = s.stride, pd = s.pad();
+  auto conv = [st, pd](const fx::Array& a, const fx::Array& k) {
+    return fx::conv_general_dilated(a, k, {st, st}, std::vector<std::pair<int64_t, int64_t>>{{pd, pd}, {pd, pd}});
+  };
   // The output is returned too (as aux): without it the forward convolution is dead code, since the
   // gradients of sum(conv(x, w) * g) do not need it.
   auto loss = [&](const fx::Array& a, const fx::Array& k, const fx::Array& ct) {
@@ -220,8 +225,8 @@ int main(int argc, char** argv) {
   auto forward = fx::jit(conv);
   auto both = fx::jit(fx::grad<0, 1>(loss, fx::has_aux));
 
-  HandConv hand{batch, C, O, H, W, threads};
-  std::vector<float> y(size_t(batch * O * H * W)), dx(size_t(batch * C * H * W)), dw(size_t(O * C * 9));
+  HandConv hand{batch, s, threads};
+  std::vector<float> y(size_t(batch * O * P)), dx(size_t(batch * C * H * W)), dw(size_t(O * C * s.k * s.k));
   fx::Array fy = forward(x, w);
   auto [grads, y_aux] = both(x, w, g);
   auto [gx, gw] = grads;
@@ -241,7 +246,7 @@ int main(int argc, char** argv) {
                   hand_both},
                  {}}};
 #ifdef FLUXION_BENCH_DNNL
-  DnnlConv dn(batch, C, O, H, W);
+  DnnlConv dn(batch, s);
   dn.step(cptr(x), cptr(w), cptr(g), y.data(), dx.data(), dw.data(), true);
   std::printf("  oneDNN %s check: y %.1e, dx %.1e, dw %.1e\n", dnnl::version()->cpu_runtime == DNNL_RUNTIME_OMP ? "(OpenMP)" : "",
               max_rel_diff(cptr(fy), y.data(), fy.size()), max_rel_diff(cptr(gx), dx.data(), gx.size()),
@@ -252,17 +257,20 @@ int main(int argc, char** argv) {
 #else
   std::printf("  (no oneDNN column: install libdnnl-dev and reconfigure)\n");
 #endif
-  const uint64_t im2col0 = fx::runtime::conv_runs(fx::runtime::ConvAlgorithm::im2col);
-  const uint64_t feature0 = fx::runtime::conv_runs(fx::runtime::ConvAlgorithm::im2col_by_feature);
+  using fx::runtime::ConvAlgorithm;
+  const ConvAlgorithm forms[] = {ConvAlgorithm::im2col, ConvAlgorithm::im2col_by_feature, ConvAlgorithm::col2im};
+  uint64_t runs0[3];
+  for (int i = 0; i < 3; ++i) runs0[i] = fx::runtime::conv_runs(forms[i]);
   for (Row& r : rows) r.best.assign(r.sides.size(), 1e300);
   const int rounds = g_repeats;
   g_repeats = 1;
   for (int round = 0; round < rounds; ++round)
     for (Row& r : rows)
       for (size_t i = 0; i < r.sides.size(); ++i) r.best[i] = std::min(r.best[i], best_ms(r.sides[i]));
-  std::printf("  library calls per round (forward, then the step): im2col %.1f, im2col by feature %.1f\n",
-              double(fx::runtime::conv_runs(fx::runtime::ConvAlgorithm::im2col) - im2col0) / rounds,
-              double(fx::runtime::conv_runs(fx::runtime::ConvAlgorithm::im2col_by_feature) - feature0) / rounds);
+  std::printf("  library calls per round (forward, then the step): im2col %.1f, im2col by feature %.1f, col2im %.1f\n",
+              double(fx::runtime::conv_runs(forms[0]) - runs0[0]) / rounds,
+              double(fx::runtime::conv_runs(forms[1]) - runs0[1]) / rounds,
+              double(fx::runtime::conv_runs(forms[2]) - runs0[2]) / rounds);
   std::printf("  %-26s", "ms (speed: baseline / fluxion)");
   for (const char* n : names) std::printf(" %16s", n);
   std::printf(" %9s\n", "GFLOP/s");
@@ -285,5 +293,32 @@ int main(int argc, char** argv) {
   const double t_kernel = best_ms([&] { part = kernel_grad(x, w, g); });
   std::printf("  of which alone: input gradient %.1f ms, kernel gradient %.1f ms (best of %d)\n", t_input, t_kernel,
               g_repeats);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Threads that spin after a parallel region would steal the cores of the next side's run (the
+  // jit's libomp and oneDNN's libgomp are two pools): every pool sleeps as soon as it is idle.
+  setenv("KMP_BLOCKTIME", "0", 0);
+  setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
+  if (argc > 1) g_repeats = std::max(1, std::atoi(argv[1]));
+  const int64_t batch = argc > 2 ? std::atoll(argv[2]) : 128;
+  const std::string group = argc > 3 ? argv[3] : "";
+  const bool resnet = group == "resnet";
+  const int threads = fx::runtime::cpu_device().num_threads;
+  std::vector<ConvShape> shapes{{64, 64, 32, 32, 3, 1}};
+  long long c, o, hw, k, st;
+  if (std::sscanf(group.c_str(), "%lld,%lld,%lld,%lld,%lld", &c, &o, &hw, &k, &st) == 5) shapes = {{c, o, hw, hw, k, st}};
+  // ResNet-18 (CIFAR): per stage, the 3x3 convolution at the stage's width, the stride-2 one that
+  // enters it and the 1x1 stride-2 shortcut.
+  if (resnet)
+    for (int64_t c : {64, 128, 256}) {
+      const int64_t hw = 32 * 64 / c;
+      shapes.push_back({c, 2 * c, hw, hw, 3, 2});
+      shapes.push_back({c, 2 * c, hw, hw, 1, 2});
+      shapes.push_back({2 * c, 2 * c, hw / 2, hw / 2, 3, 1});
+    }
+  for (const ConvShape& s : shapes) bench_shape(batch, s, threads);
   return 0;
 }

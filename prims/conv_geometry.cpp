@@ -142,6 +142,7 @@ std::vector<int64_t> offsets(const Shape& sizes, const IntList& st) {
 
 std::vector<int64_t> kernel_offsets(const ConvGeometry& g) { return offsets(g.k_sp, g.w_sp); }
 std::vector<int64_t> output_offsets(const ConvGeometry& g) { return offsets(g.out_sp, g.y_sp); }
+std::vector<int64_t> input_offsets(const ConvGeometry& g) { return offsets(g.in_sp, g.x_sp); }
 
 std::vector<int64_t> window_offsets(const ConvGeometry& g) {
   const int64_t K = g.k_size(), P = g.out_size();

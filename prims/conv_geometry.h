@@ -59,6 +59,8 @@ std::vector<int64_t> window_offsets(const ConvGeometry& g);
 /// p in the output (output spatial strides).
 std::vector<int64_t> kernel_offsets(const ConvGeometry& g);
 std::vector<int64_t> output_offsets(const ConvGeometry& g);
+/// The offset of each input position (row-major over in_sp) in the lhs (lhs spatial strides).
+std::vector<int64_t> input_offsets(const ConvGeometry& g);
 
 /// The padding (lo, hi per dim, flattened) of the convolution that transposes a windowed op with
 /// respect to its input: the cotangent, dilated by the strides, padded so that a stride-1 window

@@ -4,16 +4,27 @@
 // element that the window table (prims/conv_geometry.h) locates for each output position. Gathering
 // those input elements into columns turns it into matrix products, which runtime/matmul.h computes
 // with the Eigen build of the kernel's ISA level:
-//   im2col             per (image, feature group): out[O_g, P] = W_g[O_g, I K] x cols[I K, P]
-//   im2col_by_feature  per input feature c: out[(B, P), O] += cols_c[(B, P), K] x W_c[O, K]^T
+//   im2col             per (block of images b, feature group):
+//                        out[O_g, (b, P)] = W_g[O_g, I K] x cols[I K, (b, P)]
+//   im2col_by_feature  per block of input features c: out[(B, P), O] += cols_c[(B, P), (c, K)] x W_c[O, (c, K)]^T
+//   col2im             per block of images b: t[(O, K), (b, S)] = W[(O, K), I] x x[I, (b, S)], then
+//                        out[o, p] = the sum over k of t[(o, k), the input position s(k, p)]
 // The first is the forward convolution's natural form (K = kernel offsets is small, P = output
-// positions large). The second suits the kernel gradient, whose "window" is the whole image and
-// whose output is the small kernel: per feature, its product has a long inner dimension, where the
-// first form would multiply by a matrix only P = 9 columns wide. docs/nn.md has the measurements.
+// positions large; at small P the images of a block share one product). The second suits the
+// kernel gradient, whose "window" is the whole image and whose output is the small kernel: its
+// product has a long inner dimension, where the first form would multiply by a matrix only P = 9
+// columns wide. The third suits the input gradient of a strided convolution, whose input is the
+// cotangent dilated by the strides: im2col's columns would be mostly the dilation's zeros, while
+// the products of col2im are with the S undilated input positions only. docs/nn.md has the
+// measurements.
 #include "runtime/conv.h"
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <utility>
 
 #include "ir/eval_rules.h"
 #include "prims/conv_geometry.h"
@@ -47,7 +58,7 @@ std::span<const CodedParam> coded_params(Prim p) {
   return std::span(kWindowParams).first(5);
 }
 
-std::atomic<uint64_t> g_runs[3];
+std::atomic<uint64_t> g_runs[4];
 
 }  // namespace
 
@@ -116,12 +127,32 @@ Params decode_window_params(Prim p, const int64_t*& a) {
 
 namespace {
 
-// Per-thread scratch that lives across calls: the columns are megabytes, and a fresh allocation per
-// image would fault its pages in every time.
+// Per-thread scratch that lives across calls: the buffers are megabytes, and a fresh allocation per
+// call would zero them and fault their pages in every time. Its contents are undefined.
 template <class T>
-T* scratch(std::vector<T>& v, int64_t n) {
-  if (int64_t(v.size()) < n) v.resize(size_t(n));
-  return v.data();
+struct Scratch {
+  std::unique_ptr<T[]> data;
+  int64_t size = 0;
+  T* get(int64_t n) {
+    if (n > size) data.reset(new T[size_t(n)]), size = n;  // default-initialised: no zero fill
+    return data.get();
+  }
+};
+
+// How the GEMM forms cut their work: a product should have about kWideColumns columns (or inner
+// dimension, by feature) -- at the deep stages' 8x8 and 4x4 outputs one image gives only 64 or 16,
+// and Eigen packs the whole kernel again for every product -- within kColumnBudget elements of
+// columns per thread.
+constexpr int64_t kWideColumns = 512;
+constexpr int64_t kColumnBudget = int64_t(1) << 21;
+
+// Images per GEMM when each brings `cols` columns of `rows` rows, leaving every thread a block and
+// evening the blocks out.
+int64_t images_per_block(int64_t images, int64_t cols, int64_t rows, int threads) {
+  int64_t nb = std::min(kWideColumns / std::max<int64_t>(1, cols), kColumnBudget / std::max<int64_t>(1, rows * cols));
+  nb = std::clamp<int64_t>(nb, 1, std::max<int64_t>(1, (images + threads - 1) / std::max(threads, 1)));
+  const int64_t blocks = (images + nb - 1) / nb;
+  return (images + blocks - 1) / blocks;
 }
 
 // A row of the window table as runs of consecutive input elements: positions [p, p + len) read
@@ -183,6 +214,9 @@ struct ConvRun {
   RowRuns runs = row_runs(table, g.k_size(), g.out_size());
   bool by_runs = long_runs(runs, table);
 
+  int64_t groups() const { return std::max(g.groups, g.batch_groups); }
+  int64_t o_per() const { return g.o / groups(); }
+
   void gemm(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k, bool trans_rhs = false) const {
     Matmul mm;
     mm.is_double = std::is_same_v<T, double>;
@@ -192,54 +226,136 @@ struct ConvRun {
     matmul(mm, isa, 1);
   }
 
-  // cols[r, p] for rows r = (i, k) of input features [c0, c0 + ci) of image n_in.
-  void gather_columns(T* cols, int64_t n_in, int64_t c0, int64_t ci) const {
+  // The kernel packed as [O, (i, k)] rows (im2col) or, `by_offset`, as [(O, k), i] rows (col2im).
+  std::vector<T> packed_kernel(bool by_offset) const {
+    const int64_t K = g.k_size();
+    std::vector<T> packed(size_t(g.o * g.ci * K));
+    for (int64_t o = 0; o < g.o; ++o)
+      for (int64_t i = 0; i < g.ci; ++i)
+        for (int64_t k = 0; k < K; ++k)
+          packed[size_t(by_offset ? (o * K + k) * g.ci + i : (o * g.ci + i) * K + k)] =
+              w[o * g.w_o + i * g.w_i + koff[size_t(k)]];
+    return packed;
+  }
+
+  // Calls body(first output image n0, images nn, input image of n0, first input feature, first
+  // output feature) for every block of `nb` output images and feature group, on the threads.
+  template <class F>
+  void for_blocks(int64_t nb, F body) const {
+    const int64_t grps = groups(), blocks = (g.out_n + nb - 1) / nb, per_batch_group = g.o / g.batch_groups;
+    parallel_chunks(threads, blocks * grps, [&](int64_t task) {
+      const int64_t n0 = task / grps * nb, grp = task % grps, o0 = grp * o_per();
+      body(n0, std::min(nb, g.out_n - n0), (o0 / per_batch_group) * g.out_n + n0, g.groups > 1 ? grp * g.ci : 0, o0);
+    });
+  }
+
+  // Whether each output feature's positions are one contiguous row (NC... layouts).
+  bool direct_output() const {
+    bool direct = g.y_c == g.out_size();
+    for (int64_t p = 0; p < g.out_size() && direct; ++p) direct = yoff[size_t(p)] == p;
+    return direct;
+  }
+
+  // Stores a product's [O_g, (image j, position p)] block `out` (rows of length ld) into the output
+  // features [o0, o0 + O_g) of images [n0, n0 + nn).
+  void store(const T* out, int64_t ld, int64_t n0, int64_t nn, int64_t o0, bool direct) const {
+    const int64_t P = g.out_size();
+    for (int64_t j = 0; j < nn; ++j)
+      for (int64_t o = 0; o < o_per(); ++o) {
+        const T* src = out + o * ld + j * P;
+        T* dst = y + (n0 + j) * g.y_n + (o0 + o) * g.y_c;
+        if (direct) std::copy(src, src + P, dst);
+        else
+          for (int64_t p = 0; p < P; ++p) dst[yoff[size_t(p)]] = src[p];
+      }
+  }
+
+  // cols[r * ld + p] for rows r = (i, k) of the input features [c0, c0 + ci) of image n_in.
+  void gather_columns(T* cols, int64_t ld, int64_t n_in, int64_t c0) const {
     const int64_t K = g.k_size(), P = g.out_size();
-    for (int64_t i = 0; i < ci; ++i) {
+    for (int64_t i = 0; i < g.ci; ++i) {
       const T* src = x + n_in * g.x_n + (c0 + i) * g.x_c;
       for (int64_t k = 0; k < K; ++k) {
         const int64_t* t = table.data() + k * P;
         const Run* r = runs.runs.data();
-        fill_row(cols + (i * K + k) * P, src, t, P, r + runs.first[size_t(k)], r + runs.first[size_t(k) + 1], by_runs);
+        fill_row(cols + (i * K + k) * ld, src, t, P, r + runs.first[size_t(k)], r + runs.first[size_t(k) + 1], by_runs);
       }
     }
   }
 
+  // Per block of images and feature group: out[O_g, (b, P)] = W_g[O_g, I K] x cols[I K, (b, P)],
+  // the block's columns side by side (one image when its P alone makes a wide product).
   void im2col() const {
     const int64_t K = g.k_size(), P = g.out_size(), rows = g.ci * K;
-    const int64_t per_batch_group = g.o / g.batch_groups;
-    // The kernel packed per group as [O_g, (i, k)] rows.
-    std::vector<T> packed(size_t(g.o * rows));
-    for (int64_t o = 0; o < g.o; ++o)
-      for (int64_t i = 0; i < g.ci; ++i)
-        for (int64_t k = 0; k < K; ++k) packed[size_t(o * rows + i * K + k)] = w[o * g.w_o + i * g.w_i + koff[size_t(k)]];
-    // The output's rows written by the GEMM in place when its positions are contiguous rows (NC...).
-    bool direct = g.y_c == P;
-    for (int64_t p = 0; p < P && direct; ++p) direct = yoff[size_t(p)] == p;
-    const int64_t groups = std::max(g.groups, g.batch_groups), o_per = g.o / groups;
-    parallel_chunks(threads, g.out_n * groups, [&](int64_t task) {
-      thread_local std::vector<T> cols_buf, out_buf;
-      const int64_t n = task / groups, grp = task % groups;
-      const int64_t o0 = grp * o_per;
-      const int64_t n_in = (o0 / per_batch_group) * g.out_n + n;
-      const int64_t c0 = g.groups > 1 ? grp * g.ci : 0;
-      T* cols = scratch(cols_buf, rows * P);
-      gather_columns(cols, n_in, c0, g.ci);
-      T* dst = y + n * g.y_n + o0 * g.y_c;
-      if (direct) {
-        gemm(packed.data() + o0 * rows, cols, dst, o_per, P, rows);
-        return;
-      }
-      T* out = scratch(out_buf, o_per * P);
-      gemm(packed.data() + o0 * rows, cols, out, o_per, P, rows);
-      for (int64_t o = 0; o < o_per; ++o)
-        for (int64_t p = 0; p < P; ++p) dst[o * g.y_c + yoff[size_t(p)]] = out[o * P + p];
+    const std::vector<T> packed = packed_kernel(false);
+    const bool direct = direct_output();
+    for_blocks(images_per_block(g.out_n, P, rows, threads), [&](int64_t n0, int64_t nn, int64_t n_in, int64_t c0, int64_t o0) {
+      thread_local Scratch<T> cols_buf, out_buf;
+      const int64_t ld = nn * P;
+      T* cols = cols_buf.get(rows * ld);
+      for (int64_t j = 0; j < nn; ++j) gather_columns(cols + j * P, ld, n_in + j, c0);
+      const T* wg = packed.data() + o0 * rows;
+      if (nn == 1 && direct) return gemm(wg, cols, y + n0 * g.y_n + o0 * g.y_c, o_per(), P, rows);
+      T* out = out_buf.get(o_per() * ld);
+      gemm(wg, cols, out, o_per(), ld, rows);
+      store(out, ld, n0, nn, o0, direct);
     });
   }
 
-  // The columns are laid out [(b, p), k] -- one row per image and output position, along the
-  // window -- where a window row of the input is one run (the kernel gradient's window is a whole
-  // image), and the product is out[(b, p), o] = cols[(b, p), K] x W_c[O, K]^T.
+  // The transposed form, for windows that read a sparse input -- the input gradient of a strided
+  // convolution reads the cotangent dilated by the strides, where im2col's columns are mostly the
+  // dilation's zeros: per block of images, over the input's S positions s,
+  //   t[(o, k), (b, s)] = W[(o, k), I] x x[I, (b, s)],   out[o, p] = sum over k of t[(o, k), s(k, p)]
+  // where s(k, p) is the input position the window table pairs with kernel offset k and output
+  // position p (none for most pairs).
+  void col2im() const {
+    const int64_t K = g.k_size(), P = g.out_size(), S = g.in_sp.numel(), m = o_per() * K;
+    const std::vector<T> packed = packed_kernel(true);
+    conv::ConvGeometry rowmajor = g;  // the table with the input's positions numbered as t's columns
+    rowmajor.x_sp = strides_of(g.in_sp);
+    const std::vector<int64_t> st = conv::window_offsets(rowmajor), xoff = conv::input_offsets(g);
+    std::vector<std::pair<int64_t, int64_t>> pairs;  // (p, s) per k: [first[k], first[k + 1])
+    std::vector<size_t> first;
+    for (int64_t k = 0; k < K; ++k) {
+      first.push_back(pairs.size());
+      for (int64_t p = 0; p < P; ++p)
+        if (st[size_t(k * P + p)] >= 0) pairs.emplace_back(p, st[size_t(k * P + p)]);
+    }
+    first.push_back(pairs.size());
+    bool x_rows = g.x_c == S;  // each input feature's positions one contiguous row (NC...)
+    for (int64_t s = 0; s < S && x_rows; ++s) x_rows = xoff[size_t(s)] == s;
+    const bool direct = direct_output();
+    for_blocks(images_per_block(g.out_n, S, std::max(g.ci, m), threads), [&](int64_t n0, int64_t nn, int64_t n_in, int64_t c0, int64_t o0) {
+      thread_local Scratch<T> in_buf, t_buf, acc_buf;
+      const int64_t ld = nn * S;
+      const T* xs = x + n_in * g.x_n + c0 * g.x_c;
+      if (nn > 1 || !x_rows) {
+        T* b = in_buf.get(g.ci * ld);
+        for (int64_t i = 0; i < g.ci; ++i)
+          for (int64_t j = 0; j < nn; ++j)
+            for (int64_t s = 0; s < S; ++s) b[i * ld + j * S + s] = xs[j * g.x_n + i * g.x_c + xoff[size_t(s)]];
+        xs = b;
+      }
+      T* t = t_buf.get(m * ld);
+      gemm(packed.data() + o0 * K * g.ci, xs, t, m, ld, g.ci);
+      T* acc = acc_buf.get(o_per() * P);  // one image's [O_g, P] outputs
+      for (int64_t j = 0; j < nn; ++j) {
+        std::fill(acc, acc + o_per() * P, T(0));
+        for (int64_t o = 0; o < o_per(); ++o)
+          for (int64_t k = 0; k < K; ++k) {
+            const T* row = t + (o * K + k) * ld + j * S;
+            for (size_t e = first[size_t(k)]; e < first[size_t(k) + 1]; ++e)
+              acc[o * P + pairs[e].first] += row[pairs[e].second];
+          }
+        store(acc, P, n0 + j, 1, o0, direct);
+      }
+    });
+  }
+
+  // The columns are laid out [(b, p), (c, k)] -- one row per image and output position, along the
+  // window of each feature c of a block -- where a window row of the input is one run (the kernel
+  // gradient's window is a whole image), and the product per block of features is
+  // out[(b, p), o] = cols[(b, p), (c, K)] x W[O, (c, K)]^T, summed over the blocks.
   void im2col_by_feature() const {
     const int64_t K = g.k_size(), P = g.out_size(), B = g.out_n, rows = B * P;
     std::vector<int64_t> by_position(table.size());  // [p * K + k]
@@ -248,55 +364,89 @@ struct ConvRun {
     const RowRuns pruns = row_runs(by_position, P, K);
     const bool pruns_long = long_runs(pruns, by_position);
     const int64_t parts = std::clamp<int64_t>(threads, 1, g.c);
-    std::vector<std::vector<T>> acc(static_cast<size_t>(parts));
+    // Features per product: an inner dimension of about kWideColumns within the column budget.
+    const int64_t cf = std::clamp<int64_t>(std::min(kWideColumns / K, kColumnBudget / std::max<int64_t>(1, rows * K)), 1,
+                                           (g.c + parts - 1) / parts);
+    thread_local std::vector<Scratch<T>> sum_bufs;  // per part, kept by the calling thread
+    if (int64_t(sum_bufs.size()) < parts) sum_bufs.resize(size_t(parts));
+    std::vector<T*> sums;
+    for (int64_t part = 0; part < parts; ++part) sums.push_back(sum_bufs[size_t(part)].get(rows * g.o));
     parallel_chunks(int(parts), parts, [&](int64_t part) {
-      thread_local std::vector<T> cols_buf, w_buf, out_buf;
-      std::vector<T>& sum = acc[size_t(part)];
-      sum.assign(size_t(rows * g.o), T(0));
-      T* cols = scratch(cols_buf, rows * K);
-      T* wc = scratch(w_buf, g.o * K);
-      T* out = scratch(out_buf, rows * g.o);
+      thread_local Scratch<T> cols_buf, w_buf, out_buf;
+      T* sum = sums[size_t(part)];
       const Run* r = pruns.runs.data();
-      for (int64_t c = g.c * part / parts; c < g.c * (part + 1) / parts; ++c) {
+      const int64_t lo = g.c * part / parts, hi = g.c * (part + 1) / parts;
+      for (int64_t c0 = lo; c0 < hi; c0 += cf) {
+        const int64_t nc = std::min(cf, hi - c0), ld = nc * K;
+        T* cols = cols_buf.get(rows * ld);
+        T* wc = w_buf.get(g.o * ld);
         for (int64_t b = 0; b < B; ++b)
           for (int64_t p = 0; p < P; ++p)
-            fill_row(cols + (b * P + p) * K, x + b * g.x_n + c * g.x_c, by_position.data() + p * K, K,
-                     r + pruns.first[size_t(p)], r + pruns.first[size_t(p) + 1], pruns_long);
+            for (int64_t c = 0; c < nc; ++c)
+              fill_row(cols + (b * P + p) * ld + c * K, x + b * g.x_n + (c0 + c) * g.x_c, by_position.data() + p * K, K,
+                       r + pruns.first[size_t(p)], r + pruns.first[size_t(p) + 1], pruns_long);
         for (int64_t o = 0; o < g.o; ++o)
-          for (int64_t k = 0; k < K; ++k) wc[o * K + k] = w[o * g.w_o + c * g.w_i + koff[size_t(k)]];
-        gemm(cols, wc, out, rows, g.o, K, /*trans_rhs=*/true);
-        for (int64_t i = 0; i < rows * g.o; ++i) sum[size_t(i)] += out[i];
+          for (int64_t c = 0; c < nc; ++c)
+            for (int64_t k = 0; k < K; ++k) wc[o * ld + c * K + k] = w[o * g.w_o + (c0 + c) * g.w_i + koff[size_t(k)]];
+        if (c0 == lo) {  // the first product writes the sum itself
+          gemm(cols, wc, sum, rows, g.o, ld, /*trans_rhs=*/true);
+          continue;
+        }
+        T* out = out_buf.get(rows * g.o);
+        gemm(cols, wc, out, rows, g.o, ld, /*trans_rhs=*/true);
+        for (int64_t i = 0; i < rows * g.o; ++i) sum[i] += out[i];
       }
     });
-    for (int64_t part = 1; part < parts; ++part)
-      for (size_t i = 0; i < acc[0].size(); ++i) acc[0][i] += acc[size_t(part)][i];
     for (int64_t b = 0; b < B; ++b)
       for (int64_t p = 0; p < P; ++p)
-        for (int64_t o = 0; o < g.o; ++o) y[b * g.y_n + o * g.y_c + yoff[size_t(p)]] = acc[0][size_t((b * P + p) * g.o + o)];
+        for (int64_t o = 0; o < g.o; ++o) {
+          const int64_t i = (b * P + p) * g.o + o;
+          T v = sums[0][i];
+          for (int64_t part = 1; part < parts; ++part) v += sums[size_t(part)][i];
+          y[b * g.y_n + o * g.y_c + yoff[size_t(p)]] = v;
+        }
   }
-
 };
 
-// The elements of a float view as C (a copy), for the 16-bit floats and mixed precision.
+// to[i] = the elements of a float view as C, for the 16-bit floats and mixed precision.
 template <class C>
-std::vector<C> widened(const View& v) {
-  std::vector<C> r(size_t(v.size()));
+void widen_into(const View& v, C* to) {
   dispatch_dtype(v.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_floating_point_v<compute_t<T>>)
-      for (size_t i = 0; i < r.size(); ++i) r[i] = C(compute_t<T>(v.as<T>()[i]));
+      for (int64_t i = 0; i < v.size(); ++i) to[i] = C(compute_t<T>(v.as<T>()[i]));
   });
-  return r;
 }
 
 // Stores computed values into a float view of another dtype (rounding once).
 template <class C>
-void narrow_into(const std::vector<C>& from, const View& v) {
+void narrow_into(const C* from, const View& v) {
   dispatch_dtype(v.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_floating_point_v<compute_t<T>>)
-      for (size_t i = 0; i < from.size(); ++i) v.as<T>()[i] = T(compute_t<T>(from[i]));
+      for (int64_t i = 0; i < v.size(); ++i) v.as<T>()[i] = T(compute_t<T>(from[i]));
   });
+}
+
+// The GEMM form of a float convolution: by feature when the window has more than twice the output's
+// positions (the kernel gradient; at 4x4 -> 3x3, K = 16 and P = 9, im2col over blocks of images was
+// 15% faster, at 8x8 by feature 1.46x faster: docs/nn.md) and the columns of all images at once stay small, col2im when the input has at
+// most half as many positions as the output (dilated by the strides of the convolution whose input
+// gradient it is), im2col otherwise. For measurement only (docs/nn.md), FLUXION_CONV_FORM=im2col,
+// by_feature or col2im forces a form where it applies (by feature: without groups).
+ConvAlgorithm conv_form(const conv::ConvGeometry& g) {
+  static const std::string forced = [] {
+    const char* v = std::getenv("FLUXION_CONV_FORM");
+    return std::string(v ? v : "");
+  }();
+  const bool ungrouped = g.groups == 1 && g.batch_groups == 1;
+  if (forced == "im2col") return ConvAlgorithm::im2col;
+  if (forced == "col2im") return ConvAlgorithm::col2im;
+  if (forced == "by_feature" && ungrouped) return ConvAlgorithm::im2col_by_feature;
+  if (ungrouped && g.k_size() > 2 * g.out_size() && g.k_size() * g.out_n * g.out_size() <= (int64_t(1) << 22))
+    return ConvAlgorithm::im2col_by_feature;
+  if (2 * g.in_sp.numel() <= g.out_size()) return ConvAlgorithm::col2im;
+  return ConvAlgorithm::im2col;
 }
 
 // Runs a float convolution with a GEMM form, or returns false (integers, empty operands). float16
@@ -310,32 +460,27 @@ bool fast_conv(std::span<const View> in, const View& out, const Params& params, 
   auto run = [&](auto tag) {
     using T = decltype(tag);
     const DType t = dtype_of_v<T>;
-    std::vector<T> xw, ww, yw;
-    if constexpr (std::is_same_v<T, float>) {  // 16-bit operands: the parallel widening of runtime/matmul.h
-      if (d != t) {
-        xw.resize(size_t(in[0].size())), ww.resize(size_t(in[1].size()));
-        widen_to_f32(d, in[0].data, xw.data(), in[0].size(), isa, threads);
-        widen_to_f32(d, in[1].data, ww.data(), in[1].size(), isa, threads);
+    thread_local Scratch<T> x_buf, w_buf, y_buf;  // the copies in T: megabytes, kept by the calling thread
+    const T* xs = d == t ? in[0].as<T>() : x_buf.get(in[0].size());
+    const T* ws = d == t ? in[1].as<T>() : w_buf.get(in[1].size());
+    T* ys = od == t ? out.as<T>() : y_buf.get(out.size());
+    if (d != t) {
+      if constexpr (std::is_same_v<T, float>) {  // 16-bit operands: the parallel widening of runtime/matmul.h
+        widen_to_f32(d, in[0].data, x_buf.data.get(), in[0].size(), isa, threads);
+        widen_to_f32(d, in[1].data, w_buf.data.get(), in[1].size(), isa, threads);
+      } else {
+        widen_into(in[0], x_buf.data.get()), widen_into(in[1], w_buf.data.get());
       }
-    } else if (d != t) {
-      xw = widened<T>(in[0]), ww = widened<T>(in[1]);
     }
-    if (od != t) yw.resize(size_t(out.size()));
-    ConvRun<T> r{d == t ? in[0].as<T>() : xw.data(), d == t ? in[1].as<T>() : ww.data(),
-                 od == t ? out.as<T>() : yw.data(), g, conv::window_offsets(g), conv::kernel_offsets(g),
-                 conv::output_offsets(g), isa, threads};
-    // By feature when the window is larger than the output and the columns of all images at once stay small.
-    if (g.groups == 1 && g.batch_groups == 1 && g.k_size() > g.out_size() &&
-        g.k_size() * g.out_n * g.out_size() <= (int64_t(1) << 22)) {
-      r.im2col_by_feature();
-      g_runs[int(ConvAlgorithm::im2col_by_feature)].fetch_add(1, std::memory_order_relaxed);
-    } else {
-      r.im2col();
-      g_runs[int(ConvAlgorithm::im2col)].fetch_add(1, std::memory_order_relaxed);
-    }
+    ConvRun<T> r{xs, ws, ys, g, conv::window_offsets(g), conv::kernel_offsets(g), conv::output_offsets(g), isa, threads};
+    const ConvAlgorithm form = conv_form(g);
+    if (form == ConvAlgorithm::im2col_by_feature) r.im2col_by_feature();
+    else if (form == ConvAlgorithm::col2im) r.col2im();
+    else r.im2col();
+    g_runs[int(form)].fetch_add(1, std::memory_order_relaxed);
     if (od == t) return;
-    if constexpr (std::is_same_v<T, float>) narrow_from_f32(yw.data(), od, out.data, out.size(), isa, threads);
-    else narrow_into(yw, out);
+    if constexpr (std::is_same_v<T, float>) narrow_from_f32(ys, od, out.data, out.size(), isa, threads);
+    else narrow_into(ys, out);
   };
   if (d == DType::float64 || od == DType::float64) run(double{});
   else run(float{});

@@ -27,11 +27,15 @@ void encode_window_params(Prim p, const Params& params, std::vector<int64_t>& ou
 /// Reads them back from `*cursor`, advancing it.
 Params decode_window_params(Prim p, const int64_t*& cursor);
 
-/// The algorithms a convolution can take: the reference kernel (integers, empty operands), im2col (per image and feature group, one GEMM of the packed kernel with the
-/// image's window columns), or im2col by feature (per input feature, one GEMM of that feature's
-/// kernel slice with its columns over all images, summed: for windows larger than the output, as
-/// the kernel gradient's are).
-enum class ConvAlgorithm { reference, im2col, im2col_by_feature };
+/// The algorithms a convolution can take: the reference kernel (integers, empty operands), im2col
+/// (per block of images and feature group, one GEMM of the packed kernel with the images' window
+/// columns side by side), im2col by feature (per block of input features, one GEMM of those
+/// features' kernel slices with their columns over all images, summed: for windows larger than the
+/// output, as the kernel gradient's are), or col2im (per block of images, one GEMM of the kernel
+/// with the input, its products then summed into the outputs the window table pairs them with: for
+/// inputs dilated so that most window elements are holes, as a strided convolution's input
+/// gradient's are).
+enum class ConvAlgorithm { reference, im2col, im2col_by_feature, col2im };
 /// How many convolutions took `a` in this process (tests check which path compiled code took).
 uint64_t conv_runs(ConvAlgorithm a);
 

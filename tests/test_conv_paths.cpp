@@ -1,0 +1,99 @@
+// The jit's convolution forms of runtime/conv.cpp against the reference kernel (eager), on shapes
+// chosen to take each form's less common branches: im2col with several images per product (small
+// outputs, a batch that the blocks do not divide), col2im (the input gradient of strided
+// convolutions, 1x1 and 3x3, with groups and in NHWC), and by-feature products over several
+// blocks of features (the kernel gradient at 8x8 outputs), in float32 and float64.
+#include <doctest/doctest.h>
+
+#include <fluxion.h>
+
+#include <cmath>
+#include <string>
+
+#include "runtime/conv.h"
+#include "tests/test_helpers.h"
+
+namespace {
+namespace fx = fluxion;
+namespace rt = fluxion::runtime;
+using rt::ConvAlgorithm;
+
+fx::Array wave(const fx::Shape& s, double phase, fx::DType d) {
+  std::vector<double> v(size_t(s.numel()));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(0.37 * double(i) + phase) + 0.1 * std::cos(1.3 * double(i));
+  return fx::astype(fx::array(v, s), d);
+}
+
+// max |a - b| relative to the largest |b|.
+double rel_diff(const fx::Array& a, const fx::Array& b) {
+  double scale = 1e-30;
+  for (double v : fx::astype(b, fx::float64).to_vector<double>()) scale = std::max(scale, std::abs(v));
+  return test_helpers::max_abs_diff(a, b) / scale;
+}
+
+struct Case {
+  const char* label;
+  fx::Shape x, w;
+  int64_t stride, pad;
+  const char* lhs;
+  const char* rhs;
+  int64_t groups;
+  fx::DType dtype;
+  ConvAlgorithm forward, input_grad, kernel_grad;  // the form each convolution must take
+};
+
+// Forward, input gradient and kernel gradient of `c` jitted, each against the reference kernel and
+// each through the form the case names.
+void check(const Case& c) {
+  CAPTURE(c.label);
+  const fx::Array x = wave(c.x, 0.3, c.dtype), w = wave(c.w, 1.1, c.dtype);
+  const auto dn = fx::conv_dimension_numbers(c.lhs, c.rhs, c.lhs);
+  auto f = [&](const fx::Array& a, const fx::Array& b) {
+    return fx::conv_general_dilated(a, b, {c.stride, c.stride}, {{c.pad, c.pad}, {c.pad, c.pad}}, {}, {}, dn, c.groups);
+  };
+  auto loss = [&](const fx::Array& a, const fx::Array& b) { return fx::sum(fx::sin(f(a, b))); };
+  const double tol = c.dtype == fx::float64 ? 1e-12 : 1e-5;
+  auto runs = [&](ConvAlgorithm a) { return rt::conv_runs(a); };
+  uint64_t before = runs(c.forward);
+  CHECK(rel_diff(fx::jit(f)(x, w), f(x, w)) < tol);
+  CHECK(runs(c.forward) > before);
+  before = runs(c.input_grad);
+  CHECK(rel_diff(fx::jit(fx::grad<0>(loss))(x, w), fx::grad<0>(loss)(x, w)) < tol);
+  CHECK(runs(c.input_grad) > before);
+  before = runs(c.kernel_grad);
+  CHECK(rel_diff(fx::jit(fx::grad<1>(loss))(x, w), fx::grad<1>(loss)(x, w)) < tol);
+  CHECK(runs(c.kernel_grad) > before);
+}
+
+constexpr ConvAlgorithm kIm2col = ConvAlgorithm::im2col, kCol2im = ConvAlgorithm::col2im,
+                        kByFeature = ConvAlgorithm::im2col_by_feature;
+
+}  // namespace
+
+TEST_CASE("conv paths: im2col over blocks of images at small outputs") {
+  // 4x4 outputs, 5 images: blocks of several images, the last one shorter.
+  check({"NCHW 4x4", {5, 16, 4, 4}, {24, 16, 3, 3}, 1, 1, "NCHW", "OIHW", 1, fx::float32, kIm2col, kIm2col, kIm2col});
+  check({"NHWC 4x4 groups 2", {7, 4, 4, 8}, {3, 3, 4, 6}, 1, 1, "NHWC", "HWIO", 2, fx::float32, kIm2col, kIm2col,
+         kIm2col});
+  check({"NCHW 3x3 float64", {9, 6, 3, 3}, {5, 6, 3, 3}, 1, 1, "NCHW", "OIHW", 1, fx::float64, kIm2col, kIm2col,
+         kIm2col});
+}
+
+TEST_CASE("conv paths: col2im for the input gradient of strided convolutions") {
+  check({"NCHW 3x3 stride 2", {3, 8, 12, 12}, {12, 8, 3, 3}, 2, 1, "NCHW", "OIHW", 1, fx::float32, kIm2col, kCol2im,
+         kByFeature});
+  check({"NCHW 1x1 stride 2", {5, 8, 8, 8}, {16, 8, 1, 1}, 2, 0, "NCHW", "OIHW", 1, fx::float32, kIm2col, kCol2im,
+         kByFeature});
+  check({"NHWC 3x3 stride 2 groups 2", {3, 9, 7, 6}, {3, 3, 3, 8}, 2, 1, "NHWC", "HWIO", 2, fx::float32, kIm2col,
+         kCol2im, kIm2col});
+  check({"NCHW 3x3 stride 3 float64", {2, 4, 10, 10}, {6, 4, 3, 3}, 3, 1, "NCHW", "OIHW", 1, fx::float64, kIm2col,
+         kCol2im, kIm2col});
+}
+
+TEST_CASE("conv paths: the kernel gradient by blocks of features") {
+  // The kernel gradient's features are the 21 images: with 64 window positions a block holds 8 of
+  // them, so each thread's share takes several products, summed.
+  check({"NCHW 8x8", {21, 4, 8, 8}, {6, 4, 3, 3}, 1, 1, "NCHW", "OIHW", 1, fx::float32, kIm2col, kIm2col,
+         kByFeature});
+  check({"NHWC 8x8", {19, 8, 8, 3}, {3, 3, 3, 5}, 1, 1, "NHWC", "HWIO", 1, fx::float32, kIm2col, kIm2col, kByFeature});
+}
