@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
+#include "runtime/gemm_bf16.h"
 #include "runtime/matmul_block.h"
 #include "runtime/openmp.h"
 
@@ -29,6 +31,7 @@ constexpr BuildFn kBuilds[] = {nullptr, &matmul_eigen_level1};
 constexpr int kTopLevel = int(sizeof kBuilds / sizeof kBuilds[0]) - 1;
 
 std::atomic<uint64_t> g_blocks[kTopLevel + 1];
+std::atomic<uint64_t> g_bf16_blocks;
 
 int level_for(int isa_level) { return std::clamp(isa_level, 1, host_isa_level()); }
 
@@ -143,53 +146,28 @@ uint64_t matmul_blocks_computed(int level) {
 
 namespace {
 
-// A product of 16-bit operands: both widened to float32 once (in parallel; the widening reads and
-// writes O(m k + k n) elements against the product's O(m n k) multiply-adds), the float32 product,
-// then the output rounded once when it is 16-bit too.
-void matmul_widened(const Matmul& mm, int isa_level, int threads) {
-  thread_local std::vector<float> lhs_buf, rhs_buf, out_buf;
-  const int64_t nl = mm.batch * mm.m * mm.k, nr = mm.batch * mm.k * mm.n, no = mm.batch * mm.m * mm.n;
-  Matmul f = mm;
-  f.operands = DType::float32;
-  f.narrow_out = false;
-  f.lhs = scratch(lhs_buf, nl);
-  f.rhs = scratch(rhs_buf, nr);
-  f.out = mm.narrow_out ? scratch(out_buf, no) : mm.out;
-  widen_to_f32(mm.operands, mm.lhs, lhs_buf.data(), nl, isa_level, threads);
-  widen_to_f32(mm.operands, mm.rhs, rhs_buf.data(), nr, isa_level, threads);
-  matmul(f, isa_level, threads);
-  if (mm.narrow_out) narrow_from_f32(out_buf.data(), mm.operands, mm.out, no, isa_level, threads);
-}
-
-}  // namespace
-
-void matmul(const Matmul& mm, int isa_level, int threads) {
-  if (!mm.is_double && mm.operands != DType::float32) {
-    matmul_widened(mm, isa_level, threads);
-    return;
-  }
-  const int level = level_for(isa_level);
-  const BuildFn build = kBuilds[level];
-  const int64_t size = mm.is_double ? 8 : 4;
+// Cuts `mm` into blocks for up to `threads` threads and hands each to block(MatmulBlock): whole
+// batch entries per thread where the batch has enough, else slabs of output rows or columns.
+// Operand elements are `size` bytes, output elements `out_size`.
+template <class Block>
+void in_blocks(const Matmul& mm, int64_t size, int64_t out_size, int threads, Block block) {
   const int64_t lhs_stride = mm.trans_lhs ? mm.m : mm.k, rhs_stride = mm.trans_rhs ? mm.k : mm.n;
-  auto at = [size](const void* p, int64_t elements) { return static_cast<const char*>(p) + elements * size; };
+  auto at = [](const void* p, int64_t bytes) { return static_cast<const char*>(p) + bytes; };
 
   // Rows [r0, r1) and columns [c0, c1) of batch entry b. A row slab of op(lhs) starts r0 rows (or,
   // transposed, r0 columns) in; a column slab of op(rhs) c0 columns (or rows) in.
   auto compute = [&](int64_t b, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-    MatmulBlock blk{r1 - r0,
-                    c1 - c0,
-                    mm.k,
-                    at(mm.lhs, b * mm.m * mm.k + r0 * (mm.trans_lhs ? 1 : lhs_stride)),
-                    lhs_stride,
-                    mm.trans_lhs,
-                    at(mm.rhs, b * mm.k * mm.n + c0 * (mm.trans_rhs ? rhs_stride : 1)),
-                    rhs_stride,
-                    mm.trans_rhs,
-                    const_cast<char*>(at(mm.out, b * mm.m * mm.n + r0 * mm.n + c0)),
-                    mm.n};
-    build(mm.is_double, blk);
-    g_blocks[level].fetch_add(1, std::memory_order_relaxed);
+    block(MatmulBlock{r1 - r0,
+                      c1 - c0,
+                      mm.k,
+                      at(mm.lhs, size * (b * mm.m * mm.k + r0 * (mm.trans_lhs ? 1 : lhs_stride))),
+                      lhs_stride,
+                      mm.trans_lhs,
+                      at(mm.rhs, size * (b * mm.k * mm.n + c0 * (mm.trans_rhs ? rhs_stride : 1))),
+                      rhs_stride,
+                      mm.trans_rhs,
+                      const_cast<char*>(at(mm.out, out_size * (b * mm.m * mm.n + r0 * mm.n + c0))),
+                      mm.n});
   };
 
   const int64_t macs = mm.batch * mm.m * mm.n * mm.k;
@@ -212,6 +190,77 @@ void matmul(const Matmul& mm, int isa_level, int threads) {
     const int64_t b = i / slabs, s = i % slabs;
     if (rows) compute(b, edge(s), edge(s + 1), 0, mm.n);
     else compute(b, 0, mm.m, edge(s), edge(s + 1));
+  });
+}
+
+// The float32 output of a 16-bit product: the caller's, or scratch to be rounded once at the end.
+float* f32_out(const Matmul& mm, std::vector<float>& buf) {
+  return mm.narrow_out ? scratch(buf, mm.batch * mm.m * mm.n) : static_cast<float*>(mm.out);
+}
+
+// A bfloat16 product on AVX512-BF16 (runtime/gemm_bf16.h): the operands packed straight from
+// bfloat16, float32 accumulators, the output rounded once when it is bfloat16.
+void matmul_bf16_native(const Matmul& mm, int isa_level, int threads) {
+  thread_local std::vector<float> out_buf;
+  Matmul f = mm;
+  f.out = f32_out(mm, out_buf);
+  in_blocks(f, 2, 4, threads, [](const MatmulBlock& b) {
+    // 64-byte aligned scratch of the thread computing the block (the kernels' OpenMP workers).
+    thread_local std::vector<uint32_t> pack_a(kBf16PackA + 16), pack_b(kBf16PackB + 16);
+    auto aligned = [](std::vector<uint32_t>& v) {
+      return reinterpret_cast<uint32_t*>((reinterpret_cast<uintptr_t>(v.data()) + 63) & ~uintptr_t(63));
+    };
+    gemm_bf16_block(b, aligned(pack_a), aligned(pack_b));
+    g_bf16_blocks.fetch_add(1, std::memory_order_relaxed);
+  });
+  if (mm.narrow_out) narrow_from_f32(out_buf.data(), mm.operands, mm.out, mm.batch * mm.m * mm.n, isa_level, threads);
+}
+
+}  // namespace
+
+// A product of 16-bit operands: both widened to float32 once (in parallel; the widening reads and
+// writes O(m k + k n) elements against the product's O(m n k) multiply-adds), the float32 product,
+// then the output rounded once when it is 16-bit too.
+void matmul_widened(const Matmul& mm, int isa_level, int threads) {
+  thread_local std::vector<float> lhs_buf, rhs_buf, out_buf;
+  const int64_t nl = mm.batch * mm.m * mm.k, nr = mm.batch * mm.k * mm.n, no = mm.batch * mm.m * mm.n;
+  Matmul f = mm;
+  f.operands = DType::float32;
+  f.narrow_out = false;
+  f.lhs = scratch(lhs_buf, nl);
+  f.rhs = scratch(rhs_buf, nr);
+  f.out = f32_out(mm, out_buf);
+  widen_to_f32(mm.operands, mm.lhs, lhs_buf.data(), nl, isa_level, threads);
+  widen_to_f32(mm.operands, mm.rhs, rhs_buf.data(), nr, isa_level, threads);
+  matmul(f, isa_level, threads);
+  if (mm.narrow_out) narrow_from_f32(out_buf.data(), mm.operands, mm.out, no, isa_level, threads);
+}
+
+bool native_bf16_for(int isa_level) {
+  static const bool enabled = [] {
+    const char* e = std::getenv("FLUXION_BF16_GEMM");
+    return !(e && std::string(e) == "widen");
+  }();
+  return enabled && isa_level >= 4 && kernel_has_avx512bf16();
+}
+
+uint64_t matmul_bf16_blocks_computed() { return g_bf16_blocks.load(std::memory_order_relaxed); }
+
+void matmul(const Matmul& mm, int isa_level, int threads) {
+  if (!mm.is_double && mm.operands == DType::bfloat16 && native_bf16_for(isa_level)) {
+    matmul_bf16_native(mm, isa_level, threads);
+    return;
+  }
+  if (!mm.is_double && mm.operands != DType::float32) {
+    matmul_widened(mm, isa_level, threads);
+    return;
+  }
+  const int level = level_for(isa_level);
+  const BuildFn build = kBuilds[level];
+  const int64_t size = mm.is_double ? 8 : 4;
+  in_blocks(mm, size, size, threads, [&](const MatmulBlock& b) {
+    build(mm.is_double, b);
+    g_blocks[level].fetch_add(1, std::memory_order_relaxed);
   });
 }
 
