@@ -16,10 +16,12 @@ namespace fluxion::runtime {
 /// Register tile of the micro-kernel: kBf16Rows output rows by kBf16Cols columns (two registers of
 /// 16 float32 lanes per row: 24 accumulators of the 32 registers).
 constexpr int64_t kBf16Rows = 12, kBf16Cols = 32;
-/// Cache blocks: kBf16Depth of k (a packed panel of B, kBf16Depth x kBf16Cols bfloat16, is 24 KiB
-/// and stays in the 32 KiB L1), kBf16RowBlock rows of A packed at a time (72 KiB, in L2) and
-/// kBf16ColBlock columns of B (384 KiB, in L2 next to it).
-constexpr int64_t kBf16Depth = 384, kBf16RowBlock = 8 * kBf16Rows, kBf16ColBlock = 512;
+/// Cache blocks: kBf16Depth of k (a packed panel of B, kBf16Depth x kBf16Cols bfloat16, is 32 KiB,
+/// the L1 of a Zen 4 or Sapphire Rapids core), kBf16RowBlock rows of A packed at a time (96 KiB)
+/// and kBf16ColBlock columns of B (512 KiB), both in a 1 MiB L2. A deeper block means fewer passes
+/// over the float32 output (read and written once per block of k), which is what slows the largest
+/// products: 384 measured a few percent slower, 256 10% slower (docs/jit.md).
+constexpr int64_t kBf16Depth = 512, kBf16RowBlock = 8 * kBf16Rows, kBf16ColBlock = 512;
 /// Sizes, in 32-bit words (one bfloat16 pair each), of the two packing buffers a block needs.
 constexpr int64_t kBf16PackA = kBf16RowBlock * kBf16Depth / 2, kBf16PackB = kBf16ColBlock * kBf16Depth / 2;
 

@@ -62,13 +62,17 @@ TEST_CASE("gemm bf16: the AVX512-BF16 kernel matches the widened float32 product
     int64_t batch, m, k, n;
   };
   // A 1 x 1 product, one exact register tile, tails of every kind with odd k, k across the depth
-  // block (384) and odd, rows across the row block (96) and columns across the column block (512),
+  // block (512) and odd, rows across the row block (96) and columns across the column block (512),
   // k = 0, a batch of 3, and two above the threading threshold (2^20 multiply-adds).
   const Case cases[] = {{1, 1, 1, 1},     {1, 12, 32, 32},    {1, 13, 33, 35},   {1, 5, 7, 3},
-                        {1, 100, 385, 70}, {1, 101, 769, 545}, {1, 3, 0, 4},      {3, 30, 41, 50},
+                        {1, 100, 513, 70}, {1, 101, 1025, 545}, {1, 3, 0, 4},      {3, 30, 41, 50},
                         {1, 128, 200, 64}, {2, 64, 130, 96}};
   for (const Case& c : cases)
-    for (int orient = 0; orient < 4; ++orient)
+    for (int orient = 0; orient < 4; ++orient) {
+      const std::vector<fx::bfloat16_t> a = bf16_wave(c.batch * c.m * c.k, 1), b = bf16_wave(c.batch * c.k * c.n, 2);
+      const int64_t no = c.batch * c.m * c.n;
+      rt::Matmul mm{false, c.batch, c.m, c.n, c.k, bool(orient & 1), bool(orient & 2), a.data(), b.data(), nullptr, fx::bfloat16};
+      const std::vector<double> scale = abs_product(a, b, mm);
       for (int threads : {1, 2})
         for (bool narrow : {false, true}) {
           CAPTURE(c.batch);
@@ -78,12 +82,10 @@ TEST_CASE("gemm bf16: the AVX512-BF16 kernel matches the widened float32 product
           CAPTURE(orient);
           CAPTURE(threads);
           CAPTURE(narrow);
-          const std::vector<fx::bfloat16_t> a = bf16_wave(c.batch * c.m * c.k, 1), b = bf16_wave(c.batch * c.k * c.n, 2);
-          const int64_t no = c.batch * c.m * c.n;
           std::vector<float> got(size_t(no), -7.f), want(size_t(no), -7.f);
           std::vector<fx::bfloat16_t> got16(size_t(no), fx::bfloat16_t(-7.f)), want16(size_t(no), fx::bfloat16_t(-7.f));
-          rt::Matmul mm{false, c.batch, c.m, c.n, c.k, bool(orient & 1), bool(orient & 2), a.data(), b.data(),
-                        narrow ? static_cast<void*>(got16.data()) : got.data(), fx::bfloat16, narrow};
+          mm.narrow_out = narrow;
+          mm.out = narrow ? static_cast<void*>(got16.data()) : got.data();
           const uint64_t blocks = rt::matmul_bf16_blocks_computed();
           rt::matmul(mm, 4, threads);
           CHECK(rt::matmul_bf16_blocks_computed() > blocks);
@@ -91,7 +93,6 @@ TEST_CASE("gemm bf16: the AVX512-BF16 kernel matches the widened float32 product
           rt::matmul_widened(mm, 4, threads);
           if (narrow)
             for (int64_t i = 0; i < no; ++i) got[size_t(i)] = float(got16[size_t(i)]), want[size_t(i)] = float(want16[size_t(i)]);
-          const std::vector<double> scale = abs_product(a, b, mm);
           size_t bad = 0;
           double worst = 0;  // largest difference as a fraction of its bound
           for (size_t i = 0; i < size_t(no); ++i) {
@@ -104,6 +105,7 @@ TEST_CASE("gemm bf16: the AVX512-BF16 kernel matches the widened float32 product
           CAPTURE(worst);
           CHECK(bad == 0);
         }
+    }
 }
 
 // A compiled bfloat16 product runs the native kernel exactly where the compile target allows it:
