@@ -30,20 +30,30 @@ int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 // The first n (0-16) lanes.
 FLUXION_BF16_TARGET __mmask16 lanes(int64_t n) { return __mmask16(n >= 16 ? 0xffffu : (1u << (n < 0 ? 0 : n)) - 1u); }
 
-// Packs `width` columns (of W, the rest zero) of k-major bfloat16 data -- element (p, j) at
+// vpermt2w indices that interleave two registers of 32 bfloat16 values a and b: word e of the
+// result is a[e / 2] for even e, b[e / 2] for odd e, over e < 32 (lo) and 32 <= e < 64 (hi).
+struct Interleave {
+  alignas(64) uint16_t index[64];
+  constexpr Interleave() : index() {
+    for (int e = 0; e < 64; ++e) index[e] = uint16_t(e / 2 + (e % 2 ? 32 : 0));
+  }
+};
+constexpr Interleave kInterleave;
+
+// Packs `width` columns (of W <= 32, the rest zero) of k-major bfloat16 data -- element (p, j) at
 // src[p * ld + j], p < depth -- into dst[q * W + j] = (element (2q, j), element (2q + 1, j)): two
-// rows widened to 32-bit lanes, the second shifted into the high half.
+// rows of 32 columns in two registers, interleaved by one vpermt2w per 16 pairs.
 FLUXION_BF16_TARGET void pack_k_major(const uint16_t* src, int64_t ld, int64_t depth, int64_t width, int64_t W,
                                       uint32_t* dst) {
+  const __m512i lo = _mm512_load_si512(kInterleave.index), hi = _mm512_load_si512(kInterleave.index + 32);
+  const __mmask32 valid = width >= 32 ? ~__mmask32(0) : (__mmask32(1) << width) - 1;
+  const __mmask16 store_lo = lanes(W), store_hi = lanes(W - 16);
   for (int64_t q = 0; 2 * q < depth; ++q, dst += W) {
     const uint16_t* r0 = src + 2 * q * ld;
-    const bool second = 2 * q + 1 < depth;
-    for (int64_t j = 0; j < W; j += 16) {
-      const __mmask16 valid = lanes(width - j);
-      __m512i v = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(valid, r0 + j));
-      if (second) v = _mm512_or_si512(v, _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(valid, r0 + ld + j)), 16));
-      _mm512_mask_storeu_epi32(dst + j, lanes(W - j), v);
-    }
+    const __m512i a = _mm512_maskz_loadu_epi16(valid, r0);
+    const __m512i b = 2 * q + 1 < depth ? _mm512_maskz_loadu_epi16(valid, r0 + ld) : _mm512_setzero_si512();
+    _mm512_mask_storeu_epi32(dst, store_lo, _mm512_permutex2var_epi16(a, lo, b));
+    if (W > 16) _mm512_mask_storeu_epi32(dst + 16, store_hi, _mm512_permutex2var_epi16(a, hi, b));
   }
 }
 

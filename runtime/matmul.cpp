@@ -38,8 +38,19 @@ int level_for(int isa_level) { return std::clamp(isa_level, 1, host_isa_level())
 // Products below this many multiply-adds stay on the calling thread: waking the pool costs more
 // than half of them (measured in docs/jit.md: 256 x 512 x 10, the MLP's output layer, gains).
 constexpr int64_t kThreadedMacs = int64_t(1) << 20;
-// Slab boundaries fall on multiples of this many rows or columns (whole vectors and register tiles).
-constexpr int64_t kSlabAlign = 16;
+// How a product is cut into slabs for threads: boundaries on multiples of `align` rows or columns
+// (whole vectors and register tiles), and row slabs only with at least `rows` rows per thread (or
+// at least as many rows as columns).
+struct SlabRule {
+  int64_t align, rows;
+};
+// Eigen's float32/float64 product: slabs of 16; rows from 16 per thread.
+constexpr SlabRule kEigenSlabs{16, 16};
+// The bfloat16 kernel: a thread of a row slab packs all of B, and packing runs at the speed of
+// memory (a fifth of 64 x 576 x 8192, a convolution's im2col product, on one thread), so a wide
+// product of few rows runs in column slabs, each thread packing half of B; row slabs from two row
+// blocks per thread.
+constexpr SlabRule kBf16Slabs{kBf16Cols, 2 * kBf16RowBlock};
 
 // Conversions run in chunks of this many elements, one chunk per task: enough to amortise a task,
 // small enough to split a 512 x 512 operand between two threads.
@@ -150,7 +161,7 @@ namespace {
 // batch entries per thread where the batch has enough, else slabs of output rows or columns.
 // Operand elements are `size` bytes, output elements `out_size`.
 template <class Block>
-void in_blocks(const Matmul& mm, int64_t size, int64_t out_size, int threads, Block block) {
+void in_blocks(const Matmul& mm, int64_t size, int64_t out_size, int threads, SlabRule rule, Block block) {
   const int64_t lhs_stride = mm.trans_lhs ? mm.m : mm.k, rhs_stride = mm.trans_rhs ? mm.k : mm.n;
   auto at = [](const void* p, int64_t bytes) { return static_cast<const char*>(p) + bytes; };
 
@@ -182,10 +193,10 @@ void in_blocks(const Matmul& mm, int64_t size, int64_t out_size, int threads, Bl
   // of rhs, which costs little next to its share of the product), or of columns where the rows
   // are too few. Column slabs share a cache line per output row between threads, which made the
   // MLP's 256 x 10 x 512 product (k = 10: output writes dominate) 3x slower than one thread.
-  const bool rows = mm.m >= kSlabAlign * parts || mm.m >= mm.n;
+  const bool rows = mm.m >= rule.rows * parts || mm.m >= mm.n;
   const int64_t extent = rows ? mm.m : mm.n;
-  const int64_t slabs = std::clamp<int64_t>(extent / kSlabAlign, 1, parts);
-  auto edge = [&](int64_t s) { return s == slabs ? extent : (extent * s / slabs) / kSlabAlign * kSlabAlign; };
+  const int64_t slabs = std::clamp<int64_t>(extent / rule.align, 1, parts);
+  auto edge = [&](int64_t s) { return s == slabs ? extent : (extent * s / slabs) / rule.align * rule.align; };
   parallel_chunks(threads, mm.batch * slabs, [&](int64_t i) {
     const int64_t b = i / slabs, s = i % slabs;
     if (rows) compute(b, edge(s), edge(s + 1), 0, mm.n);
@@ -204,7 +215,7 @@ void matmul_bf16_native(const Matmul& mm, int isa_level, int threads) {
   thread_local std::vector<float> out_buf;
   Matmul f = mm;
   f.out = f32_out(mm, out_buf);
-  in_blocks(f, 2, 4, threads, [](const MatmulBlock& b) {
+  in_blocks(f, 2, 4, threads, kBf16Slabs, [](const MatmulBlock& b) {
     // 64-byte aligned scratch of the thread computing the block (the kernels' OpenMP workers).
     thread_local std::vector<uint32_t> pack_a(kBf16PackA + 16), pack_b(kBf16PackB + 16);
     auto aligned = [](std::vector<uint32_t>& v) {
@@ -258,7 +269,7 @@ void matmul(const Matmul& mm, int isa_level, int threads) {
   const int level = level_for(isa_level);
   const BuildFn build = kBuilds[level];
   const int64_t size = mm.is_double ? 8 : 4;
-  in_blocks(mm, size, size, threads, [&](const MatmulBlock& b) {
+  in_blocks(mm, size, size, threads, kEigenSlabs, [&](const MatmulBlock& b) {
     build(mm.is_double, b);
     g_blocks[level].fetch_add(1, std::memory_order_relaxed);
   });
