@@ -1,4 +1,5 @@
-// runtime::matmul: picks the Eigen build for the call's level and cuts the product into blocks for
+// runtime::matmul: picks the Eigen build for the call's level (or, for bfloat16 operands, the
+// AVX512-BF16 kernel of runtime/gemm_bf16.h where allowed) and cuts the product into blocks for
 // the threads.
 #include "runtime/matmul.h"
 

@@ -4,9 +4,10 @@
 // Eigen's product is built once per x86-64 level (runtime/matmul_eigen.cpp: SSE2 baseline, SSE4.2,
 // AVX2+FMA, AVX-512); a call names the level its kernel was compiled for (lowering/target.h's
 // isa_level, so FLUXION_CPU=x86-64-v3 runs the AVX2 build on an AVX-512 machine) and never gets a
-// level above the host's. A large product is cut into row or column slabs (or whole batch entries)
-// that the kernels' own OpenMP threads compute (runtime/openmp.h). docs/jit.md has the measurements
-// behind these choices.
+// level above the host's. bfloat16 operands run a kernel of their own on CPUs with AVX512-BF16
+// (runtime/gemm_bf16.h; native_bf16_for below says when). A large product is cut into row or
+// column slabs (or whole batch entries) that the kernels' own OpenMP threads compute
+// (runtime/openmp.h). docs/jit.md has the measurements behind these choices.
 #pragma once
 #include <cstdint>
 #include <string>
