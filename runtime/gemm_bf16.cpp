@@ -72,6 +72,17 @@ void pack_k_contiguous(const uint16_t* src, int64_t ld, int64_t depth, int64_t w
   }
 }
 
+// Packs `extent` columns (of B; rows of A) in panels of W, each (depth + 1) / 2 * W words: element
+// (p, j) at src[j * ld + p] when `k_contiguous`, else at src[p * ld + j].
+void pack_panels(const uint16_t* src, int64_t ld, bool k_contiguous, int64_t depth, int64_t extent, int64_t W, uint32_t* dst) {
+  const int64_t pairs = (depth + 1) / 2;
+  for (int64_t j = 0; j < extent; j += W) {
+    const int64_t width = min64(W, extent - j);
+    if (k_contiguous) pack_k_contiguous(src + j * ld, ld, depth, width, W, dst + j * pairs);
+    else pack_k_major(src + j, ld, depth, width, W, dst + j * pairs);
+  }
+}
+
 // out[rows x cols] (= or +=, `add`) the kBf16Rows x kBf16Cols tile of a packed A panel and a
 // packed B panel over `pairs` pairs of k: 24 float32 accumulators, each pair of k one broadcast of
 // A's word per row and two vdpbf16ps.
@@ -123,19 +134,13 @@ void gemm_bf16_block(const MatmulBlock& b, uint32_t* pack_a, uint32_t* pack_b) {
     for (int64_t jc = 0; jc < b.n; jc += kBf16ColBlock) {
       const int64_t nc = min64(kBf16ColBlock, b.n - jc);
       // Element (p, j) of op(rhs) is rhs[p * ld + j], or rhs[j * ld + p] when transposed.
-      for (int64_t jr = 0; jr < nc; jr += kBf16Cols) {
-        const int64_t width = min64(kBf16Cols, nc - jr), j = jc + jr;
-        if (b.trans_rhs) pack_k_contiguous(rhs + j * b.rhs_stride + pc, b.rhs_stride, depth, width, kBf16Cols, pack_b + jr * pairs);
-        else pack_k_major(rhs + pc * b.rhs_stride + j, b.rhs_stride, depth, width, kBf16Cols, pack_b + jr * pairs);
-      }
+      const uint16_t* rhs_block = b.trans_rhs ? rhs + jc * b.rhs_stride + pc : rhs + pc * b.rhs_stride + jc;
+      pack_panels(rhs_block, b.rhs_stride, b.trans_rhs, depth, nc, kBf16Cols, pack_b);
       for (int64_t ic = 0; ic < b.m; ic += kBf16RowBlock) {
         const int64_t mc = min64(kBf16RowBlock, b.m - ic);
         // Element (i, p) of op(lhs) is lhs[i * ld + p], or lhs[p * ld + i] when transposed.
-        for (int64_t ir = 0; ir < mc; ir += kBf16Rows) {
-          const int64_t width = min64(kBf16Rows, mc - ir), i = ic + ir;
-          if (b.trans_lhs) pack_k_major(lhs + pc * b.lhs_stride + i, b.lhs_stride, depth, width, kBf16Rows, pack_a + ir * pairs);
-          else pack_k_contiguous(lhs + i * b.lhs_stride + pc, b.lhs_stride, depth, width, kBf16Rows, pack_a + ir * pairs);
-        }
+        const uint16_t* lhs_block = b.trans_lhs ? lhs + pc * b.lhs_stride + ic : lhs + ic * b.lhs_stride + pc;
+        pack_panels(lhs_block, b.lhs_stride, !b.trans_lhs, depth, mc, kBf16Rows, pack_a);
         // Rows innermost: the packed panel of B stays in L1 while the panels of A stream from L2.
         for (int64_t jr = 0; jr < nc; jr += kBf16Cols)
           for (int64_t ir = 0; ir < mc; ir += kBf16Rows)
