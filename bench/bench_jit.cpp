@@ -1,7 +1,7 @@
 // Benchmarks of fx::jit with their baselines measured in the same run (best of N wall-clock runs;
 // this file is compiled with -O3 -march=native -ffast-math, so the hand loops are the fast-math
 // baselines the targets name). Run: build/bench/fluxion_bench_jit [repeats [section...]], sections
-// matmul softmax mlp fused rowsum softplus cumsum call compile (all when none is named).
+// matmul bf16 softmax mlp fused rowsum softplus cumsum call compile (all when none is named).
 #include <fluxion.h>
 
 #include <algorithm>
@@ -153,6 +153,42 @@ void bench_matmul(int threads) {
     if (s.generated)
       std::printf("  %-24s generated code: 1 thread %.3f ms, %d threads %.3f ms\n", "", time_jit("generated", 1), threads,
                   time_jit("generated", threads));
+  }
+  std::printf("\n");
+}
+
+// bfloat16 products: runtime::matmul on bfloat16 operands (the AVX512-BF16 kernel where the CPU
+// and the compile target have it), against the widening path on the same operands and the float32
+// product of the same shape, all at the compile target's level, 1 and T threads. Shapes: the
+// squares, a ResNet-18 3x3 convolution's im2col product in each of its forms (256 channels at
+// 8x8 over a batch of 16: 256 x 2304 x 1024 forward; 64 channels at 32x32 over a batch of 8:
+// 64 x 576 x 8192), and the MLP's first layer.
+void bench_matmul_bf16(int threads) {
+  struct Shape {
+    const char* what;
+    int64_t m, k, n;
+  };
+  const Shape shapes[] = {{"512^3", 512, 512, 512},          {"1024^3", 1024, 1024, 1024},
+                          {"conv 256x2304x1024", 256, 2304, 1024}, {"conv 64x576x8192", 64, 576, 8192},
+                          {"mlp 256x784x512", 256, 784, 512}};
+  const int level = fx::lowering::cpu_target().isa_level;
+  std::printf("bf16 matmul, ms (bf16: runtime::matmul, %s; widened: the float32 path on widened copies; f32: "
+              "float32 operands; T = %d threads)\n",
+              fx::runtime::native_bf16_for(level) ? "AVX512-BF16 kernel" : "widened (no AVX512-BF16 for this target)",
+              threads);
+  std::printf("  %-20s %8s %8s %8s %8s %8s %8s %9s %9s %7s\n", "shape", "bf16 1t", "f32 1t", "bf16 Tt", "wide Tt",
+              "f32 Tt", "bf16/f32", "bf16/wide", "GFLOP/s", "");
+  for (const Shape& s : shapes) {
+    const fx::Array a32 = filled({s.m, s.k}, -1, 1), b32 = filled({s.k, s.n}, -1, 1);
+    const fx::Array a = fx::astype(a32, fx::bfloat16), b = fx::astype(b32, fx::bfloat16);
+    fx::Array c = fx::zeros({s.m, s.n}, fx::float32);
+    fx::runtime::Matmul bf{false, 1, s.m, s.n, s.k, false, false, a.data(), b.data(), const_cast<void*>(c.data()), fx::bfloat16};
+    fx::runtime::Matmul f32{false, 1, s.m, s.n, s.k, false, false, a32.data(), b32.data(), const_cast<void*>(c.data())};
+    auto time = [&](const fx::runtime::Matmul& mm, int thr) { return best_ms([&] { fx::runtime::matmul(mm, level, thr); }); };
+    const double bf1 = time(bf, 1), f1 = time(f32, 1), bft = time(bf, threads), ft = time(f32, threads);
+    const double wt = best_ms([&] { fx::runtime::matmul_widened(bf, level, threads); });
+    std::printf("  %-20s %8.3f %8.3f %8.3f %8.3f %8.3f %7.2fx %8.2fx %9.0f\n", s.what, bf1, f1, bft, wt, ft, ft / bft,
+                wt / bft, 2.0 * double(s.m * s.k * s.n) / 1e6 / bft);
   }
   std::printf("\n");
 }
@@ -344,6 +380,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (want(argc, argv, "matmul")) bench_matmul(threads);
+  if (want(argc, argv, "bf16")) bench_matmul_bf16(threads);
   if (want(argc, argv, "softmax")) bench_softmax(threads);
   if (want(argc, argv, "mlp")) bench_mlp(threads);
 

@@ -14,4 +14,15 @@ int host_isa_level();
 /// host's level: compiled code passes its own target's level to its library calls.
 int kernel_isa_level();
 
+/// Whether this CPU has AVX512-BF16 (`vdpbf16ps`: CPUID leaf 7 subleaf 1, EAX bit 5) next to the
+/// AVX-512 of level 4. False on other architectures.
+bool host_has_avx512bf16();
+
+/// Whether the precompiled kernels may use AVX512-BF16: the host has it and FLUXION_CPU does not
+/// name a target without it. Unset, "native" and "host" keep the host's; an LLVM CPU name keeps it
+/// only for the CPUs known to have it (cooperlake, sapphirerapids, emeraldrapids, graniterapids,
+/// graniterapids-d, diamondrapids, znver4, znver5); x86-64-v2/v3/v4 never have it, so
+/// FLUXION_CPU=x86-64-v4 runs what an AVX-512 CPU without BF16 runs.
+bool kernel_has_avx512bf16();
+
 }  // namespace fluxion

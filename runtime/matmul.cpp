@@ -1,15 +1,18 @@
-// runtime::matmul: picks the Eigen build for the call's level and cuts the product into blocks for
+// runtime::matmul: picks the Eigen build for the call's level (or, for bfloat16 operands, the
+// AVX512-BF16 kernel of runtime/gemm_bf16.h where allowed) and cuts the product into blocks for
 // the threads.
 #include "runtime/matmul.h"
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
+#include "runtime/gemm_bf16.h"
 #include "runtime/matmul_block.h"
 #include "runtime/openmp.h"
 
@@ -29,14 +32,26 @@ constexpr BuildFn kBuilds[] = {nullptr, &matmul_eigen_level1};
 constexpr int kTopLevel = int(sizeof kBuilds / sizeof kBuilds[0]) - 1;
 
 std::atomic<uint64_t> g_blocks[kTopLevel + 1];
+std::atomic<uint64_t> g_bf16_blocks;
 
 int level_for(int isa_level) { return std::clamp(isa_level, 1, host_isa_level()); }
 
 // Products below this many multiply-adds stay on the calling thread: waking the pool costs more
 // than half of them (measured in docs/jit.md: 256 x 512 x 10, the MLP's output layer, gains).
 constexpr int64_t kThreadedMacs = int64_t(1) << 20;
-// Slab boundaries fall on multiples of this many rows or columns (whole vectors and register tiles).
-constexpr int64_t kSlabAlign = 16;
+// How a product is cut into slabs for threads: boundaries on multiples of `align` rows or columns
+// (whole vectors and register tiles), and row slabs only with at least `rows` rows per thread (or
+// at least as many rows as columns).
+struct SlabRule {
+  int64_t align, rows;
+};
+// Eigen's float32/float64 product: slabs of 16; rows from 16 per thread.
+constexpr SlabRule kEigenSlabs{16, 16};
+// The bfloat16 kernel: a thread of a row slab packs all of B, and packing runs at the speed of
+// memory (a fifth of 64 x 576 x 8192, a convolution's im2col product, on one thread), so a wide
+// product of few rows runs in column slabs, each thread packing half of B; row slabs from two row
+// blocks per thread.
+constexpr SlabRule kBf16Slabs{kBf16Cols, 2 * kBf16RowBlock};
 
 // Conversions run in chunks of this many elements, one chunk per task: enough to amortise a task,
 // small enough to split a 512 x 512 operand between two threads.
@@ -143,53 +158,28 @@ uint64_t matmul_blocks_computed(int level) {
 
 namespace {
 
-// A product of 16-bit operands: both widened to float32 once (in parallel; the widening reads and
-// writes O(m k + k n) elements against the product's O(m n k) multiply-adds), the float32 product,
-// then the output rounded once when it is 16-bit too.
-void matmul_widened(const Matmul& mm, int isa_level, int threads) {
-  thread_local std::vector<float> lhs_buf, rhs_buf, out_buf;
-  const int64_t nl = mm.batch * mm.m * mm.k, nr = mm.batch * mm.k * mm.n, no = mm.batch * mm.m * mm.n;
-  Matmul f = mm;
-  f.operands = DType::float32;
-  f.narrow_out = false;
-  f.lhs = scratch(lhs_buf, nl);
-  f.rhs = scratch(rhs_buf, nr);
-  f.out = mm.narrow_out ? scratch(out_buf, no) : mm.out;
-  widen_to_f32(mm.operands, mm.lhs, lhs_buf.data(), nl, isa_level, threads);
-  widen_to_f32(mm.operands, mm.rhs, rhs_buf.data(), nr, isa_level, threads);
-  matmul(f, isa_level, threads);
-  if (mm.narrow_out) narrow_from_f32(out_buf.data(), mm.operands, mm.out, no, isa_level, threads);
-}
-
-}  // namespace
-
-void matmul(const Matmul& mm, int isa_level, int threads) {
-  if (!mm.is_double && mm.operands != DType::float32) {
-    matmul_widened(mm, isa_level, threads);
-    return;
-  }
-  const int level = level_for(isa_level);
-  const BuildFn build = kBuilds[level];
-  const int64_t size = mm.is_double ? 8 : 4;
+// Cuts `mm` into blocks for up to `threads` threads and hands each to block(MatmulBlock): whole
+// batch entries per thread where the batch has enough, else slabs of output rows or columns.
+// Operand elements are `size` bytes, output elements `out_size`.
+template <class Block>
+void in_blocks(const Matmul& mm, int64_t size, int64_t out_size, int threads, SlabRule rule, Block block) {
   const int64_t lhs_stride = mm.trans_lhs ? mm.m : mm.k, rhs_stride = mm.trans_rhs ? mm.k : mm.n;
-  auto at = [size](const void* p, int64_t elements) { return static_cast<const char*>(p) + elements * size; };
+  auto at = [](const void* p, int64_t bytes) { return static_cast<const char*>(p) + bytes; };
 
   // Rows [r0, r1) and columns [c0, c1) of batch entry b. A row slab of op(lhs) starts r0 rows (or,
   // transposed, r0 columns) in; a column slab of op(rhs) c0 columns (or rows) in.
   auto compute = [&](int64_t b, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-    MatmulBlock blk{r1 - r0,
-                    c1 - c0,
-                    mm.k,
-                    at(mm.lhs, b * mm.m * mm.k + r0 * (mm.trans_lhs ? 1 : lhs_stride)),
-                    lhs_stride,
-                    mm.trans_lhs,
-                    at(mm.rhs, b * mm.k * mm.n + c0 * (mm.trans_rhs ? rhs_stride : 1)),
-                    rhs_stride,
-                    mm.trans_rhs,
-                    const_cast<char*>(at(mm.out, b * mm.m * mm.n + r0 * mm.n + c0)),
-                    mm.n};
-    build(mm.is_double, blk);
-    g_blocks[level].fetch_add(1, std::memory_order_relaxed);
+    block(MatmulBlock{r1 - r0,
+                      c1 - c0,
+                      mm.k,
+                      at(mm.lhs, size * (b * mm.m * mm.k + r0 * (mm.trans_lhs ? 1 : lhs_stride))),
+                      lhs_stride,
+                      mm.trans_lhs,
+                      at(mm.rhs, size * (b * mm.k * mm.n + c0 * (mm.trans_rhs ? rhs_stride : 1))),
+                      rhs_stride,
+                      mm.trans_rhs,
+                      const_cast<char*>(at(mm.out, out_size * (b * mm.m * mm.n + r0 * mm.n + c0))),
+                      mm.n});
   };
 
   const int64_t macs = mm.batch * mm.m * mm.n * mm.k;
@@ -204,14 +194,85 @@ void matmul(const Matmul& mm, int isa_level, int threads) {
   // of rhs, which costs little next to its share of the product), or of columns where the rows
   // are too few. Column slabs share a cache line per output row between threads, which made the
   // MLP's 256 x 10 x 512 product (k = 10: output writes dominate) 3x slower than one thread.
-  const bool rows = mm.m >= kSlabAlign * parts || mm.m >= mm.n;
+  const bool rows = mm.m >= rule.rows * parts || mm.m >= mm.n;
   const int64_t extent = rows ? mm.m : mm.n;
-  const int64_t slabs = std::clamp<int64_t>(extent / kSlabAlign, 1, parts);
-  auto edge = [&](int64_t s) { return s == slabs ? extent : (extent * s / slabs) / kSlabAlign * kSlabAlign; };
+  const int64_t slabs = std::clamp<int64_t>(extent / rule.align, 1, parts);
+  auto edge = [&](int64_t s) { return s == slabs ? extent : (extent * s / slabs) / rule.align * rule.align; };
   parallel_chunks(threads, mm.batch * slabs, [&](int64_t i) {
     const int64_t b = i / slabs, s = i % slabs;
     if (rows) compute(b, edge(s), edge(s + 1), 0, mm.n);
     else compute(b, 0, mm.m, edge(s), edge(s + 1));
+  });
+}
+
+// The float32 output of a 16-bit product: the caller's, or scratch to be rounded once at the end.
+float* f32_out(const Matmul& mm, std::vector<float>& buf) {
+  return mm.narrow_out ? scratch(buf, mm.batch * mm.m * mm.n) : static_cast<float*>(mm.out);
+}
+
+// A bfloat16 product on AVX512-BF16 (runtime/gemm_bf16.h): the operands packed straight from
+// bfloat16, float32 accumulators, the output rounded once when it is bfloat16.
+void matmul_bf16_native(const Matmul& mm, int isa_level, int threads) {
+  thread_local std::vector<float> out_buf;
+  Matmul f = mm;
+  f.out = f32_out(mm, out_buf);
+  in_blocks(f, 2, 4, threads, kBf16Slabs, [](const MatmulBlock& b) {
+    // 64-byte aligned scratch of the thread computing the block (the kernels' OpenMP workers).
+    thread_local std::vector<uint32_t> pack_a(kBf16PackA + 16), pack_b(kBf16PackB + 16);
+    auto aligned = [](std::vector<uint32_t>& v) {
+      return reinterpret_cast<uint32_t*>((reinterpret_cast<uintptr_t>(v.data()) + 63) & ~uintptr_t(63));
+    };
+    gemm_bf16_block(b, aligned(pack_a), aligned(pack_b));
+    g_bf16_blocks.fetch_add(1, std::memory_order_relaxed);
+  });
+  if (mm.narrow_out) narrow_from_f32(out_buf.data(), mm.operands, mm.out, mm.batch * mm.m * mm.n, isa_level, threads);
+}
+
+}  // namespace
+
+// A product of 16-bit operands: both widened to float32 once (in parallel; the widening reads and
+// writes O(m k + k n) elements against the product's O(m n k) multiply-adds), the float32 product,
+// then the output rounded once when it is 16-bit too.
+void matmul_widened(const Matmul& mm, int isa_level, int threads) {
+  thread_local std::vector<float> lhs_buf, rhs_buf, out_buf;
+  const int64_t nl = mm.batch * mm.m * mm.k, nr = mm.batch * mm.k * mm.n, no = mm.batch * mm.m * mm.n;
+  Matmul f = mm;
+  f.operands = DType::float32;
+  f.narrow_out = false;
+  f.lhs = scratch(lhs_buf, nl);
+  f.rhs = scratch(rhs_buf, nr);
+  f.out = f32_out(mm, out_buf);
+  widen_to_f32(mm.operands, mm.lhs, lhs_buf.data(), nl, isa_level, threads);
+  widen_to_f32(mm.operands, mm.rhs, rhs_buf.data(), nr, isa_level, threads);
+  matmul(f, isa_level, threads);
+  if (mm.narrow_out) narrow_from_f32(out_buf.data(), mm.operands, mm.out, no, isa_level, threads);
+}
+
+bool native_bf16_for(int isa_level) {
+  static const bool enabled = [] {
+    const char* e = std::getenv("FLUXION_BF16_GEMM");
+    return !(e && std::string(e) == "widen");
+  }();
+  return enabled && isa_level >= 4 && kernel_has_avx512bf16();
+}
+
+uint64_t matmul_bf16_blocks_computed() { return g_bf16_blocks.load(std::memory_order_relaxed); }
+
+void matmul(const Matmul& mm, int isa_level, int threads) {
+  if (!mm.is_double && mm.operands == DType::bfloat16 && native_bf16_for(isa_level)) {
+    matmul_bf16_native(mm, isa_level, threads);
+    return;
+  }
+  if (!mm.is_double && mm.operands != DType::float32) {
+    matmul_widened(mm, isa_level, threads);
+    return;
+  }
+  const int level = level_for(isa_level);
+  const BuildFn build = kBuilds[level];
+  const int64_t size = mm.is_double ? 8 : 4;
+  in_blocks(mm, size, size, threads, kEigenSlabs, [&](const MatmulBlock& b) {
+    build(mm.is_double, b);
+    g_blocks[level].fetch_add(1, std::memory_order_relaxed);
   });
 }
 

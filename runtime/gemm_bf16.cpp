@@ -1,0 +1,162 @@
+// The bfloat16 GEMM on AVX512-BF16 (runtime/gemm_bf16.h), in the usual packed form: B is packed
+// kBf16Depth x kBf16ColBlock at a time, A kBf16RowBlock x kBf16Depth at a time, both in the layout
+// `vdpbf16ps` reads -- each 32-bit word a pair of bfloat16 values at k = 2q and 2q + 1 (the second
+// zero when k is odd), so one instruction does two steps of k. A panel of B holds kBf16Cols such
+// words per pair of k (two registers), a panel of A kBf16Rows (broadcast one at a time). Columns
+// and rows beyond the matrix are packed as zeros and never stored.
+//
+// Only the functions below carry the AVX-512 target: the file is compiled with the library's own
+// flags, so nothing it shares with other objects (inline library functions) gets AVX-512 code.
+#include "runtime/gemm_bf16.h"
+
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+// GCC 12's AVX-512 intrinsics start from a deliberately undefined register ("__Y = __Y"), which
+// its own -Wuninitialized then reports wherever one is inlined.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace fluxion::runtime {
+
+namespace {
+
+#define FLUXION_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+// The first n (0-16) lanes.
+FLUXION_BF16_TARGET __mmask16 lanes(int64_t n) { return __mmask16(n >= 16 ? 0xffffu : (1u << (n < 0 ? 0 : n)) - 1u); }
+
+// vpermt2w indices that interleave two registers of 32 bfloat16 values a and b: word e of the
+// result is a[e / 2] for even e, b[e / 2] for odd e, over e < 32 (lo) and 32 <= e < 64 (hi).
+struct Interleave {
+  alignas(64) uint16_t index[64];
+  constexpr Interleave() : index() {
+    for (int e = 0; e < 64; ++e) index[e] = uint16_t(e / 2 + (e % 2 ? 32 : 0));
+  }
+};
+constexpr Interleave kInterleave;
+
+// Packs `width` columns (of W <= 32, the rest zero) of k-major bfloat16 data -- element (p, j) at
+// src[p * ld + j], p < depth -- into dst[q * W + j] = (element (2q, j), element (2q + 1, j)): two
+// rows of 32 columns in two registers, interleaved by one vpermt2w per 16 pairs.
+FLUXION_BF16_TARGET void pack_k_major(const uint16_t* src, int64_t ld, int64_t depth, int64_t width, int64_t W,
+                                      uint32_t* dst) {
+  const __m512i lo = _mm512_load_si512(kInterleave.index), hi = _mm512_load_si512(kInterleave.index + 32);
+  const __mmask32 valid = width >= 32 ? ~__mmask32(0) : (__mmask32(1) << width) - 1;
+  const __mmask16 store_lo = lanes(W), store_hi = lanes(W - 16);
+  for (int64_t q = 0; 2 * q < depth; ++q, dst += W) {
+    const uint16_t* r0 = src + 2 * q * ld;
+    const __m512i a = _mm512_maskz_loadu_epi16(valid, r0);
+    const __m512i b = 2 * q + 1 < depth ? _mm512_maskz_loadu_epi16(valid, r0 + ld) : _mm512_setzero_si512();
+    _mm512_mask_storeu_epi32(dst, store_lo, _mm512_permutex2var_epi16(a, lo, b));
+    if (W > 16) _mm512_mask_storeu_epi32(dst + 16, store_hi, _mm512_permutex2var_epi16(a, hi, b));
+  }
+}
+
+// The same panel from k-contiguous data -- element (p, j) at src[j * ld + p] -- where a pair is
+// already one 32-bit word in memory.
+void pack_k_contiguous(const uint16_t* src, int64_t ld, int64_t depth, int64_t width, int64_t W, uint32_t* dst) {
+  const int64_t pairs = (depth + 1) / 2, whole = depth / 2;
+  for (int64_t j = 0; j < W; ++j) {
+    if (j >= width) {
+      for (int64_t q = 0; q < pairs; ++q) dst[q * W + j] = 0;
+      continue;
+    }
+    const uint16_t* row = src + j * ld;
+    for (int64_t q = 0; q < whole; ++q) std::memcpy(dst + q * W + j, row + 2 * q, 4);
+    if (depth & 1) dst[whole * W + j] = row[depth - 1];
+  }
+}
+
+// Packs `extent` columns (of B; rows of A) in panels of W, each (depth + 1) / 2 * W words: element
+// (p, j) at src[j * ld + p] when `k_contiguous`, else at src[p * ld + j].
+void pack_panels(const uint16_t* src, int64_t ld, bool k_contiguous, int64_t depth, int64_t extent, int64_t W, uint32_t* dst) {
+  const int64_t pairs = (depth + 1) / 2;
+  for (int64_t j = 0; j < extent; j += W) {
+    const int64_t width = min64(W, extent - j);
+    if (k_contiguous) pack_k_contiguous(src + j * ld, ld, depth, width, W, dst + j * pairs);
+    else pack_k_major(src + j, ld, depth, width, W, dst + j * pairs);
+  }
+}
+
+// out[rows x cols] (= or +=, `add`) the kBf16Rows x kBf16Cols tile of a packed A panel and a
+// packed B panel over `pairs` pairs of k: 24 float32 accumulators, each pair of k one broadcast of
+// A's word per row and two vdpbf16ps.
+FLUXION_BF16_TARGET void tile(int64_t pairs, const uint32_t* a, const uint32_t* b, float* out, int64_t ld, int64_t rows,
+                              int64_t cols, bool add) {
+  constexpr int R = int(kBf16Rows);
+  // The output tile's lines, fetched while the products run: a product whose output outgrows L2
+  // (1024 x 1024 float32) otherwise waits for them at every store, at half the speed.
+  for (int64_t i = 0; i < rows; ++i) {
+    _mm_prefetch(reinterpret_cast<const char*>(out + i * ld), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(out + i * ld + 16), _MM_HINT_T0);
+  }
+  __m512 acc[R][2];
+#pragma GCC unroll 12
+  for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  for (int64_t q = 0; q < pairs; ++q, a += R, b += kBf16Cols) {
+    const __m512bh b0 = (__m512bh)_mm512_loadu_si512(b), b1 = (__m512bh)_mm512_loadu_si512(b + 16);
+#pragma GCC unroll 12
+    for (int i = 0; i < R; ++i) {
+      const __m512bh ai = (__m512bh)_mm512_set1_epi32(int(a[i]));
+      acc[i][0] = _mm512_dpbf16_ps(acc[i][0], ai, b0);
+      acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ai, b1);
+    }
+  }
+  const __mmask16 m0 = lanes(cols), m1 = lanes(cols - 16);
+#pragma GCC unroll 12
+  for (int i = 0; i < R; ++i) {
+    if (i >= rows) break;
+    float* o = out + i * ld;
+    __m512 v0 = acc[i][0], v1 = acc[i][1];
+    if (add) v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, o)), v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, o + 16));
+    _mm512_mask_storeu_ps(o, m0, v0);
+    _mm512_mask_storeu_ps(o + 16, m1, v1);
+  }
+}
+
+}  // namespace
+
+void gemm_bf16_block(const MatmulBlock& b, uint32_t* pack_a, uint32_t* pack_b) {
+  const uint16_t* lhs = static_cast<const uint16_t*>(b.lhs);
+  const uint16_t* rhs = static_cast<const uint16_t*>(b.rhs);
+  float* out = static_cast<float*>(b.out);
+  if (b.k == 0) {
+    for (int64_t i = 0; i < b.m; ++i) std::memset(out + i * b.out_stride, 0, size_t(b.n) * 4);
+    return;
+  }
+  for (int64_t pc = 0; pc < b.k; pc += kBf16Depth) {
+    const int64_t depth = min64(kBf16Depth, b.k - pc), pairs = (depth + 1) / 2;
+    for (int64_t jc = 0; jc < b.n; jc += kBf16ColBlock) {
+      const int64_t nc = min64(kBf16ColBlock, b.n - jc);
+      // Element (p, j) of op(rhs) is rhs[p * ld + j], or rhs[j * ld + p] when transposed.
+      const uint16_t* rhs_block = b.trans_rhs ? rhs + jc * b.rhs_stride + pc : rhs + pc * b.rhs_stride + jc;
+      pack_panels(rhs_block, b.rhs_stride, b.trans_rhs, depth, nc, kBf16Cols, pack_b);
+      for (int64_t ic = 0; ic < b.m; ic += kBf16RowBlock) {
+        const int64_t mc = min64(kBf16RowBlock, b.m - ic);
+        // Element (i, p) of op(lhs) is lhs[i * ld + p], or lhs[p * ld + i] when transposed.
+        const uint16_t* lhs_block = b.trans_lhs ? lhs + pc * b.lhs_stride + ic : lhs + ic * b.lhs_stride + pc;
+        pack_panels(lhs_block, b.lhs_stride, !b.trans_lhs, depth, mc, kBf16Rows, pack_a);
+        // Rows innermost: the packed panel of B stays in L1 while the panels of A stream from L2.
+        for (int64_t jr = 0; jr < nc; jr += kBf16Cols)
+          for (int64_t ir = 0; ir < mc; ir += kBf16Rows)
+            tile(pairs, pack_a + ir * pairs, pack_b + jr * pairs, out + (ic + ir) * b.out_stride + jc + jr, b.out_stride,
+                 min64(kBf16Rows, mc - ir), min64(kBf16Cols, nc - jr), pc > 0);
+      }
+    }
+  }
+}
+
+}  // namespace fluxion::runtime
+
+#else  // not x86-64: no caller (host_has_avx512bf16() is false there)
+
+namespace fluxion::runtime {
+void gemm_bf16_block(const MatmulBlock&, uint32_t*, uint32_t*) {}
+}  // namespace fluxion::runtime
+
+#endif
