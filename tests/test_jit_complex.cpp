@@ -1,6 +1,6 @@
 // Complex programs under fx::jit: compiled (lowering/lower_complex.cpp), not interpreted, and equal
 // to eager within rounding -- plain, differentiated (grad, jvp), batched (jit of vmap of grad) and
-// over pmap; a program with an FFT is still interpreted. The op table's complex entries run through
+// over pmap; programs with FFTs included (FFTW as a library call). The op table's complex entries run through
 // the jit driver too (tests/test_op_table_jit.cpp), and both also under FLUXION_CPU=x86-64-v2/v3
 // (the jit_tests_x86_64_v* meson tests run every "jit*" test case).
 #include <doctest/doctest.h>
@@ -119,18 +119,59 @@ TEST_CASE("jit complex: jit(vmap(grad)) of a real loss of complex intermediates"
   CHECK(max_abs_diff(got, want) < 1e-4);
 }
 
-TEST_CASE("jit complex: a program with an FFT is interpreted; pmap runs compiled complex programs") {
-  fx::Array z = ramp_complex(8, fx::complex64, 0.2);
-  auto spectral = [](const fx::Array& z) { return fx::fft::ifft(fx::fft::fft(z) * 2.f); };
-  auto jf = fx::jit(spectral);
-  CHECK(compiles_of(jf, z) == 0);  // interpreted (transforms/jit.cpp runs_interpreted)
-  CHECK(complex_diff(jf(z), spectral(z)) == 0);
+// Every kind of transform, between elementwise work that fuses around the library call (the
+// fft eqn calls FFTW from the compiled kernel: lowering/lower_library.cpp), in both precisions.
+TEST_CASE("jit complex: fft, ifft, rfft, irfft, fft2 and fftn compile inside fused programs") {
+  auto f = [](const fx::Array& z, const fx::Array& x) {
+    fx::Array spectrum = fx::fft::fft(fx::exp(z) * 2.f + z);
+    fx::Array back = fx::fft::ifft(spectrum * fx::conj(z)) - z;
+    fx::Array bins = fx::fft::rfft(x * x + 1.f) * 0.5f;
+    fx::Array head = fx::slice(x, {0}, {5});
+    fx::Array real = fx::fft::irfft(bins * fx::complex(head, -head)) + x;
+    fx::Array odd = fx::fft::irfft(bins, 7);
+    fx::Array plane = fx::fft::fft2(fx::reshape(z, {2, 2, 2})) + 1.f;
+    fx::Array cube = fx::fft::fftn(fx::reshape(z * z, {2, 2, 2}), {}, {0, 1, 2}, "ortho");
+    fx::Array axis0 = fx::fft::fft(fx::reshape(z, {4, 2}), 4, 0);
+    return std::vector<fx::Array>{spectrum, back, bins, real, odd, plane, cube, axis0, fx::abs(spectrum) + fx::sum(real)};
+  };
+  for (fx::DType d : {fx::complex64, fx::complex128}) {
+    CAPTURE(fx::dtype_name(d));
+    fx::Array z = ramp_complex(8, d, 0.2);
+    fx::Array x = fx::real(ramp_complex(8, d, 1.1)) * 3.0 - fx::imag(z);
+    check_compiled(f, d == fx::complex64 ? 2e-5 : 1e-12, z, x);
+  }
+}
 
+TEST_CASE("jit complex: grad, vmap and pmap of programs with FFTs compile and match eager") {
+  // A real loss through every transform, so the gradient runs the transposes (fft for fft, the
+  // padded fft for rfft, the masked rfft for irfft).
+  auto loss = [](const fx::Array& x) {
+    fx::Array y = fx::fft::rfft(fx::sin(x) * x);
+    fx::Array z = fx::fft::fft(y * y) + fx::fft::ifft(y);
+    return fx::sum(fx::real(z * fx::conj(z))) + fx::sum(fx::fft::irfft(y * 1.5, 8) * x);
+  };
+  fx::Array x = fx::real(ramp_complex(8, fx::complex128, 0.3));
+  auto jg = fx::jit(fx::grad(loss));
+  CHECK(compiles_of(jg, x) == 1);
+  CHECK(max_abs_diff(jg(x), fx::grad(loss)(x)) < 1e-10);
+
+  auto spectral = [](const fx::Array& z) {
+    return fx::fft::ifft(fx::fft::fft(z) * 2.f) + fx::reshape(fx::fft::fft2(fx::reshape(z, {2, 4})), {8});
+  };
+  fx::Array zs = fx::reshape(ramp_complex(24, fx::complex64, 0.9), {3, 8});
+  auto batched = fx::vmap(spectral);
+  auto jb = fx::jit(batched);
+  CHECK(compiles_of(jb, zs) == 1);
+  CHECK(complex_diff(jb(zs), batched(zs)) < 1e-5);
+
+  // pmap runs compiled kernels only: a program with an FFT now has one on every device.
   const int64_t n = int64_t(fx::devices().size());
-  fx::Array zs = fx::reshape(ramp_complex(4 * n, fx::complex64, 0.9), {n, 4});
-  auto step = [](const fx::Array& z) { return z * fx::exp(z) + fx::psum(fx::real(z), "i"); };  // psum is real-only
-  fx::Array got = fx::pmap(step, "i")(zs);
-  fx::Array want = fx::vmap(step, fx::in_axes(0), fx::axis_name("i"))(zs);
+  fx::Array ps = fx::reshape(ramp_complex(4 * n, fx::complex64, 0.9), {n, 4});
+  auto step = [](const fx::Array& z) {
+    return fx::fft::ifft(fx::fft::fft(z) * fx::exp(z)) + fx::psum(fx::real(z), "i");  // psum is real-only
+  };
+  fx::Array got = fx::pmap(step, "i")(ps);
+  fx::Array want = fx::vmap(step, fx::in_axes(0), fx::axis_name("i"))(ps);
   CHECK(complex_diff(got, want) < 1e-4);
 }
 
