@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 #include <fluxion.h>
 
+#include <cmath>
 #include <complex>
 
 #include "test_helpers.h"
@@ -208,4 +209,25 @@ TEST_CASE("jit complex: the gradient of a complex gather, eagerly and compiled")
   const fx::Array eager = fx::grad(gathered)(z);
   CHECK(complex_diff(eager, fx::grad(weighted)(z)) < 1e-5);
   CHECK(complex_diff(eager, fx::jit(fx::grad(gathered))(z)) < 1e-5);
+}
+
+// Complex cumsum (accumulated in complex128, as eagerly) and argmax/argmin (lexicographic, the
+// first NaN winning) compile; the op table's complex.cumsum/argmax entries check them against
+// std::complex references under every transform.
+TEST_CASE("jit complex: cumsum, argmax and argmin of complex values compile and match eager") {
+  auto f = [](const fx::Array& z) {
+    fx::Array m = fx::reshape(z, {2, 4});
+    return std::vector<fx::Array>{fx::cumsum(m * m, 1), fx::cumsum(z), fx::argmax(m, 1), fx::argmin(m, 1),
+                                  fx::argmax(fx::conj(z)), fx::argmin(z)};
+  };
+  for (fx::DType d : {fx::complex64, fx::complex128}) {
+    CAPTURE(fx::dtype_name(d));
+    // Real parts that tie (the imaginary parts decide) and one NaN imaginary part in row 1.
+    const double nan = std::nan("");
+    fx::Array z = fx::astype(fx::array(std::vector<cd>{{1, 0.5}, {2, -1}, {2, 1}, {0, 3}, {1, 0}, {1, nan}, {-1, 0}, {1, 2}}), d);
+    check_compiled(f, d == fx::complex64 ? 1e-6 : 1e-14, z);
+    std::vector<fx::Array> r = f(z);
+    CHECK(r[2].to_vector<int32_t>() == std::vector<int32_t>{2, 1});  // row 1: the NaN
+    CHECK(r[3].to_vector<int32_t>() == std::vector<int32_t>{3, 1});
+  }
 }
