@@ -174,6 +174,10 @@ TEST_CASE("jit complex: grad, vmap and pmap of programs with FFTs compile and ma
   fx::Array got = fx::pmap(step, "i")(ps);
   fx::Array want = fx::vmap(step, fx::in_axes(0), fx::axis_name("i"))(ps);
   CHECK(complex_diff(got, want) < 1e-4);
+
+  // An exported object links only the AOT runtime, which has no FFTW: a CompileError, not a
+  // missing symbol at link time.
+  CHECK_THROWS_AS(fx::export_(spectral, ramp_complex(8, fx::complex64, 0.5)), fx::CompileError);
 }
 
 TEST_CASE("jit complex: scatter, gather, dynamic slices, pad and a scan carrying a complex value compile") {
