@@ -226,6 +226,14 @@ void run_here(std::span<const fluxion::Device> devs, ShardTask task, Schedule sc
 
 bool in_launch() { return t_in_launch; }
 
+int process_cpu_count() {
+#ifdef __linux__
+  return CPU_COUNT(&kProcessCpus);
+#else
+  return 0;
+#endif
+}
+
 void run_on_devices(std::span<const fluxion::Device> devs, ShardTask task, Schedule schedule) {
   const size_t n = devs.size();
   if (n == 0) return;

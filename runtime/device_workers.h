@@ -47,4 +47,8 @@ void run_on_devices(std::span<const fluxion::Device> devs, ShardTask task, Sched
 /// on this thread, one after another; `together` is then a DeviceError, as it could not meet).
 bool in_launch();
 
+/// How many CPUs the process could run on when libfluxion loaded (0 where that is not known): the
+/// set every worker runs on, whatever pin the thread that started it has since been given.
+int process_cpu_count();
+
 }  // namespace fluxion::runtime
