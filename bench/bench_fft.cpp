@@ -1,5 +1,5 @@
 // The FFT of 2^20 complex64 points (issue 15's FFT row): fx::fft::fft eagerly and under fx::jit
-// (which interprets complex programs: the same FFTW kernel) against FFTW called directly on the
+// (a library call of the same FFTW kernel from the compiled code) against FFTW called directly on the
 // same data in the same run -- an out-of-place plan with FFTW_ESTIMATE, the flags the kernel uses,
 // and for reference one planned with FFTW_MEASURE -- and against Eigen's FFT module (its default
 // kissfft backend), the other candidate for the kernel. Ratio = baseline time / Fluxion time

@@ -6,6 +6,7 @@
 //   2. d loss / d nu, by fx::grad through every step (the FFTs' transposes), where
 //      loss(nu) = 1/2 mean (u_T(nu) - u_obs)^2 and u_obs is the analytic solution for nu = 0.15;
 //   3. nu recovered from u_obs by Newton's method, the second derivative by grad of grad.
+// 2 and 3 run compiled (fx::jit), FFTs included.
 // Exits non-zero if a check fails (a meson test runs it).
 #include <fluxion.h>
 
@@ -38,15 +39,18 @@ fx::Array second_derivative(const fx::Array& u) {
   return fx::fft::irfft(fx::fft::rfft(u) * (-k * k), kPoints);
 }
 
+// The steps are a fori_loop (a scan under trace): the compiled program holds one RK4 step, its
+// FFTs library calls from the loop body (lowering/lower_library.cpp). A C++ for loop would unroll
+// 100 steps into the traced program, and its gradient's gradient compiles for minutes (MLIR's
+// bufferization analysis grows faster than linearly in the size of one function).
 fx::Array solve(const fx::Array& nu) {
   const double dt = kT / kSteps;
   auto rhs = [&](const fx::Array& u) { return nu * second_derivative(u); };
-  fx::Array u = analytic(0.0, 0.0);
-  for (int s = 0; s < kSteps; ++s) {
+  auto step = [&](const fx::Array&, const fx::Array& u) {
     fx::Array k1 = rhs(u), k2 = rhs(u + 0.5 * dt * k1), k3 = rhs(u + 0.5 * dt * k2), k4 = rhs(u + dt * k3);
-    u = u + dt / 6 * (k1 + 2.0 * k2 + 2.0 * k3 + k4);
-  }
-  return u;
+    return u + dt / 6 * (k1 + 2.0 * k2 + 2.0 * k3 + k4);
+  };
+  return fx::fori_loop(0, kSteps, step, analytic(0.0, 0.0));
 }
 
 bool check(const char* what, double got, double want, double tol) {

@@ -5,6 +5,7 @@
 // transpose.h, vmap.h).
 #pragma once
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "ir/array.h"
@@ -37,10 +38,14 @@ using Kernel = void (*)(std::span<const View> in, std::span<const View> out, con
 using ImplRule = std::vector<Array> (*)(std::span<const Array> in, const Params& params, SourceLoc loc);
 
 /// A param the reference kernel reads, as compiled code passes it when it calls the kernel as a
-/// library function (runtime/library_calls.h): an integer, or a bool as 0/1.
+/// library function (runtime/library_calls.h): an integer; a bool as 0/1; an IntList (is_ints) as
+/// its length, then its elements; a string (choices not empty) as its index in `choices`, the
+/// values the param can take.
 struct KernelParam {
   const char* name;
   bool is_bool = false;
+  bool is_ints = false;
+  std::span<const std::string_view> choices = {};
 };
 
 struct EvalRules {

@@ -64,6 +64,18 @@ Value convert_complex_scalar(OpBuilder& b, Location l, Value x, DType from, DTyp
                                      convert_scalar(b, l, im, from_part, to_part));
 }
 
+Value complex_beats(OpBuilder& b, Location l, Value v, Value best, bool is_max) {
+  Value vr = b.create<complex::ReOp>(l, v), vi = b.create<complex::ImOp>(l, v);
+  Value br = b.create<complex::ReOp>(l, best), bi = b.create<complex::ImOp>(l, best);
+  auto cmp = [&](arith::CmpFPredicate p, Value x, Value y) -> Value { return b.create<arith::CmpFOp>(l, p, x, y); };
+  Value v_nan = b.create<arith::OrIOp>(l, cmp(arith::CmpFPredicate::UNO, vr, vr), cmp(arith::CmpFPredicate::UNO, vi, vi));
+  Value best_ok = b.create<arith::AndIOp>(l, cmp(arith::CmpFPredicate::ORD, br, br), cmp(arith::CmpFPredicate::ORD, bi, bi));
+  const auto order = is_max ? arith::CmpFPredicate::OGT : arith::CmpFPredicate::OLT;
+  Value better = b.create<arith::OrIOp>(
+      l, cmp(order, vr, br), b.create<arith::AndIOp>(l, cmp(arith::CmpFPredicate::OEQ, vr, br), cmp(order, vi, bi)));
+  return b.create<arith::AndIOp>(l, best_ok, b.create<arith::OrIOp>(l, v_nan, better));
+}
+
 namespace {
 
 // The reference kernel of e.prim on the whole operand (fluxion_rt_call_prim, runtime/library_calls.h:

@@ -18,6 +18,10 @@ mlir::Value mul_scalars(mlir::OpBuilder& b, mlir::Location l, mlir::Value x, mli
 /// convert_scalar when `from` or `to` is complex: real -> complex is exact (imaginary part 0),
 /// complex -> real keeps the real part, complex -> bool is z != 0 (prims/convert.cpp).
 mlir::Value convert_complex_scalar(mlir::OpBuilder& b, mlir::Location l, mlir::Value x, DType from, DType to);
+/// Whether complex `v` replaces `best` in argmax (is_max) or argmin: v has a NaN part and best
+/// has none, or neither has one and v orders after (before) best lexicographically, real parts
+/// first (numpy's and JAX's order; prims/reduce.cpp's `beats`). An i1.
+mlir::Value complex_beats(mlir::OpBuilder& b, mlir::Location l, mlir::Value v, mlir::Value best, bool is_max);
 /// The rule of an elementwise primitive (unary, binary, comparison) whose operand is complex.
 std::vector<mlir::Value> complex_elementwise(LowerCtx& c, const Eqn& e, std::span<const Operand> in,
                                              std::span<const AbstractArray> out);

@@ -1,12 +1,15 @@
 // Library calls: an eqn whose work a C function of the runtime does (runtime/library_calls.h).
 // sort and polygamma call the reference kernel itself (sorting networks and the polygamma series
-// gain nothing from generated code); dot_general may call Eigen (lower_dot_general.cpp decides).
+// gain nothing from generated code), as do the decompositions (Eigen/LAPACK) and fft (FFTW);
+// dot_general may call Eigen (lower_dot_general.cpp decides).
 //
 // In the module a call is a private wrapper `@fx_libcall_N(memref...)` that stores the static
 // integers and the buffers' addresses into a stack array and calls the C function with it. The
 // kernel passes the wrapper memrefs (inputs: `to_memref read_only`, outputs: fresh allocations it
 // then reads as tensors), so buffer deallocation sees every buffer used by the call and frees it
 // only after; `inline` later folds the wrapper into the kernel.
+#include <algorithm>
+
 #include <mlir/Dialect/Bufferization/IR/Bufferization.h>
 #include <mlir/Dialect/MemRef/IR/MemRef.h>
 
@@ -21,6 +24,7 @@ using namespace mlir;
 
 namespace {
 constexpr int64_t kMaxLibraryArgs = 64;  // the stack array every call passes
+constexpr const char* kLibraryCallCount = "fx.library_calls";  // a module attribute: wrappers made so far
 }
 
 std::vector<Value> library_call(LowerCtx& c, const std::string& symbol, std::span<const Value> ins,
@@ -51,8 +55,12 @@ std::vector<Value> library_call(LowerCtx& c, const std::string& symbol, std::spa
   func::FuncOp wrapper;
   {
     OpBuilder::InsertionGuard guard(b);
-    int n = 0;
-    while (c.module.lookupSymbol("fx_libcall_" + std::to_string(n))) ++n;
+    // The wrappers are numbered by a count kept on the module: probing names with lookupSymbol
+    // scans the module's functions, cubic in the number of calls (a jitted 100-step spectral
+    // solver's gradient has thousands of FFTs).
+    auto count = c.module->getAttrOfType<IntegerAttr>(kLibraryCallCount);
+    const int64_t n = count ? count.getInt() : 0;
+    c.module->setAttr(kLibraryCallCount, b.getI64IntegerAttr(n + 1));
     b.setInsertionPointToEnd(c.module.getBody());
     wrapper = b.create<func::FuncOp>(c.loc, "fx_libcall_" + std::to_string(n), b.getFunctionType(buffer_types, {}));
     wrapper.setPrivate();
@@ -119,6 +127,31 @@ const ParamValue* find_param(const Params& p, std::string_view key) {
   return nullptr;
 }
 
+// Appends e's param k to the call's integers as ir/eval_rules.h's KernelParam says: a bool as 0/1,
+// an IntList as its length then its elements, a string as its index in k.choices.
+void encode_param(const Eqn& e, const KernelParam& k, std::vector<LibraryArg>& layout) {
+  const ParamValue* v = find_param(e.params, k.name);
+  auto refuse = [&](const std::string& why) {
+    throw CompileError("CompileError: jit: " + std::string(prim_name(e.prim)) + " at " + e.loc.str() + ": the param " +
+                       k.name + " " + why);
+  };
+  if (!v) refuse("is missing");
+  if (const bool* b = std::get_if<bool>(v)) {
+    layout.push_back({int64_t(*b)});
+  } else if (const int64_t* i = std::get_if<int64_t>(v)) {
+    layout.push_back({*i});
+  } else if (const IntList* list = std::get_if<IntList>(v); list && k.is_ints) {
+    layout.push_back({int64_t(list->size())});
+    for (int64_t x : *list) layout.push_back({x});
+  } else if (const std::string* str = std::get_if<std::string>(v); str && !k.choices.empty()) {
+    auto it = std::find(k.choices.begin(), k.choices.end(), std::string_view(*str));
+    if (it == k.choices.end()) refuse("has the value \"" + *str + "\", not one the library call can pass");
+    layout.push_back({int64_t(it - k.choices.begin())});
+  } else {
+    refuse("is of a type the library call cannot pass");
+  }
+}
+
 // The reference kernel of e.prim through fluxion_rt_call_prim (layout in runtime/library_calls.h).
 std::vector<Value> call_reference_kernel(LowerCtx& c, const Eqn& e, std::span<const Operand> in,
                                          std::span<const AbstractArray> out) {
@@ -130,11 +163,7 @@ std::vector<Value> call_reference_kernel(LowerCtx& c, const Eqn& e, std::span<co
     }
   const std::span<const KernelParam> names = runtime::library_call_params(e.prim);
   std::vector<LibraryArg> layout{{int64_t(e.prim)}, {int64_t(in.size())}, {int64_t(out.size())}, {int64_t(names.size())}};
-  for (const KernelParam& k : names) {
-    const ParamValue* v = find_param(e.params, k.name);
-    if (!v) throw CompileError("CompileError: jit: " + std::string(prim_name(e.prim)) + " lacks the param " + k.name);
-    layout.push_back({std::holds_alternative<bool>(*v) ? int64_t(std::get<bool>(*v)) : std::get<int64_t>(*v)});
-  }
+  for (const KernelParam& k : names) encode_param(e, k, layout);
   // A host callback reads its operands through pointers that the tensor analysis does not follow
   // past the call: CSE would share one `to_memref` between two prints of a value and bufferization
   // may overwrite that buffer in between. A copy of its own (never merged: it allocates) is read
@@ -155,6 +184,8 @@ void add_library_lowerings(LowerTable& t) {
   // The matrix decompositions and solves (prims/linalg.cpp, linalg_spectral.cpp): Eigen's.
   for (Prim p : {Prim::cholesky, Prim::triangular_solve, Prim::lu, Prim::qr, Prim::eigh, Prim::svd})
     t[size_t(p)] = &call_reference_kernel;
+  // FFTW (prims/fft_kernel.cpp): the plan cached per transform shape, as eagerly.
+  t[size_t(Prim::fft)] = &call_reference_kernel;
 }
 
 }  // namespace fluxion::lowering

@@ -117,8 +117,8 @@ std::vector<Value> argminmax_rule(LowerCtx& c, const Eqn& e, std::span<const Ope
   const int rank = in[0].aval.ndim();
   Type val_elem = compute_type(ctx, d);
   Value best0 = b.create<tensor::EmptyOp>(c.loc, out[0].shape.dims(), val_elem);
-  best0 = b.create<linalg::FillOp>(c.loc, ValueRange{identity(b, c.loc, IsMax ? Kind::max : Kind::min, d)}, ValueRange{best0})
-              .getResult(0);
+  Value fill = is_complex(d) ? constant(b, c.loc, d, 0) : identity(b, c.loc, IsMax ? Kind::max : Kind::min, d);
+  best0 = b.create<linalg::FillOp>(c.loc, ValueRange{fill}, ValueRange{best0}).getResult(0);
   Value idx0 = b.create<tensor::EmptyOp>(c.loc, out[0].shape.dims(), b.getI64Type());
   idx0 = b.create<linalg::FillOp>(c.loc, ValueRange{Value(b.create<arith::ConstantOp>(c.loc, b.getI64IntegerAttr(0)))},
                                   ValueRange{idx0})
@@ -132,7 +132,9 @@ std::vector<Value> argminmax_rule(LowerCtx& c, const Eqn& e, std::span<const Ope
         Value v = to_compute(nb, nl, args[0], d), best = args[1], bi = args[2];
         Value i = nb.create<arith::IndexCastOp>(nl, nb.getI64Type(), nb.create<linalg::IndexOp>(nl, uint64_t(axis)));
         Value beats;
-        if (is_float(d)) {
+        if (is_complex(d)) {
+          beats = complex_beats(nb, nl, v, best, IsMax);
+        } else if (is_float(d)) {
           Value best_ok = nb.create<arith::CmpFOp>(nl, arith::CmpFPredicate::ORD, best, best);
           Value v_nan = nb.create<arith::CmpFOp>(nl, arith::CmpFPredicate::UNO, v, v);
           Value better = nb.create<arith::CmpFOp>(nl, IsMax ? arith::CmpFPredicate::OGT : arith::CmpFPredicate::OLT, v, best);
@@ -203,7 +205,10 @@ std::vector<Value> cumsum_rule(LowerCtx& c, const Eqn& e, std::span<const Operan
   for (int64_t d = 0; d < axis; ++d) outer *= x.shape[size_t(d)];
   for (int d = int(axis) + 1; d < x.ndim(); ++d) inner *= x.shape[size_t(d)];
   const DType d = x.dtype;
-  const DType acc_d = d == DType::float32 ? DType::float64 : is_float(d) && d != DType::float64 ? DType::float32 : d;
+  const DType acc_d = d == DType::float32     ? DType::float64
+                      : d == DType::complex64 ? DType::complex128
+                      : is_float(d) && d != DType::float64 ? DType::float32
+                                                           : d;
   const AbstractArray shape3{Shape({outer, len, inner}), d, false};
   Value x3 = reshape_to(c, as_tensor(c, in[0]), x.shape, shape3);
   if (d == DType::float32 || d == DType::float64 || d == DType::int32 || d == DType::int64) {
@@ -221,7 +226,7 @@ std::vector<Value> cumsum_rule(LowerCtx& c, const Eqn& e, std::span<const Operan
         Value at = reverse ? Value(b3.create<arith::SubIOp>(l3, last, j)) : j;
         Value v = to_compute(b3, l3, b3.create<tensor::ExtractOp>(l3, x3, ValueRange{o, at, k}), d);
         v = convert_scalar(b3, l3, v, d, acc_d);
-        Value acc = is_float(d) ? Value(b3.create<arith::AddFOp>(l3, r3[0], v)) : Value(b3.create<arith::AddIOp>(l3, r3[0], v));
+        Value acc = add_scalars(b3, l3, r3[0], v, acc_d);
         Value y = from_compute(b3, l3, convert_scalar(b3, l3, acc, acc_d, d), d);
         Value r = b3.create<tensor::InsertOp>(l3, y, r3[1], ValueRange{o, at, k});
         b3.create<scf::YieldOp>(l3, ValueRange{acc, r});

@@ -8,6 +8,7 @@
 // themselves; rfft = slice(fft(x + 0i)) transposes to real(fft(pad(ct))); irfft transposes to
 // conj(rfft(ct) * mask / n), where the mask counts the bins that irfft's Hermitian extension uses
 // twice (all but the DC bin and, for even n, the Nyquist bin) -- JAX's _irfft_transpose.
+// Under jit the kernel runs as a library call from the compiled code (kFftParams below).
 #include "lax/lax.h"
 #include "prims/elementwise.h"
 #include "prims/fft_kernel.h"
@@ -115,15 +116,20 @@ std::vector<BatchedArray> fft_batch(std::span<const BatchedArray> args, const Pa
   return {BatchedArray{bind1(Prim::fft, {batch_at(args[0], 0, axis_size, loc)}, params, loc), 0}};
 }
 
+// Compiled code calls the kernel (lowering/lower_library.cpp): fft_type as its index in
+// kFftTypeNames, fft_lengths as its length and elements.
+constexpr KernelParam kFftParams[] = {{.name = "fft_type", .choices = fft_kernel::kFftTypeNames},
+                                      {.name = "fft_lengths", .is_ints = true}};
+
 const Registration fft_registration = PrimitiveRules{
     .prim = Prim::fft,
     .shape = &fft_shape,
     .kernel = &fft_kernel_rule,
+    .kernel_params = kFftParams,
     .jvp = &fft_jvp,
     .transpose = &fft_transpose,
     .linear = kLinear,
     .batch = &fft_batch,
-    .eager_only = true,  // fx::jit interprets programs with complex values (transforms/jit.cpp)
 };
 
 }  // namespace

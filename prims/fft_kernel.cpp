@@ -8,6 +8,7 @@
 #include <complex>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <map>
@@ -18,23 +19,15 @@
 namespace fluxion::fft_kernel {
 
 bool parse_fft_type(std::string_view s, FftType* out) {
-  for (FftType t : {FftType::fft, FftType::ifft, FftType::rfft, FftType::irfft})
-    if (s == fft_type_name(t)) {
-      *out = t;
+  for (size_t i = 0; i < std::size(kFftTypeNames); ++i)
+    if (s == kFftTypeNames[i]) {
+      *out = FftType(i);
       return true;
     }
   return false;
 }
 
-std::string_view fft_type_name(FftType t) {
-  switch (t) {
-    case FftType::fft: return "fft";
-    case FftType::ifft: return "ifft";
-    case FftType::rfft: return "rfft";
-    case FftType::irfft: return "irfft";
-  }
-  return "";
-}
+std::string_view fft_type_name(FftType t) { return kFftTypeNames[size_t(t)]; }
 
 namespace {
 

@@ -11,6 +11,8 @@ namespace fluxion::fft_kernel {
 /// jax.lax.FftType: fft and ifft are complex -> complex, rfft real -> complex (the last axis keeps
 /// n/2 + 1 bins), irfft complex -> real. The inverses are scaled by 1 / prod(lengths).
 enum class FftType { fft, ifft, rfft, irfft };
+/// The fft_type param's spellings, indexed by FftType (compiled code passes the index).
+inline constexpr std::string_view kFftTypeNames[] = {"fft", "ifft", "rfft", "irfft"};
 /// Parses "fft" / "ifft" / "rfft" / "irfft"; false if unknown.
 bool parse_fft_type(std::string_view s, FftType* out);
 std::string_view fft_type_name(FftType t);

@@ -329,6 +329,7 @@ const Registration reduce_or_registration = PrimitiveRules{
 };
 
 // ---- argmax[axes index_dtype], argmin[axes index_dtype]: piecewise constant --------------------------------
+// Complex operands are ordered lexicographically (numpy, jnp.argmax).
 std::vector<AbstractArray> argminmax_shape(std::span<const AbstractArray> in, const Params& params) {
   if (in.size() != 1) rule_error(ErrorKind::Type, "expects 1 operand");
   const IntList& axes = checked_axes(in[0], params);
@@ -356,19 +357,28 @@ AxisSplit split_at(const Shape& s, int64_t axis) {
   return a;
 }
 
-/// Whether `cand` replaces `best` (seen first): NaN beats everything and the first NaN stays, as
-/// numpy's and JAX's argmax/argmin; ties keep the first occurrence.
+/// a > b; complex values compare lexicographically, real parts first, as numpy's and JAX's
+/// argmax/argmin order them.
+template <class C>
+bool greater(C a, C b) {
+  if constexpr (is_complex_type<C>) return a.real() > b.real() || (a.real() == b.real() && a.imag() > b.imag());
+  else return a > b;
+}
+
+/// Whether `cand` replaces `best` (seen first): NaN (in either part of a complex value) beats
+/// everything and the first NaN stays, as numpy's and JAX's argmax/argmin; ties keep the first
+/// occurrence.
 template <bool IsMax, class C>
 bool beats(C cand, C best) {
   if (best != best) return false;
   if (cand != cand) return true;
-  return IsMax ? cand > best : cand < best;
+  return IsMax ? greater(cand, best) : greater(best, cand);
 }
 
 template <bool IsMax>
 void argminmax_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
   const AxisSplit s = split_at(in[0].shape(), params.get_ints("axes")[0]);
-  dispatch_dtype(in[0].dtype(), [&](auto z) {
+  dispatch_dtype_complex(in[0].dtype(), [&](auto z) {
     using T = decltype(z);
     using C = compute_t<T>;
     const T* x = in[0].as<const T>();
@@ -417,7 +427,7 @@ const Registration argmin_registration = PrimitiveRules{
 // ---- cumsum[axis reverse]: linear; its transpose is the cumsum running the other way --------------------
 std::vector<AbstractArray> cumsum_shape(std::span<const AbstractArray> in, const Params& params) {
   if (in.size() != 1) rule_error(ErrorKind::Type, "expects 1 operand");
-  check_dtype(Accepts::Numeric, in[0].dtype);
+  check_dtype(Accepts::Number, in[0].dtype);  // complex too (summed in complex<double>)
   if (!params.has("axis") || !params.has("reverse")) rule_error(ErrorKind::Value, "expects params axis and reverse");
   int64_t axis = params.get_int("axis");
   params.get_bool("reverse");
@@ -430,7 +440,7 @@ std::vector<AbstractArray> cumsum_shape(std::span<const AbstractArray> in, const
 void cumsum_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
   const AxisSplit s = split_at(in[0].shape(), params.get_int("axis"));
   const bool reverse = params.get_bool("reverse");
-  dispatch_dtype(in[0].dtype(), [&](auto z) {
+  dispatch_dtype_complex(in[0].dtype(), [&](auto z) {
     using T = decltype(z);
     if constexpr (!std::is_same_v<T, bool>) {
       using Acc = acc_t<T>;

@@ -2,6 +2,7 @@
 #include "runtime/library_calls.h"
 
 #include <exception>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -45,17 +46,31 @@ CallArrays read_call_arrays(const int64_t*& p, int64_t count) {
 using namespace fluxion;
 
 namespace {
+// The params as the lowering encoded them (KernelParam, ir/eval_rules.h), advancing p past them.
+Params read_params(std::span<const KernelParam> names, int64_t count, const int64_t*& p) {
+  Params params;
+  for (int64_t i = 0; i < count && i < int64_t(names.size()); ++i) {
+    const KernelParam& k = names[size_t(i)];
+    if (k.is_bool) {
+      params.set(k.name, *p++ != 0);
+    } else if (k.is_ints) {
+      const int64_t n = *p++;
+      params.set(k.name, IntList(p, p + n));
+      p += n;
+    } else if (!k.choices.empty()) {
+      params.set(k.name, std::string(k.choices[size_t(*p++)]));
+    } else {
+      params.set(k.name, *p++);
+    }
+  }
+  return params;
+}
+
 void call_prim(int64_t* a) {
   const Prim prim = Prim(a[0]);
   const int64_t n_in = a[1], n_out = a[2], n_params = a[3];
-  const std::span<const KernelParam> names = runtime::library_call_params(prim);
-  Params params;
-  for (int64_t i = 0; i < n_params && i < int64_t(names.size()); ++i) {
-    const KernelParam& k = names[size_t(i)];
-    if (k.is_bool) params.set(k.name, a[4 + i] != 0);
-    else params.set(k.name, a[4 + i]);
-  }
-  const int64_t* p = a + 4 + n_params;
+  const int64_t* p = a + 4;
+  const Params params = read_params(runtime::library_call_params(prim), n_params, p);
   const runtime::CallArrays arrays = runtime::read_call_arrays(p, n_in + n_out);
   const std::vector<View>& views = arrays.views;
   eval_rules(prim).kernel(std::span<const View>(views.data(), size_t(n_in)),

@@ -13,7 +13,8 @@
 
 extern "C" {
 /// Runs the reference kernel of one primitive on runtime buffers. Layout:
-///   [prim, n_in, n_out, n_params, param values (in the order of library_call_params(prim))...,
+///   [prim, n_in, n_out, n_params, param values (in the order of library_call_params(prim), each
+///    encoded as its KernelParam says: one integer, or an IntList's length then its elements)...,
 ///    then per array (inputs, then outputs): dtype, rank, dims..., address]
 void fluxion_rt_call_prim(int64_t* args);
 /// Batched row-major matmul out[b] = lhs[b] @ rhs[b] (runtime/matmul.h). Layout:
@@ -27,8 +28,8 @@ void fluxion_rt_gemm(int64_t* args);
 }
 
 namespace fluxion::runtime {
-/// The params a primitive's library call passes, in order (bools as 0/1): the kernel params its
-/// block registers (ir/eval_rules.h). Empty for a primitive that has no library call.
+/// The params a primitive's library call passes, in order (encoded as ir/eval_rules.h's
+/// KernelParam says): the kernel params its block registers. Empty for a primitive that has no library call.
 std::span<const KernelParam> library_call_params(Prim prim);
 /// An exception a library call raised inside compiled code (a debug callback, a bounds check)
 /// cannot unwind through generated frames: the call keeps the first one on its thread and returns,

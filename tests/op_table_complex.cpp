@@ -3,7 +3,7 @@
 // real and imaginary parts stacked on a new leading axis (or a real result as it is). Every driver
 // therefore runs the complex primitives in the middle: the JVP check's finite differences perturb
 // real and imaginary parts separately, the VJP check's dot-product identity pairs them, vmap and jit
-// (which compiles them, and interprets those with an FFT) see complex intermediates. References are
+// (which compiles them, FFTs as library calls) see complex intermediates. References are
 // std::complex<double> loops, the DFTs the naive O(n^2) sums.
 #include <algorithm>
 #include <cmath>
@@ -228,6 +228,67 @@ void add_functions_and_movement(std::vector<OpInfo>& t) {
       {operands({8}, 2, 71, 0.5, 2)}));
 }
 
+// Along axis 1 of a [rows, n] array (or the whole array when flat): the running sums, and the
+// index of the lexicographically largest / smallest value (real parts first; the first NaN --
+// in either part -- wins; ties keep the first), as numpy and jnp.argmax order complex values.
+CArray cumsum_ref(const CArray& z, bool flat) {
+  CArray r = z;
+  const int64_t n = flat ? z.shape.numel() : z.shape[1];
+  for (size_t i = 0; i < r.data.size(); ++i)
+    if (int64_t(i) % n != 0) r.data[i] += r.data[i - 1];
+  if (flat) r.shape = fx::Shape{n};
+  return r;
+}
+HostArray arg_extremum_ref(const CArray& z, bool is_max) {
+  const int64_t n = z.shape[1];
+  HostArray r{fx::Shape{z.shape[0]}, {}, fx::int32};
+  auto nan = [](cd v) { return v != v; };
+  for (int64_t row = 0; row < z.shape[0]; ++row) {
+    int64_t best = 0;
+    for (int64_t j = 1; j < n; ++j) {
+      const cd v = z.data[size_t(row * n + j)], b = z.data[size_t(row * n + best)];
+      const bool after = v.real() > b.real() || (v.real() == b.real() && v.imag() > b.imag());
+      const bool before = v.real() < b.real() || (v.real() == b.real() && v.imag() < b.imag());
+      if (!nan(b) && (nan(v) || (is_max ? after : before))) best = j;
+    }
+    r.data.push_back(double(best));
+  }
+  return r;
+}
+
+void add_cumulative_and_arg_extremum(std::vector<OpInfo>& t) {
+  for (bool flat : {false, true})
+    t.push_back(entry(
+        flat ? "complex.cumsum_flat" : "complex.cumsum",
+        [flat](const std::vector<fx::Array>& x) {
+          fx::Array z = fx::complex(x[0], x[1]);
+          return stacked(flat ? fx::cumsum(z * z) : fx::cumsum(z * z, 1));
+        },
+        [flat](const std::vector<HostArray>& x, fx::DType) {
+          return stacked(cumsum_ref(map(parts(x[0], x[1]), parts(x[0], x[1]), [](cd a, cd) { return a * a; }), flat));
+        },
+        {operands({3, 5}, 2, 81), operands({2, 1}, 2, 83)}));
+  // Real parts rounded to halves so that rows tie on them and the imaginary parts decide; one
+  // sample with NaN imaginary parts.
+  HostArray re = host(fx::Shape{2, 4}, {1, 1, 0.5, 1, 2, -1, 2, 0});
+  HostArray im = host(fx::Shape{2, 4}, {0.5, std::nan(""), 0.25, 0.75, -1, 3, -1, std::nan("")});
+  for (bool is_max : {true, false}) {
+    t.push_back(entry(
+        is_max ? "complex.argmax" : "complex.argmin",
+        [is_max](const std::vector<fx::Array>& x) {
+          fx::Array z = fx::complex(fx::round(x[0] * 2.0f) * 0.5f, x[1]);
+          return is_max ? fx::argmax(z, 1) : fx::argmin(z, 1);
+        },
+        [is_max](const std::vector<HostArray>& x, fx::DType) {
+          CArray z = parts(x[0], x[1]);
+          for (size_t i = 0; i < z.data.size(); ++i) z.data[i].real(std::round(x[0].data[i] * 2.0) * 0.5);
+          return arg_extremum_ref(z, is_max);
+        },
+        {operands({3, 6}, 2, 91), operands({4, 1}, 2, 93), fixed({re, im}, "NaN parts, ties")}));
+    t.back().differentiable = false;
+  }
+}
+
 void add_fft(std::vector<OpInfo>& t) {
   t.push_back(entry(
       "fft.fft",
@@ -314,6 +375,7 @@ void add_fft(std::vector<OpInfo>& t) {
 void add_complex_ops(std::vector<OpInfo>& t) {
   add_arithmetic(t);
   add_functions_and_movement(t);
+  add_cumulative_and_arg_extremum(t);
   add_fft(t);
 }
 

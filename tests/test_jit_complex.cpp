@@ -1,11 +1,12 @@
 // Complex programs under fx::jit: compiled (lowering/lower_complex.cpp), not interpreted, and equal
 // to eager within rounding -- plain, differentiated (grad, jvp), batched (jit of vmap of grad) and
-// over pmap; a program with an FFT is still interpreted. The op table's complex entries run through
+// over pmap; programs with FFTs included (FFTW as a library call). The op table's complex entries run through
 // the jit driver too (tests/test_op_table_jit.cpp), and both also under FLUXION_CPU=x86-64-v2/v3
 // (the jit_tests_x86_64_v* meson tests run every "jit*" test case).
 #include <doctest/doctest.h>
 #include <fluxion.h>
 
+#include <cmath>
 #include <complex>
 
 #include "test_helpers.h"
@@ -119,19 +120,64 @@ TEST_CASE("jit complex: jit(vmap(grad)) of a real loss of complex intermediates"
   CHECK(max_abs_diff(got, want) < 1e-4);
 }
 
-TEST_CASE("jit complex: a program with an FFT is interpreted; pmap runs compiled complex programs") {
-  fx::Array z = ramp_complex(8, fx::complex64, 0.2);
-  auto spectral = [](const fx::Array& z) { return fx::fft::ifft(fx::fft::fft(z) * 2.f); };
-  auto jf = fx::jit(spectral);
-  CHECK(compiles_of(jf, z) == 0);  // interpreted (transforms/jit.cpp runs_interpreted)
-  CHECK(complex_diff(jf(z), spectral(z)) == 0);
+// Every kind of transform, between elementwise work that fuses around the library call (the
+// fft eqn calls FFTW from the compiled kernel: lowering/lower_library.cpp), in both precisions.
+TEST_CASE("jit complex: fft, ifft, rfft, irfft, fft2 and fftn compile inside fused programs") {
+  auto f = [](const fx::Array& z, const fx::Array& x) {
+    fx::Array spectrum = fx::fft::fft(fx::exp(z) * 2.f + z);
+    fx::Array back = fx::fft::ifft(spectrum * fx::conj(z)) - z;
+    fx::Array bins = fx::fft::rfft(x * x + 1.f) * 0.5f;
+    fx::Array head = fx::slice(x, {0}, {5});
+    fx::Array real = fx::fft::irfft(bins * fx::complex(head, -head)) + x;
+    fx::Array odd = fx::fft::irfft(bins, 7);
+    fx::Array plane = fx::fft::fft2(fx::reshape(z, {2, 2, 2})) + 1.f;
+    fx::Array cube = fx::fft::fftn(fx::reshape(z * z, {2, 2, 2}), {}, {0, 1, 2}, "ortho");
+    fx::Array axis0 = fx::fft::fft(fx::reshape(z, {4, 2}), 4, 0);
+    return std::vector<fx::Array>{spectrum, back, bins, real, odd, plane, cube, axis0, fx::abs(spectrum) + fx::sum(real)};
+  };
+  for (fx::DType d : {fx::complex64, fx::complex128}) {
+    CAPTURE(fx::dtype_name(d));
+    fx::Array z = ramp_complex(8, d, 0.2);
+    fx::Array x = fx::real(ramp_complex(8, d, 1.1)) * 3.0 - fx::imag(z);
+    check_compiled(f, d == fx::complex64 ? 2e-5 : 1e-12, z, x);
+  }
+}
 
+TEST_CASE("jit complex: grad, vmap and pmap of programs with FFTs compile and match eager") {
+  // A real loss through every transform, so the gradient runs the transposes (fft for fft, the
+  // padded fft for rfft, the masked rfft for irfft).
+  auto loss = [](const fx::Array& x) {
+    fx::Array y = fx::fft::rfft(fx::sin(x) * x);
+    fx::Array z = fx::fft::fft(y * y) + fx::fft::ifft(y);
+    return fx::sum(fx::real(z * fx::conj(z))) + fx::sum(fx::fft::irfft(y * 1.5, 8) * x);
+  };
+  fx::Array x = fx::real(ramp_complex(8, fx::complex128, 0.3));
+  auto jg = fx::jit(fx::grad(loss));
+  CHECK(compiles_of(jg, x) == 1);
+  CHECK(max_abs_diff(jg(x), fx::grad(loss)(x)) < 1e-10);
+
+  auto spectral = [](const fx::Array& z) {
+    return fx::fft::ifft(fx::fft::fft(z) * 2.f) + fx::reshape(fx::fft::fft2(fx::reshape(z, {2, 4})), {8});
+  };
+  fx::Array zs = fx::reshape(ramp_complex(24, fx::complex64, 0.9), {3, 8});
+  auto batched = fx::vmap(spectral);
+  auto jb = fx::jit(batched);
+  CHECK(compiles_of(jb, zs) == 1);
+  CHECK(complex_diff(jb(zs), batched(zs)) < 1e-5);
+
+  // pmap runs compiled kernels only: a program with an FFT now has one on every device.
   const int64_t n = int64_t(fx::devices().size());
-  fx::Array zs = fx::reshape(ramp_complex(4 * n, fx::complex64, 0.9), {n, 4});
-  auto step = [](const fx::Array& z) { return z * fx::exp(z) + fx::psum(fx::real(z), "i"); };  // psum is real-only
-  fx::Array got = fx::pmap(step, "i")(zs);
-  fx::Array want = fx::vmap(step, fx::in_axes(0), fx::axis_name("i"))(zs);
+  fx::Array ps = fx::reshape(ramp_complex(4 * n, fx::complex64, 0.9), {n, 4});
+  auto step = [](const fx::Array& z) {
+    return fx::fft::ifft(fx::fft::fft(z) * fx::exp(z)) + fx::psum(fx::real(z), "i");  // psum is real-only
+  };
+  fx::Array got = fx::pmap(step, "i")(ps);
+  fx::Array want = fx::vmap(step, fx::in_axes(0), fx::axis_name("i"))(ps);
   CHECK(complex_diff(got, want) < 1e-4);
+
+  // An exported object links only the AOT runtime, which has no FFTW: a CompileError, not a
+  // missing symbol at link time.
+  CHECK_THROWS_AS(fx::export_(spectral, ramp_complex(8, fx::complex64, 0.5)), fx::CompileError);
 }
 
 TEST_CASE("jit complex: scatter, gather, dynamic slices, pad and a scan carrying a complex value compile") {
@@ -167,4 +213,25 @@ TEST_CASE("jit complex: the gradient of a complex gather, eagerly and compiled")
   const fx::Array eager = fx::grad(gathered)(z);
   CHECK(complex_diff(eager, fx::grad(weighted)(z)) < 1e-5);
   CHECK(complex_diff(eager, fx::jit(fx::grad(gathered))(z)) < 1e-5);
+}
+
+// Complex cumsum (accumulated in complex128, as eagerly) and argmax/argmin (lexicographic, the
+// first NaN winning) compile; the op table's complex.cumsum/argmax entries check them against
+// std::complex references under every transform.
+TEST_CASE("jit complex: cumsum, argmax and argmin of complex values compile and match eager") {
+  auto f = [](const fx::Array& z) {
+    fx::Array m = fx::reshape(z, {2, 4});
+    return std::vector<fx::Array>{fx::cumsum(m * m, 1), fx::cumsum(z), fx::argmax(m, 1), fx::argmin(m, 1),
+                                  fx::argmax(fx::conj(z)), fx::argmin(z)};
+  };
+  for (fx::DType d : {fx::complex64, fx::complex128}) {
+    CAPTURE(fx::dtype_name(d));
+    // Real parts that tie (the imaginary parts decide) and one NaN imaginary part in row 1.
+    const double nan = std::nan("");
+    fx::Array z = fx::astype(fx::array(std::vector<cd>{{1, 0.5}, {2, -1}, {2, 1}, {0, 3}, {1, 0}, {1, nan}, {-1, 0}, {1, 2}}), d);
+    check_compiled(f, d == fx::complex64 ? 1e-6 : 1e-14, z);
+    std::vector<fx::Array> r = f(z);
+    CHECK(r[2].to_vector<int32_t>() == std::vector<int32_t>{2, 1});  // row 1: the NaN
+    CHECK(r[3].to_vector<int32_t>() == std::vector<int32_t>{3, 1});
+  }
 }

@@ -1,8 +1,8 @@
 // The op table under fx::jit: every entry in every dtype compiled (MLIR -> LLVM) and compared with
 // the eager result within the entry's jit tolerance. A program that holds a primitive without a
 // lowering must raise CompileError naming it; which primitives those are, their records say
-// (eager_only: tests/test_registry.cpp). Complex programs are compiled like real ones; programs
-// with an FFT are interpreted under jit (transforms/jit.cpp) and compared with eager the same way.
+// (eager_only: tests/test_registry.cpp). Complex programs, FFTs included, are compiled like real
+// ones.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -26,7 +26,7 @@ const fx::Eqn* unlowered(const fx::Program& p) {
 
 TEST_CASE("jit op table: compiled results match eager for every op, dtype and sample") {
   std::set<std::string> not_lowered;
-  int compiled = 0, interpreted_count = 0;
+  int compiled = 0;
   for (const OpInfo& op : op_table()) {
     if (!op.applies(Check::jit)) continue;
     for (fx::DType d : op.dtypes)
@@ -47,8 +47,7 @@ TEST_CASE("jit op table: compiled results match eager for every op, dtype and sa
         }
         fx::Program p = fx::make_ir([&](const std::vector<fx::Array>& a) { return op.op(a); })(args);
         auto jf = fx::jit([&](const std::vector<fx::Array>& a) { return op.op(a); });
-        const bool interpreted = fx::jit_detail::runs_interpreted(p);
-        if (const fx::Eqn* e = unlowered(p); e && !interpreted) {
+        if (const fx::Eqn* e = unlowered(p)) {
           std::string name(fx::prim_name(e->prim));
           not_lowered.insert(name);
           try {
@@ -66,8 +65,7 @@ TEST_CASE("jit op table: compiled results match eager for every op, dtype and sa
           FAIL_CHECK("jit raised: " << std::string(err.what()) << "\nprogram:\n" << p.str());
           continue;
         }
-        if (interpreted) ++interpreted_count;
-        else ++compiled;
+        ++compiled;
         REQUIRE(got.aval() == eager.aval());
         HostArray g = to_host(got), w = to_host(eager);
         const Tolerance t = op.tolerance(Check::jit, eager.dtype());
@@ -81,8 +79,7 @@ TEST_CASE("jit op table: compiled results match eager for every op, dtype and sa
   }
   std::string missing;
   for (const std::string& n : not_lowered) missing += n + " ";
-  MESSAGE("compiled " << compiled << " op-table programs, interpreted " << interpreted_count
-                       << " (FFT); ops left eager-only: " << missing);
+  MESSAGE("compiled " << compiled << " op-table programs; ops left eager-only: " << missing);
 }
 
 }  // namespace optable

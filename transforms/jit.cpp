@@ -9,23 +9,6 @@
 
 namespace fluxion::jit_detail {
 
-// The one primitive with complex values that the lowering does not compile: fft (an FFTW call,
-// eager_only in prims/fft.cpp). A program holding it anywhere, its sub-programs included, is
-// evaluated by the reference kernels instead -- the eager results, without fusion (docs/jit.md
-// "Complex numbers"). Every other complex primitive is lowered (lowering/lower_complex.cpp).
-bool runs_interpreted(const Program& p) {
-  for (const Eqn& e : p.eqns) {
-    if (e.prim == Prim::fft) return true;
-    for (const auto& [key, value] : e.params.entries()) {
-      if (const ProgramRef* sub = std::get_if<ProgramRef>(&value); sub && runs_interpreted(**sub)) return true;
-      if (const ProgramList* subs = std::get_if<ProgramList>(&value))
-        for (const ProgramRef& q : *subs)
-          if (runs_interpreted(*q)) return true;
-    }
-  }
-  return false;
-}
-
 std::shared_ptr<const Compiled> compile_signature(JitCache& cache, const std::string& key, Program program,
                                                   std::shared_ptr<const void> out_like, const runtime::Device& target,
                                                   const std::vector<bool>& donated) {
@@ -34,8 +17,7 @@ std::shared_ptr<const Compiled> compile_signature(JitCache& cache, const std::st
   const std::string stem = jit_dump_stem(program);
   program = jit_passes(std::move(program), stem);
   c->consts = program.consts;  // after the passes: inlined bodies may bring their own
-  // A program with an FFT runs in the interpreter (see runs_interpreted).
-  if (!runs_interpreted(program)) c->executable = runtime::compile(program, target, stem);  // throws CompileError; cached by fingerprint
+  c->executable = runtime::compile(program, target, stem);  // throws CompileError; cached by fingerprint
   c->donation = donation::plan(program, donated);
   c->program = std::move(program);
   c->stem = stem;
@@ -70,9 +52,7 @@ namespace {
 
 std::vector<Array> run_into(const Compiled& c, std::span<const Array> args, std::span<const std::shared_ptr<Buffer>> into) {
   std::vector<Array> results;
-  if (!c.executable) {  // interpreted (an FFT); the program binds its own consts
-    results = eval_program(c.program, args);
-  } else if (c.consts.empty()) {
+  if (c.consts.empty()) {
     results = c.executable->run(args, into);
   } else {
     std::vector<Array> in(args.begin(), args.end());

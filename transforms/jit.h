@@ -146,9 +146,6 @@ std::shared_ptr<const Compiled> compile_signature(JitCache& cache, const std::st
                                                   std::shared_ptr<const void> out_like,
                                                   const runtime::Device& target = runtime::cpu_device(),
                                                   const std::vector<bool>& donated = {});
-/// Whether p holds an FFT (its sub-programs included), which the lowering does not compile: jit
-/// then interprets it with the reference kernels.
-bool runs_interpreted(const Program& p);
 /// Runs a compiled signature on the flattened Array arguments.
 std::vector<Array> run_compiled(const Compiled& c, std::span<const Array> args);
 /// The same, donating the leaves flagged in `donated` (leaf i belongs to argument leaf_argument[i]).

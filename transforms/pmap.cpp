@@ -159,9 +159,6 @@ enum class Feed : uint8_t { whole, shard, slice };
 
 std::vector<Array> run(const Signature& sig, std::span<const Array> leaves, const std::string& axis, SourceLoc loc) {
   const jit_detail::Compiled& c = *sig.compiled;
-  if (!c.executable)  // an FFT: fx::jit interprets such programs (transforms/jit.cpp); pmap runs kernels
-    throw CompileError("CompileError: pmap over '" + axis + "' at " + loc.str() +
-                       ": programs with an FFT are not compiled yet (docs/jit.md)");
   const std::vector<Device>& local = sig.at.local;
   const size_t n = local.size(), per = leaves.size() + c.consts.size();
   const std::vector<int64_t>& positions = sig.out_at;
