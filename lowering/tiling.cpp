@@ -93,6 +93,17 @@ VectorShape vector_shape(linalg::GenericOp g) {
   return {vec, t.vector_bits >= 512 ? 8 : 4, std::min<int64_t>(2 * lanes, 32), row_block, lanes};
 }
 
+// Rows per step and the reduction tile of a row reduction over rows of `row` elements. A row of
+// at most 64 elements that is longer than one tile is reduced whole, with fewer rows per step so
+// that the block holds as many registers: each row then ends in one horizontal reduction instead
+// of one per tile, with no partial sum carried through memory (the 64x64 matrix-vector product of
+// an RNN step ran at 0.56-0.60 us in 8x32 tiles on AVX2, against 0.34 us in AVX-512's 8x64).
+std::pair<int64_t, int64_t> row_reduction_tile(const VectorShape& vs, int64_t row) {
+  if (row > vs.vec && row <= 64 && row % vs.lanes == 0 && vs.row_block > 1)
+    return {std::max<int64_t>(1, vs.row_block * vs.vec / row), row};
+  return {vs.row_block, vs.vec};
+}
+
 struct Plan {
   int64_t forall_chunk = 0;    // tile of loop 0 for scf.forall (0: no threads)
   std::vector<int64_t> cache;  // cache tiles of a contraction (empty: none), before `tile`
@@ -198,16 +209,10 @@ Plan plan_for(linalg::GenericOp g, int num_threads) {
     }
   }
   if (innermost_reduction && num_red == 1 && contiguous) {
-    // row reduction. A row of at most 64 elements that is longer than one tile is reduced whole,
-    // with fewer rows per step so that the block holds as many registers: each row then ends in one
-    // horizontal reduction instead of one per tile, with no partial sum carried through memory
-    // (the 64x64 matrix-vector product of an RNN step ran at 0.56-0.60 us in 8x32 tiles on AVX2,
-    // against 0.34 us in AVX-512's 8x64).
-    const int64_t row = ranges[n - 1];
-    int64_t rb = vs.row_block, vec = vs.vec;
-    if (row > vec && row <= 64 && row % vs.lanes == 0 && rb > 1) rb = std::max<int64_t>(1, rb * vec / row), vec = row;
-    if (last_par >= 0) plan.tile[size_t(last_par)] = ranges[size_t(last_par)] % rb == 0 && row >= 16 ? rb : 1;
-    plan.tile[n - 1] = largest_divisor_at_most(row, vec);
+    // row reduction
+    const auto [rb, vec] = row_reduction_tile(vs, ranges[n - 1]);
+    if (last_par >= 0) plan.tile[size_t(last_par)] = ranges[size_t(last_par)] % rb == 0 && ranges[n - 1] >= 16 ? rb : 1;
+    plan.tile[n - 1] = largest_divisor_at_most(ranges[n - 1], vec);
   } else if (last_par < 0 && contiguous) {
     // a full reduction of contiguous data: vectors along the innermost loop
     plan.tile[n - 1] = largest_divisor_at_most(ranges[n - 1], vs.vec);
