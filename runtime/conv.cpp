@@ -32,6 +32,7 @@
 #include "runtime/matmul.h"
 #include "runtime/openmp.h"
 #include "runtime/pool.h"
+#include "runtime/scratch.h"
 
 namespace fluxion::runtime {
 
@@ -126,18 +127,6 @@ Params decode_window_params(Prim p, const int64_t*& a) {
 }
 
 namespace {
-
-// Per-thread scratch that lives across calls: the buffers are megabytes, and a fresh allocation per
-// call would zero them and fault their pages in every time. Its contents are undefined.
-template <class T>
-struct Scratch {
-  std::unique_ptr<T[]> data;
-  int64_t size = 0;
-  T* get(int64_t n) {
-    if (n > size) data.reset(new T[size_t(n)]), size = n;  // default-initialised: no zero fill
-    return data.get();
-  }
-};
 
 // How the GEMM forms cut their work: a product should have about kWideColumns columns (or inner
 // dimension, by feature) -- at the deep stages' 8x8 and 4x4 outputs one image gives only 64 or 16,

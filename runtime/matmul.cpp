@@ -15,6 +15,7 @@
 #include "runtime/gemm_bf16.h"
 #include "runtime/matmul_block.h"
 #include "runtime/openmp.h"
+#include "runtime/scratch.h"
 
 namespace fluxion::runtime {
 
@@ -62,13 +63,6 @@ template <class F>
 void in_chunks(int64_t n, int threads, F f) {
   const int64_t chunks = (n + kConvertChunk - 1) / kConvertChunk;
   parallel_chunks(threads, chunks, [&](int64_t c) { f(c * kConvertChunk, std::min(n, (c + 1) * kConvertChunk)); });
-}
-
-// Scratch of the calling thread that lives across calls: a fresh megabyte-sized allocation per
-// product would fault its pages in every time.
-float* scratch(std::vector<float>& v, int64_t n) {
-  if (int64_t(v.size()) < n) v.resize(size_t(n));
-  return v.data();
 }
 
 // The conversion loops, over restrict pointers so that GCC vectorises them (bfloat16 is the top
@@ -206,14 +200,14 @@ void in_blocks(const Matmul& mm, int64_t size, int64_t out_size, int threads, Sl
 }
 
 // The float32 output of a 16-bit product: the caller's, or scratch to be rounded once at the end.
-float* f32_out(const Matmul& mm, std::vector<float>& buf) {
-  return mm.narrow_out ? scratch(buf, mm.batch * mm.m * mm.n) : static_cast<float*>(mm.out);
+float* f32_out(const Matmul& mm, Scratch<float>& buf) {
+  return mm.narrow_out ? buf.get(mm.batch * mm.m * mm.n) : static_cast<float*>(mm.out);
 }
 
 // A bfloat16 product on AVX512-BF16 (runtime/gemm_bf16.h): the operands packed straight from
 // bfloat16, float32 accumulators, the output rounded once when it is bfloat16.
 void matmul_bf16_native(const Matmul& mm, int isa_level, int threads) {
-  thread_local std::vector<float> out_buf;
+  thread_local Scratch<float> out_buf;
   Matmul f = mm;
   f.out = f32_out(mm, out_buf);
   in_blocks(f, 2, 4, threads, kBf16Slabs, [](const MatmulBlock& b) {
@@ -225,7 +219,7 @@ void matmul_bf16_native(const Matmul& mm, int isa_level, int threads) {
     gemm_bf16_block(b, aligned(pack_a), aligned(pack_b));
     g_bf16_blocks.fetch_add(1, std::memory_order_relaxed);
   });
-  if (mm.narrow_out) narrow_from_f32(out_buf.data(), mm.operands, mm.out, mm.batch * mm.m * mm.n, isa_level, threads);
+  if (mm.narrow_out) narrow_from_f32(out_buf.data.get(), mm.operands, mm.out, mm.batch * mm.m * mm.n, isa_level, threads);
 }
 
 }  // namespace
@@ -234,18 +228,18 @@ void matmul_bf16_native(const Matmul& mm, int isa_level, int threads) {
 // writes O(m k + k n) elements against the product's O(m n k) multiply-adds), the float32 product,
 // then the output rounded once when it is 16-bit too.
 void matmul_widened(const Matmul& mm, int isa_level, int threads) {
-  thread_local std::vector<float> lhs_buf, rhs_buf, out_buf;
+  thread_local Scratch<float> lhs_buf, rhs_buf, out_buf;
   const int64_t nl = mm.batch * mm.m * mm.k, nr = mm.batch * mm.k * mm.n, no = mm.batch * mm.m * mm.n;
   Matmul f = mm;
   f.operands = DType::float32;
   f.narrow_out = false;
-  f.lhs = scratch(lhs_buf, nl);
-  f.rhs = scratch(rhs_buf, nr);
+  f.lhs = lhs_buf.get(nl);
+  f.rhs = rhs_buf.get(nr);
   f.out = f32_out(mm, out_buf);
-  widen_to_f32(mm.operands, mm.lhs, lhs_buf.data(), nl, isa_level, threads);
-  widen_to_f32(mm.operands, mm.rhs, rhs_buf.data(), nr, isa_level, threads);
+  widen_to_f32(mm.operands, mm.lhs, lhs_buf.data.get(), nl, isa_level, threads);
+  widen_to_f32(mm.operands, mm.rhs, rhs_buf.data.get(), nr, isa_level, threads);
   matmul(f, isa_level, threads);
-  if (mm.narrow_out) narrow_from_f32(out_buf.data(), mm.operands, mm.out, no, isa_level, threads);
+  if (mm.narrow_out) narrow_from_f32(out_buf.data.get(), mm.operands, mm.out, no, isa_level, threads);
 }
 
 bool native_bf16_for(int isa_level) {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "runtime/openmp.h"
+#include "runtime/scratch.h"
 
 namespace fluxion::runtime {
 
@@ -123,12 +124,6 @@ inline void for_each_segment(const PoolPlan& p, int64_t row, F&& f) {
   }
 }
 
-template <class T>
-T* scratch(std::vector<T>& v, int64_t n) {
-  if (int64_t(v.size()) < n) v.resize(size_t(n));
-  return v.data();
-}
-
 // Runs body(block, row) for every output row of every block, the rows split into chunks over the
 // threads.
 template <class F>
@@ -174,8 +169,8 @@ void rows_into(const View& in, const View& out, const PoolPlan& p, int threads, 
   T* y = out.as<T>();
   const int64_t row_len = p.out_last * p.inner;
   for_rows(p, threads, [&](int64_t b, int64_t row) {
-    thread_local std::vector<Acc> buf;
-    Acc* acc = scratch(buf, row_len);
+    thread_local Scratch<Acc> buf;
+    Acc* acc = buf.get(row_len);
     row_fn(x + b * p.x_block, row, acc);
     T* yr = y + b * p.y_block + row * row_len;
     for (int64_t j = 0; j < row_len; ++j) yr[j] = store(acc[j]);
@@ -241,10 +236,10 @@ void gather(std::span<const View> in, const View& out, const PoolPlan& p, bool i
   T* y = out.as<T>();
   const int64_t row_len = p.out_last * p.inner;
   for_rows(p, threads, [&](int64_t b, int64_t row) {
-    thread_local std::vector<C> best_buf;
-    thread_local std::vector<int32_t> at_buf;
-    C* best = scratch(best_buf, row_len);
-    int32_t* at = scratch(at_buf, row_len);
+    thread_local Scratch<C> best_buf;
+    thread_local Scratch<int32_t> at_buf;
+    C* best = best_buf.get(row_len);
+    int32_t* at = at_buf.get(row_len);
     select_row(x + b * p.x_block, p, row, is_max, best, at);
     const T* tb = t + b * p.x_block;
     T* yr = y + b * p.y_block + row * row_len;
@@ -263,13 +258,13 @@ void scatter(std::span<const View> in, const View& out, const PoolPlan& p, bool 
   const int64_t row_len = p.out_last * p.inner;
   const int64_t chunks = std::min<int64_t>(p.blocks, threads > 1 ? int64_t(threads) * 16 : 1);
   parallel_chunks(threads, chunks, [&](int64_t c) {
-    thread_local std::vector<C> best_buf, acc_buf;
-    thread_local std::vector<int32_t> at_buf;
-    C* best = scratch(best_buf, row_len);
-    int32_t* at = scratch(at_buf, row_len);
+    thread_local Scratch<C> best_buf, acc_buf;
+    thread_local Scratch<int32_t> at_buf;
+    C* best = best_buf.get(row_len);
+    int32_t* at = at_buf.get(row_len);
     for (int64_t b = p.blocks * c / chunks; b < p.blocks * (c + 1) / chunks; ++b) {
       T* yb = y + b * p.x_block;
-      C* acc = std::is_same_v<T, C> ? reinterpret_cast<C*>(yb) : scratch(acc_buf, p.x_block);
+      C* acc = std::is_same_v<T, C> ? reinterpret_cast<C*>(yb) : acc_buf.get(p.x_block);
       std::fill(acc, acc + p.x_block, C(0));
       for (int64_t row = 0; row < p.out_rows; ++row) {
         select_row(x + b * p.x_block, p, row, is_max, best, at);
