@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 
 namespace example {
 
@@ -16,15 +17,23 @@ inline void progress(int64_t done, int64_t total, double loss, double seconds) {
   std::fflush(stdout);
 }
 
-/// `epochs` passes over `loader`: `step(batch)` trains on one batch and returns its loss,
-/// `accuracy()` measures the test accuracy after each epoch. Returns the last accuracy.
+/// Where a run picks up: epochs before `first_epoch` were trained by an earlier process (the loader
+/// is set to shuffle as that epoch would), and `after_epoch(e)` runs after each epoch (a checkpoint).
+struct Resume {
+  int first_epoch = 1;
+  std::function<void(int epoch)> after_epoch;
+};
+
+/// Epochs `resume.first_epoch`..`epochs` over `loader`: `step(batch)` trains on one batch and returns
+/// its loss, `accuracy()` measures the test accuracy after each epoch. Returns the last accuracy.
 template <class Loader, class Step, class Accuracy>
-double train_epochs(int epochs, Loader& loader, Step&& step, Accuracy&& accuracy) {
+double train_epochs(int epochs, Loader& loader, Step&& step, Accuracy&& accuracy, const Resume& resume = {}) {
   auto t0 = std::chrono::steady_clock::now();
   auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   const int64_t total = loader.num_batches(), every = total > 100 ? 20 : 5;
-  double acc = 0;
-  for (int epoch = 1; epoch <= epochs; ++epoch) {
+  double acc = resume.first_epoch > epochs ? accuracy() : 0;  // a finished run: measure it again
+  loader.set_epoch(resume.first_epoch - 1);
+  for (int epoch = resume.first_epoch; epoch <= epochs; ++epoch) {
     std::printf("epoch %d/%d\n", epoch, epochs);
     double loss_sum = 0;
     int64_t n = 0;
@@ -35,6 +44,7 @@ double train_epochs(int epochs, Loader& loader, Step&& step, Accuracy&& accuracy
     acc = accuracy();
     std::printf("\n  epoch %d: train loss %.4f, test accuracy %.2f%%, %.1fs\n", epoch, loss_sum / double(n), 100 * acc,
                 seconds());
+    if (resume.after_epoch) resume.after_epoch(epoch);
   }
   std::printf("final test accuracy %.2f%% after %.1fs\n", 100 * acc, seconds());
   return acc;

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <sys/stat.h>
 #include <vector>
 
 namespace fx = fluxion;
@@ -213,5 +214,9 @@ TEST_CASE("checkpoint: a failed write keeps the old file and leaves no temporary
   // Overwriting replaces the content whole.
   fx::save(p, fx::array({7.0, 8.0, 9.0}));
   CHECK(fx::load<fx::Array>(p).to_vector<double>() == std::vector<double>{7, 8, 9});
+  // The file has the mode a plain open(O_CREAT, 0666) gives under the umask, not mkstemp's 0600.
+  mode_t mask = ::umask(022);
+  ::umask(mask);
+  CHECK((unsigned(fs::status(p).permissions()) & 0777u) == (0666u & ~unsigned(mask)));
   fs::remove_all(dir);
 }

@@ -1,12 +1,15 @@
 #include "train/file_io.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "ir/error.h"
@@ -37,6 +40,15 @@ std::string read_file(const std::string& path) {
   return out;
 }
 
+// The process's umask, read without changing it (umask(2) can only be read by setting it, which
+// races with other threads creating files). Linux reports it in /proc/self/status since 4.7.
+static mode_t current_umask() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("Umask:", 0) == 0) return mode_t(std::stoul(line.substr(6), nullptr, 8));
+  return 022;
+}
+
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
   std::string pattern = path_ + ".tmp.XXXXXX";
   std::vector<char> name(pattern.begin(), pattern.end());
@@ -44,6 +56,8 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
   fd_ = mkstemp(name.data());
   if (fd_ < 0) fail(path_, std::string("cannot create a temporary file beside it: ") + std::strerror(errno));
   tmp_ = name.data();
+  // mkstemp creates the file 0600; the checkpoint gets the mode open(O_CREAT, 0666) would give it.
+  if (::fchmod(fd_, 0666 & ~current_umask()) != 0) fail(path_, std::string("fchmod failed: ") + std::strerror(errno));
 }
 
 AtomicFile::~AtomicFile() {
