@@ -183,11 +183,28 @@ Array argmin(const ArrayLike& x, std::optional<int64_t> axis, bool keepdims, Sou
   return arg_extremum(Prim::argmin, "argmin", x, axis, keepdims, loc);
 }
 
-Array cumsum(const ArrayLike& xl, std::optional<int64_t> axis, SourceLoc loc) {
+namespace {
+Array cumulative(Prim p, std::string_view op, Array x, int64_t axis, bool reverse, SourceLoc loc) {
+  const int64_t ax = detail::normalize_axis(op, axis, x.ndim(), x.aval(), loc);
+  return bind1(p, {x}, Params{{"axis", ax}, {"reverse", reverse}}, loc);
+}
+Array accumulated(Prim p, std::string_view op, const ArrayLike& xl, std::optional<int64_t> axis, SourceLoc loc) {
   Array x = detail::as_array(xl, accumulation_dtype(xl.dtype()), xl.weak(), loc);
-  if (!axis) x = flatten(x, loc);
-  const int64_t ax = detail::normalize_axis("cumsum", axis.value_or(0), x.ndim(), x.aval(), loc);
-  return bind1(Prim::cumsum, {x}, Params{{"axis", ax}, {"reverse", false}}, loc);
+  return cumulative(p, op, axis ? x : flatten(x, loc), axis.value_or(0), false, loc);
+}
+}  // namespace
+
+Array cumsum(const ArrayLike& x, std::optional<int64_t> axis, SourceLoc loc) {
+  return accumulated(Prim::cumsum, "cumsum", x, axis, loc);
+}
+Array cumprod(const ArrayLike& x, std::optional<int64_t> axis, SourceLoc loc) {
+  return accumulated(Prim::cumprod, "cumprod", x, axis, loc);
+}
+Array cummax(const ArrayLike& x, int64_t axis, bool reverse, SourceLoc loc) {
+  return cumulative(Prim::cummax, "cummax", operand(x, loc), axis, reverse, loc);
+}
+Array cummin(const ArrayLike& x, int64_t axis, bool reverse, SourceLoc loc) {
+  return cumulative(Prim::cummin, "cummin", operand(x, loc), axis, reverse, loc);
 }
 
 Array sort(const ArrayLike& xl, int64_t axis, SourceLoc loc) {

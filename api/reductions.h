@@ -58,8 +58,15 @@ Array logsumexp(const ArrayLike& x, const Axes& axes = {}, bool keepdims = false
 Array argmax(const ArrayLike& x, std::optional<int64_t> axis = std::nullopt, bool keepdims = false, FLUXION_LOC);
 Array argmin(const ArrayLike& x, std::optional<int64_t> axis = std::nullopt, bool keepdims = false, FLUXION_LOC);
 
-/// Running sum along `axis` (of the flattened array when no axis is given).
+/// Running sum / product along `axis` (of the flattened array when no axis is given), in the dtype
+/// sum/prod give (bool and narrow integers widen, as jax.numpy's).
 Array cumsum(const ArrayLike& x, std::optional<int64_t> axis = std::nullopt, FLUXION_LOC);
+Array cumprod(const ArrayLike& x, std::optional<int64_t> axis = std::nullopt, FLUXION_LOC);
+/// Running maximum / minimum along `axis` (from the end when `reverse`), as jax.lax.cummax/cummin:
+/// the operand's dtype, NaN propagates, complex values order lexicographically. The derivative
+/// follows the element holding the running extremum (the latest one on ties).
+Array cummax(const ArrayLike& x, int64_t axis = 0, bool reverse = false, FLUXION_LOC);
+Array cummin(const ArrayLike& x, int64_t axis = 0, bool reverse = false, FLUXION_LOC);
 
 /// Sorted copy along `axis` (NaNs last, stable).
 Array sort(const ArrayLike& x, int64_t axis = -1, FLUXION_LOC);

@@ -33,10 +33,12 @@ namespace fluxion {
   /* indexing (prims/indexing.cpp) */                                                              \
   X(dynamic_slice, "dynamic_slice") X(dynamic_update_slice, "dynamic_update_slice")                \
   X(gather, "gather") X(scatter, "scatter") X(scatter_add, "scatter_add")                          \
-  /* reductions and scans (prims/reduce.cpp) */                                                    \
+  /* reductions (prims/reduce.cpp) */                                                                \
   X(reduce_sum, "reduce_sum") X(reduce_max, "reduce_max") X(reduce_min, "reduce_min")              \
   X(reduce_prod, "reduce_prod") X(argmax, "argmax") X(argmin, "argmin") X(reduce_and, "reduce_and") \
-  X(reduce_or, "reduce_or") X(cumsum, "cumsum")                                                    \
+  X(reduce_or, "reduce_or")                                                                        \
+  /* cumulative scans (prims/cumulative.cpp) */                                                    \
+  X(cumsum, "cumsum") X(cumprod, "cumprod") X(cummax, "cummax") X(cummin, "cummin")                \
   /* sorting (prims/sort.cpp) */                                                                   \
   X(sort, "sort")                                                                                  \
   /* linear algebra (prims/dot_general.cpp) */                                                     \

@@ -1,4 +1,5 @@
-// Lowering of the reductions (prims/reduce.cpp): one linalg.generic with reduction iterators over
+// Lowering of the reductions (prims/reduce.cpp) and the cumulative scans (prims/cumulative.cpp).
+// A reduction is one linalg.generic with reduction iterators over
 // the reduced axes, into an accumulator initialised by linalg.fill. Producers fuse into it
 // (linalg-fuse-elementwise-ops), and the pipeline splits the innermost reduction for vectors.
 //
@@ -32,6 +33,7 @@ Value identity(OpBuilder& b, Location l, Kind k, DType d) {
     case Kind::max:
     case Kind::min: {
       const bool max = k == Kind::max;
+      if (is_complex(d)) return complex_constant(b, l, d, max ? -inf : inf, max ? -inf : inf);
       if (is_float(d)) return constant(b, l, d, max ? -inf : inf);
       if (d == DType::bool_) return constant(b, l, d, max ? 0 : 1);
       Type t = compute_type(b.getContext(), d);
@@ -54,6 +56,7 @@ Value combine(OpBuilder& b, Location l, Kind k, DType d, Value x, Value acc) {
     case Kind::max:
     case Kind::min: {
       const bool max = k == Kind::max;
+      if (is_complex(d)) return b.create<arith::SelectOp>(l, complex_beats(b, l, x, acc, max), x, acc);
       if (f) return max ? Value(b.create<arith::MaximumFOp>(l, acc, x)) : Value(b.create<arith::MinimumFOp>(l, acc, x));
       if (is_signed_int(d)) return max ? Value(b.create<arith::MaxSIOp>(l, acc, x)) : Value(b.create<arith::MinSIOp>(l, acc, x));
       return max ? Value(b.create<arith::MaxUIOp>(l, acc, x)) : Value(b.create<arith::MinUIOp>(l, acc, x));
@@ -158,14 +161,16 @@ std::vector<Value> argminmax_rule(LowerCtx& c, const Eqn& e, std::span<const Ope
 }
 
 
-// cumsum[axis reverse]: x seen as [outer, len, inner]; for each (outer, inner) line a scalar
-// scf.for along the axis carries the running sum and the result tensor. The sum accumulates as
-// the reference's does (f32 in f64, f16/bf16 in f32, integers wrapping in their own width) and
-// each output element rounds from it. When the axis is not the innermost and the inner extent
-// has a divisor of at least 4 lanes (f32, f64, int32, int64), `inner` lines run side by side as
-// vectors: the same additions in the same order per line, so the same bits.
-Value cumsum_vectorized(LowerCtx& c, Value x3, const AbstractArray& shape3, DType d, DType acc_d, bool reverse,
-                        int64_t w) {
+// cumsum, cumprod, cummax, cummin [axis reverse]: x seen as [outer, len, inner]; for each
+// (outer, inner) line a scalar scf.for along the axis carries the running value and the result
+// tensor. Sums and products accumulate as the reference's do (f32 in f64, f16/bf16 in f32,
+// integers wrapping in their own width) and each output element rounds from it; max/min run in
+// the compute type from the identity (-inf for max: NaN propagates through arith.maximumf). When
+// the axis is not the innermost and the inner extent has a divisor of at least 4 lanes (f32, f64,
+// int32, int64), `inner` lines run side by side as vectors: the same operations in the same order
+// per line, so the same bits.
+Value scan_vectorized(LowerCtx& c, Kind k, Value x3, const AbstractArray& shape3, DType d, DType acc_d, bool reverse,
+                      int64_t w) {
   OpBuilder& b = c.b;
   Location l = c.loc;
   const int64_t outer = shape3.shape[0], len = shape3.shape[1], inner = shape3.shape[2];
@@ -176,15 +181,15 @@ Value cumsum_vectorized(LowerCtx& c, Value x3, const AbstractArray& shape3, DTyp
   Value pad = b.create<arith::ConstantOp>(l, b.getZeroAttr(storage_type(ctx, d)));
   SmallVector<bool> in_bounds{true};
   auto loop_o = b.create<scf::ForOp>(l, zero, cidx(outer), one, ValueRange{empty(c, shape3)}, [&](OpBuilder& b1, Location l1, Value o, ValueRange r1) {
-    auto loop_k = b1.create<scf::ForOp>(l1, zero, cidx(inner), cidx(w), r1, [&](OpBuilder& b2, Location l2, Value k, ValueRange r2) {
-      Value acc0 = b2.create<arith::ConstantOp>(l2, at, b2.getZeroAttr(at));
+    auto loop_k = b1.create<scf::ForOp>(l1, zero, cidx(inner), cidx(w), r1, [&](OpBuilder& b2, Location l2, Value kk, ValueRange r2) {
+      Value acc0 = b2.create<vector::BroadcastOp>(l2, at, identity(b2, l2, k, acc_d));
       auto loop_j = b2.create<scf::ForOp>(l2, zero, cidx(len), one, ValueRange{acc0, r2[0]}, [&](OpBuilder& b3, Location l3, Value j, ValueRange r3) {
         Value idx = reverse ? Value(b3.create<arith::SubIOp>(l3, last, j)) : j;
-        Value v = b3.create<vector::TransferReadOp>(l3, vt, x3, ValueRange{o, idx, k}, pad, in_bounds);
+        Value v = b3.create<vector::TransferReadOp>(l3, vt, x3, ValueRange{o, idx, kk}, pad, in_bounds);
         if (acc_d != d) v = b3.create<arith::ExtFOp>(l3, at, v);
-        Value acc = is_float(d) ? Value(b3.create<arith::AddFOp>(l3, r3[0], v)) : Value(b3.create<arith::AddIOp>(l3, r3[0], v));
+        Value acc = combine(b3, l3, k, acc_d, v, r3[0]);
         Value y = acc_d != d ? Value(b3.create<arith::TruncFOp>(l3, vt, acc)) : acc;
-        Value r = b3.create<vector::TransferWriteOp>(l3, y, r3[1], ValueRange{o, idx, k}, in_bounds).getResult();
+        Value r = b3.create<vector::TransferWriteOp>(l3, y, r3[1], ValueRange{o, idx, kk}, in_bounds).getResult();
         b3.create<scf::YieldOp>(l3, ValueRange{acc, r});
       });
       b2.create<scf::YieldOp>(l2, loop_j.getResult(1));
@@ -194,7 +199,17 @@ Value cumsum_vectorized(LowerCtx& c, Value x3, const AbstractArray& shape3, DTyp
   return loop_o.getResult(0);
 }
 
-std::vector<Value> cumsum_rule(LowerCtx& c, const Eqn& e, std::span<const Operand> in, std::span<const AbstractArray> out) {
+/// The type a scan accumulates in: the reference's for sums and products, the compute type for
+/// max/min (exact in any type).
+DType scan_accumulator(Kind k, DType d) {
+  if (k == Kind::max || k == Kind::min) return d == DType::float16 || d == DType::bfloat16 ? DType::float32 : d;
+  if (d == DType::float32) return DType::float64;
+  if (d == DType::complex64) return DType::complex128;
+  return is_float(d) && d != DType::float64 ? DType::float32 : d;
+}
+
+template <Kind K>
+std::vector<Value> scan_rule(LowerCtx& c, const Eqn& e, std::span<const Operand> in, std::span<const AbstractArray> out) {
   OpBuilder& b = c.b;
   const AbstractArray& x = in[0].aval;
   if (x.size() == 0) return {empty(c, out[0])};
@@ -204,29 +219,26 @@ std::vector<Value> cumsum_rule(LowerCtx& c, const Eqn& e, std::span<const Operan
   const int64_t len = x.shape[size_t(axis)];
   for (int64_t d = 0; d < axis; ++d) outer *= x.shape[size_t(d)];
   for (int d = int(axis) + 1; d < x.ndim(); ++d) inner *= x.shape[size_t(d)];
-  const DType d = x.dtype;
-  const DType acc_d = d == DType::float32     ? DType::float64
-                      : d == DType::complex64 ? DType::complex128
-                      : is_float(d) && d != DType::float64 ? DType::float32
-                                                           : d;
+  const DType d = x.dtype, acc_d = scan_accumulator(K, d);
   const AbstractArray shape3{Shape({outer, len, inner}), d, false};
   Value x3 = reshape_to(c, as_tensor(c, in[0]), x.shape, shape3);
   if (d == DType::float32 || d == DType::float64 || d == DType::int32 || d == DType::int64) {
-    int64_t w = std::min<int64_t>(inner, d == DType::float32 ? 32 : 16);  // lanes (f32 sums in f64: 32 x f64 = 4 zmm)
+    // lanes: f32 sums and products run in f64 (32 x f64 = 4 zmm)
+    int64_t w = std::min<int64_t>(inner, d == DType::float32 ? 32 : 16);
     while (w > 1 && inner % w != 0) --w;
-    if (w >= 4) return {reshape_to(c, cumsum_vectorized(c, x3, shape3, d, acc_d, reverse, w), shape3.shape, out[0])};
+    if (w >= 4) return {reshape_to(c, scan_vectorized(c, K, x3, shape3, d, acc_d, reverse, w), shape3.shape, out[0])};
   }
   Location l = c.loc;
   auto cidx = [&](int64_t v) -> Value { return b.create<arith::ConstantIndexOp>(l, v); };
   Value zero = cidx(0), one = cidx(1), last = cidx(len - 1);
   auto loop_o = b.create<scf::ForOp>(l, zero, cidx(outer), one, ValueRange{empty(c, shape3)}, [&](OpBuilder& b1, Location l1, Value o, ValueRange r1) {
     auto loop_k = b1.create<scf::ForOp>(l1, zero, cidx(inner), one, r1, [&](OpBuilder& b2, Location l2, Value k, ValueRange r2) {
-      Value acc0 = constant(b2, l2, acc_d, 0);
+      Value acc0 = identity(b2, l2, K, acc_d);
       auto loop_j = b2.create<scf::ForOp>(l2, zero, cidx(len), one, ValueRange{acc0, r2[0]}, [&](OpBuilder& b3, Location l3, Value j, ValueRange r3) {
         Value at = reverse ? Value(b3.create<arith::SubIOp>(l3, last, j)) : j;
         Value v = to_compute(b3, l3, b3.create<tensor::ExtractOp>(l3, x3, ValueRange{o, at, k}), d);
         v = convert_scalar(b3, l3, v, d, acc_d);
-        Value acc = add_scalars(b3, l3, r3[0], v, acc_d);
+        Value acc = combine(b3, l3, K, acc_d, v, r3[0]);
         Value y = from_compute(b3, l3, convert_scalar(b3, l3, acc, acc_d, d), d);
         Value r = b3.create<tensor::InsertOp>(l3, y, r3[1], ValueRange{o, at, k});
         b3.create<scf::YieldOp>(l3, ValueRange{acc, r});
@@ -241,7 +253,10 @@ std::vector<Value> cumsum_rule(LowerCtx& c, const Eqn& e, std::span<const Operan
 }  // namespace
 
 void add_reduce_lowerings(LowerTable& t) {
-  t[size_t(Prim::cumsum)] = &cumsum_rule;
+  t[size_t(Prim::cumsum)] = &scan_rule<Kind::sum>;
+  t[size_t(Prim::cumprod)] = &scan_rule<Kind::prod>;
+  t[size_t(Prim::cummax)] = &scan_rule<Kind::max>;
+  t[size_t(Prim::cummin)] = &scan_rule<Kind::min>;
   t[size_t(Prim::reduce_sum)] = &reduce_rule<Kind::sum>;
   t[size_t(Prim::reduce_prod)] = &reduce_rule<Kind::prod>;
   t[size_t(Prim::reduce_max)] = &reduce_rule<Kind::max>;

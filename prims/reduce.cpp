@@ -1,9 +1,9 @@
-// Reductions and scans: reduce_{sum,max,min,prod,and,or}[axes], argmax/argmin[axes index_dtype],
-// cumsum[axis reverse]. Operands arrive promoted (the API layer upcasts bool/int8 sums to int32), so
+// Reductions: reduce_{sum,max,min,prod,and,or}[axes], argmax/argmin[axes index_dtype] (the
+// cumulative scans are in prims/cumulative.cpp). Operands arrive promoted (the API layer upcasts bool/int8 sums to int32), so
 // the output dtype is the operand's, as in jax.lax.
 //
-// Accumulation: float16/bfloat16 accumulate in float32 and float32 in float64 (sums, products and
-// cumsum), rounding once at the end; where the reduced axes are innermost, float sums of each
+// Accumulation (prims/accumulate.h): float16/bfloat16 accumulate in float32 and float32 in float64
+// (sums and products), rounding once at the end; where the reduced axes are innermost, float sums of each
 // contiguous run are pairwise as well (which is what keeps float64 sums accurate). Integers
 // accumulate in uint64 and wrap modulo 2^bits as XLA's integer arithmetic does, without C++'s
 // signed-overflow undefined behaviour.
@@ -13,37 +13,16 @@
 #include <memory>
 
 #include "lax/lax.h"
+#include "prims/accumulate.h"
 #include "prims/elementwise.h"
 
 namespace fluxion {
 namespace {
+using namespace accumulate;
 using namespace elementwise;
 using namespace lax;
 using Arrays = std::span<const Array>;
 using BatchedArgs = std::span<const BatchedArray>;
-
-/// The type a sum or product of T accumulates in.
-template <class T>
-using acc_t = std::conditional_t<
-    is_complex_type<T>, std::complex<double>,
-    std::conditional_t<std::is_same_v<T, float> || std::is_same_v<T, double>, double,
-                       std::conditional_t<std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>, float, uint64_t>>>;
-
-/// Converts one stored value into the accumulator type (integers sign-extend into uint64).
-template <class Acc, class T>
-Acc to_acc(T v) {
-  if constexpr (std::is_same_v<Acc, uint64_t> && std::is_signed_v<T>)
-    return static_cast<uint64_t>(static_cast<int64_t>(v));
-  else
-    return static_cast<Acc>(static_cast<compute_t<T>>(v));
-}
-/// Stores an accumulator back as T (integers truncate modulo 2^bits: two's-complement wrapping).
-template <class T, class Acc>
-T from_acc(Acc a) {
-  if constexpr (std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>) return T(float(a));
-  else if constexpr (std::is_same_v<T, bool>) return a != Acc(0);
-  else return static_cast<T>(a);
-}
 
 // ---- the family's shared rules --------------------------------------------------------------------
 
@@ -256,19 +235,25 @@ const Registration reduce_prod_registration = PrimitiveRules{
 };
 
 // ---- reduce_max[axes], reduce_min[axes] --------------------------------------------------------------------
-/// max/min propagate NaN (as lax.max): once the accumulator is NaN it stays NaN.
+/// max/min propagate NaN (as lax.max): once the accumulator is NaN it stays NaN. Complex values
+/// compare lexicographically (real parts first, as lax.max orders them); a NaN in either part
+/// propagates the same way.
 template <bool IsMax>
 void reduce_extremum_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
-  dispatch_dtype(in[0].dtype(), [&](auto z) {
+  dispatch_dtype_complex(in[0].dtype(), [&](auto z) {
     using T = decltype(z);
     using C = compute_t<T>;
     C init;
     if constexpr (std::is_same_v<T, bool>) init = !IsMax;
-    else if constexpr (is_float_type<T>) init = IsMax ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::infinity();
+    else if constexpr (is_complex_type<C>) {
+      using R = typename C::value_type;
+      const R inf = std::numeric_limits<R>::infinity();
+      init = IsMax ? C(-inf, -inf) : C(inf, inf);
+    } else if constexpr (is_float_type<T>) init = IsMax ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::infinity();
     else init = IsMax ? std::numeric_limits<C>::lowest() : std::numeric_limits<C>::max();
     auto pick = [](C a, C b) -> C {
-      if constexpr (IsMax) return (b > a || b != b) && a == a ? b : a;
-      else return (b < a || b != b) && a == a ? b : a;
+      const bool wins = IsMax ? greater(b, a) : greater(a, b);
+      return (wins || b != b) && a == a ? b : a;
     };
     reduce_loop<T>(in[0], out[0], params.get_ints("axes"), init, pick,
                    [&](const T* x, int64_t n) { return fold_run(x, n, init, pick); });
@@ -284,14 +269,14 @@ std::vector<Array> reduce_chooser_jvp(Arrays x, Arrays t, Arrays y, const Params
 
 const Registration reduce_max_registration = PrimitiveRules{
     .prim = Prim::reduce_max,
-    .shape = &reduce_shape<Accepts::Any>,
+    .shape = &reduce_shape<Accepts::All>,
     .kernel = &reduce_extremum_kernel<true>,
     .jvp = &reduce_chooser_jvp,
     .batch = &reduce_batch<Prim::reduce_max>,
 };
 const Registration reduce_min_registration = PrimitiveRules{
     .prim = Prim::reduce_min,
-    .shape = &reduce_shape<Accepts::Any>,
+    .shape = &reduce_shape<Accepts::All>,
     .kernel = &reduce_extremum_kernel<false>,
     .jvp = &reduce_chooser_jvp,
     .batch = &reduce_batch<Prim::reduce_min>,
@@ -341,28 +326,6 @@ std::vector<AbstractArray> argminmax_shape(std::span<const AbstractArray> in, co
   if (!is_integer(index))
     rule_error(ErrorKind::Type, "index_dtype must be an integer dtype, got " + std::string(dtype_name(index)));
   return {AbstractArray{reduced_shape(in[0].shape, axes), index, false}};
-}
-
-/// Splits a shape around one axis into (outer, len, inner) element counts.
-struct AxisSplit {
-  int64_t outer = 1, len = 1, inner = 1;
-};
-AxisSplit split_at(const Shape& s, int64_t axis) {
-  AxisSplit a;
-  for (int d = 0; d < s.rank(); ++d) {
-    if (d < axis) a.outer *= s[size_t(d)];
-    else if (d == axis) a.len = s[size_t(d)];
-    else a.inner *= s[size_t(d)];
-  }
-  return a;
-}
-
-/// a > b; complex values compare lexicographically, real parts first, as numpy's and JAX's
-/// argmax/argmin order them.
-template <class C>
-bool greater(C a, C b) {
-  if constexpr (is_complex_type<C>) return a.real() > b.real() || (a.real() == b.real() && a.imag() > b.imag());
-  else return a > b;
 }
 
 /// Whether `cand` replaces `best` (seen first): NaN (in either part of a complex value) beats
@@ -422,70 +385,6 @@ const Registration argmin_registration = PrimitiveRules{
     .kernel = &argminmax_kernel<false>,
     .zero_derivative = true,
     .batch = &reduce_batch<Prim::argmin>,
-};
-
-// ---- cumsum[axis reverse]: linear; its transpose is the cumsum running the other way --------------------
-std::vector<AbstractArray> cumsum_shape(std::span<const AbstractArray> in, const Params& params) {
-  if (in.size() != 1) rule_error(ErrorKind::Type, "expects 1 operand");
-  check_dtype(Accepts::Number, in[0].dtype);  // complex too (summed in complex<double>)
-  if (!params.has("axis") || !params.has("reverse")) rule_error(ErrorKind::Value, "expects params axis and reverse");
-  int64_t axis = params.get_int("axis");
-  params.get_bool("reverse");
-  if (axis < 0 || axis >= in[0].ndim())
-    rule_error(ErrorKind::Shape,
-               "axis " + std::to_string(axis) + " is out of range for an operand of rank " + std::to_string(in[0].ndim()));
-  return {in[0]};
-}
-
-void cumsum_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
-  const AxisSplit s = split_at(in[0].shape(), params.get_int("axis"));
-  const bool reverse = params.get_bool("reverse");
-  dispatch_dtype_complex(in[0].dtype(), [&](auto z) {
-    using T = decltype(z);
-    if constexpr (!std::is_same_v<T, bool>) {
-      using Acc = acc_t<T>;
-      const T* x = in[0].as<const T>();
-      T* y = out[0].as<T>();
-      std::vector<Acc> acc(size_t(s.inner));
-      for (int64_t o = 0; o < s.outer; ++o) {
-        std::fill(acc.begin(), acc.end(), Acc(0));
-        for (int64_t k = 0; k < s.len; ++k) {
-          const int64_t r = reverse ? s.len - 1 - k : k;
-          const int64_t off = (o * s.len + r) * s.inner;
-          for (int64_t j = 0; j < s.inner; ++j) {
-            acc[size_t(j)] = Acc(acc[size_t(j)] + to_acc<Acc>(x[off + j]));
-            y[off + j] = from_acc<T>(acc[size_t(j)]);
-          }
-        }
-      }
-    }
-  });
-}
-
-std::vector<Array> cumsum_jvp(Arrays, Arrays t, Arrays, const Params& params, SourceLoc loc) {
-  return {bind1(Prim::cumsum, {t[0]}, params, loc)};
-}
-std::vector<Array> cumsum_transpose(Arrays ct, std::span<const LinearArg>, const Params& params, SourceLoc loc) {
-  Params p = params;
-  p.set("reverse", !params.get_bool("reverse"));
-  return {bind1(Prim::cumsum, {ct[0]}, p, loc)};
-}
-
-std::vector<BatchedArray> cumsum_batch(BatchedArgs a, const Params& params, int64_t, SourceLoc loc) {
-  const int64_t bd = a[0].dim, axis = params.get_int("axis");
-  Params p = params;
-  p.set("axis", axis >= bd ? axis + 1 : axis);
-  return {BatchedArray{bind1(Prim::cumsum, {a[0].value}, p, loc), bd}};
-}
-
-const Registration cumsum_registration = PrimitiveRules{
-    .prim = Prim::cumsum,
-    .shape = &cumsum_shape,
-    .kernel = &cumsum_kernel,
-    .jvp = &cumsum_jvp,
-    .transpose = &cumsum_transpose,
-    .linear = kLinear,
-    .batch = &cumsum_batch,
 };
 
 }  // namespace

@@ -256,6 +256,31 @@ HostArray arg_extremum_ref(const CArray& z, bool is_max) {
   return r;
 }
 
+// The lexicographic running max/min along axis 1 (NaN in either part propagates, as lax.max), and
+// the running product.
+CArray running_ref(const CArray& z, int kind /* 0 prod, 1 max, -1 min */) {
+  CArray r = z;
+  const int64_t n = z.shape[1];
+  auto nan = [](cd v) { return v != v; };
+  for (size_t i = 0; i < r.data.size(); ++i) {
+    if (int64_t(i) % n == 0) continue;
+    const cd acc = r.data[i - 1], v = z.data[i];
+    if (kind == 0) {
+      r.data[i] = acc * v;
+      continue;
+    }
+    const bool after = v.real() > acc.real() || (v.real() == acc.real() && v.imag() > acc.imag());
+    const bool before = v.real() < acc.real() || (v.real() == acc.real() && v.imag() < acc.imag());
+    r.data[i] = !nan(acc) && (nan(v) || (kind > 0 ? after : before)) ? v : acc;
+  }
+  return r;
+}
+CArray last_column(const CArray& z) {
+  CArray r{fx::Shape{z.shape[0]}, {}};
+  for (int64_t row = 0; row < z.shape[0]; ++row) r.data.push_back(z.data[size_t((row + 1) * z.shape[1] - 1)]);
+  return r;
+}
+
 void add_cumulative_and_arg_extremum(std::vector<OpInfo>& t) {
   for (bool flat : {false, true})
     t.push_back(entry(
@@ -287,6 +312,29 @@ void add_cumulative_and_arg_extremum(std::vector<OpInfo>& t) {
         {operands({3, 6}, 2, 91), operands({4, 1}, 2, 93), fixed({re, im}, "NaN parts, ties")}));
     t.back().differentiable = false;
   }
+  t.push_back(entry(
+      "complex.cumprod", [](const std::vector<fx::Array>& x) { return stacked(fx::cumprod(fx::complex(x[0], x[1]), 1)); },
+      [](const std::vector<HostArray>& x, fx::DType) { return stacked(running_ref(parts(x[0], x[1]), 0)); },
+      {operands({3, 5}, 2, 95, 0.5, 1.5), operands({2, 1}, 2, 96)}));
+  // cummax/cummin and max/min: the same tie-making rounding and NaN sample as argmax above.
+  for (bool is_max : {true, false})
+    for (bool reduce : {false, true}) {
+      t.push_back(entry(
+          std::string("complex.") + (reduce ? (is_max ? "max" : "min") : (is_max ? "cummax" : "cummin")),
+          [is_max, reduce](const std::vector<fx::Array>& x) {
+            fx::Array z = fx::complex(fx::round(x[0] * 2.0f) * 0.5f, x[1]);
+            if (reduce) return stacked(is_max ? fx::max(z, fx::Axes{1}) : fx::min(z, fx::Axes{1}));
+            return stacked(is_max ? fx::cummax(z, 1) : fx::cummin(z, 1));
+          },
+          [is_max, reduce](const std::vector<HostArray>& x, fx::DType) {
+            CArray z = parts(x[0], x[1]);
+            for (size_t i = 0; i < z.data.size(); ++i) z.data[i].real(std::round(x[0].data[i] * 2.0) * 0.5);
+            CArray r = running_ref(z, is_max ? 1 : -1);
+            return stacked(reduce ? last_column(r) : r);
+          },
+          {operands({3, 6}, 2, 97), operands({4, 1}, 2, 98), fixed({re, im}, "NaN parts, ties")}));
+      t.back().skip = {Check::jvp, Check::vjp};  // the rounding makes ties, where there is no derivative
+    }
 }
 
 void add_fft(std::vector<OpInfo>& t) {

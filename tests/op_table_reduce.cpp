@@ -277,6 +277,65 @@ void add_arg_extremum(std::vector<OpInfo>& t, const std::string& name, bool is_m
   t.push_back(std::move(keep));
 }
 
+/// cumprod (zeros inside a line exercise its zero-safe derivative) and cummax/cummin (NaN
+/// propagates; there is no derivative at ties or NaN, so those samples sit in entries of their
+/// own, checked for values only).
+std::vector<double> running(const std::vector<double>& l, bool reverse,
+                            const std::function<double(double, double)>& op) {
+  std::vector<double> r(l.size());
+  for (size_t k = 0; k < l.size(); ++k) {
+    const size_t i = reverse ? l.size() - 1 - k : k;
+    r[i] = k == 0 ? l[i] : op(r[reverse ? i + 1 : i - 1], l[i]);
+  }
+  return r;
+}
+double nan_max(double acc, double v) { return std::isnan(acc) || std::isnan(v) ? kNaN : std::max(acc, v); }
+double nan_min(double acc, double v) { return std::isnan(acc) || std::isnan(v) ? kNaN : std::min(acc, v); }
+
+void add_scans(std::vector<OpInfo>& t) {
+  auto product = [](double a, double b) { return a * b; };
+  for (int64_t axis : {int64_t(-1), int64_t(0)}) {
+    OpInfo e;
+    e.name = axis < 0 ? "cumprod" : "cumprod_axis0";
+    e.op = [axis](const std::vector<fx::Array>& a) { return fx::cumprod(a[0], axis); };
+    e.reference = [axis, product](const std::vector<HostArray>& a, fx::DType) {
+      return line_ref(a[0], axis, accumulated(a[0].dtype), [&](const std::vector<double>& l) { return running(l, false, product); });
+    };
+    e.samples = {sample({values({3, 5}, -1.5, 1.5, 101)}, "[3,5]"), sample({values({4, 3, 2}, -2, 2, 102)}, "[4,3,2]"),
+                 sample({literal({2, 6}, {2, 0, 3, 0.5, 0, 4, 1.5, -2, 0, 3, 0.5, 2})}, "zeros inside lines"),
+                 sample({values({2, 0}, -1, 1, 103)}, "[2,0]")};
+    e.dtypes = kSignedTypes;  // the reference multiplies the signed values; unsigned ones would wrap
+    if (axis < 0) e.errors = {error(values({}, 0, 1, 104), fx::ErrorKind::Shape, "axis -1 of a 0-d operand")};
+    t.push_back(std::move(e));
+  }
+  for (bool is_max : {true, false})
+    for (bool reverse : {false, true}) {
+      const std::string name = std::string(is_max ? "cummax" : "cummin") + (reverse ? "_reverse" : "");
+      auto op = is_max ? nan_max : nan_min;
+      const int64_t axis = reverse ? 0 : 1;
+      OpInfo e;
+      e.name = name;
+      e.op = [is_max, axis, reverse](const std::vector<fx::Array>& a) {
+        return is_max ? fx::cummax(a[0], axis, reverse) : fx::cummin(a[0], axis, reverse);
+      };
+      e.reference = [axis, reverse, op](const std::vector<HostArray>& a, fx::DType) {
+        return line_ref(a[0], axis, a[0].dtype, [&](const std::vector<double>& l) { return running(l, reverse, op); });
+      };
+      e.samples = {sample({values({3, 7}, -5, 5, 111)}, "[3,7]"), sample({values({5, 4, 2}, -5, 5, 112)}, "[5,4,2] strided"),
+                   sample({values({2, 0}, -1, 1, 113)}, "[2,0]"), sample({values({40, 300}, -9, 9, 114)}, "[40,300] long")};
+      e.dtypes = kNumericTypes;
+      if (!reverse) e.errors = {error(values({4}, 0, 1, 115), fx::ErrorKind::Shape, "axis 1 of a 1-d operand")};
+      t.push_back(e);
+      e.name = name + "_ties_nan";
+      e.samples = {sample({literal({2, 6}, {1, 3, 3, 2, 5, 5, -kInf, 2, kNaN, 7, -1, kInf})}, "ties, NaN, inf"),
+                   sample({values({3, 8}, -3, 3, 116, true)}, "integers with ties")};
+      e.errors.clear();
+      e.skip = {Check::jvp, Check::vjp};  // no derivative at ties; NaN has none either
+      e.dtypes.push_back(fx::bool_);
+      t.push_back(std::move(e));
+    }
+}
+
 void add_line_ops(std::vector<OpInfo>& t) {
   auto cumsum_line = [](const std::vector<double>& l) {
     std::vector<double> r(l.size());
@@ -318,6 +377,8 @@ void add_line_ops(std::vector<OpInfo>& t) {
                          sample({values({3, 4}, -1, 1, 70)}, "[3,4]")};
   cumsum_flat.dtypes = {fx::int32, fx::float32, fx::float64};
   t.push_back(std::move(cumsum_flat));
+
+  add_scans(t);
 
 }
 
