@@ -66,6 +66,7 @@ const Registration add_registration = PrimitiveRules{
     .transpose = &add_transpose,
     .linear = kLinear,
     .batch = &batch_elementwise<Prim::add>,
+    .reads = Reads::elementwise,
 };
 const Registration add_any_registration = PrimitiveRules{
     .prim = Prim::add_any,
@@ -75,6 +76,7 @@ const Registration add_any_registration = PrimitiveRules{
     .transpose = &add_transpose,
     .linear = kLinear,
     .batch = &batch_elementwise<Prim::add_any>,
+    .reads = Reads::elementwise,
 };
 
 // ---- sub: linear in both operands ------------------------------------------------------------------
@@ -93,6 +95,7 @@ const Registration sub_registration = PrimitiveRules{
     .transpose = &sub_transpose,
     .linear = kLinear,
     .batch = &batch_elementwise<Prim::sub>,
+    .reads = Reads::elementwise,
 };
 
 // ---- mul: linear in one operand at a time (the other is a known value) ------------------------------
@@ -114,6 +117,7 @@ const Registration mul_registration = PrimitiveRules{
     .transpose = &mul_transpose,
     .linear = {.operands = 0b11, .one_at_a_time = true},
     .batch = &batch_elementwise<Prim::mul>,
+    .reads = Reads::elementwise,
 };
 
 // ---- div: linear in the numerator --------------------------------------------------------------------
@@ -151,6 +155,7 @@ const Registration div_registration = PrimitiveRules{
     .transpose = &div_transpose,
     .linear = {.operands = 0b01},
     .batch = &batch_elementwise<Prim::div>,
+    .reads = Reads::elementwise,
 };
 
 // ---- rem: the remainder with the sign of the dividend (C fmod, lax.rem) ------------------------------
@@ -180,6 +185,7 @@ const Registration rem_registration = PrimitiveRules{
     .kernel = &binary_kernel<rem_op>,
     .jvp = &rem_jvp,
     .batch = &batch_elementwise<Prim::rem>,
+    .reads = Reads::elementwise,
 };
 
 // ---- pow -----------------------------------------------------------------------------------------------
@@ -196,6 +202,7 @@ const Registration pow_registration = PrimitiveRules{
     .kernel = &binary_kernel<pow_op>,
     .jvp = &pow_jvp,
     .batch = &batch_elementwise<Prim::pow>,
+    .reads = Reads::elementwise,
 };
 
 // ---- max, min: NaN-propagating, as lax.max -------------------------------------------------------------
@@ -226,6 +233,7 @@ const Registration max_registration = PrimitiveRules{
     .kernel = &binary_kernel<max_op>,
     .jvp = &max_jvp,
     .batch = &batch_elementwise<Prim::max>,
+    .reads = Reads::elementwise,
 };
 const Registration min_registration = PrimitiveRules{
     .prim = Prim::min,
@@ -233,6 +241,7 @@ const Registration min_registration = PrimitiveRules{
     .kernel = &binary_kernel<min_op>,
     .jvp = &min_jvp,
     .batch = &batch_elementwise<Prim::min>,
+    .reads = Reads::elementwise,
 };
 
 // ---- atan2 -----------------------------------------------------------------------------------------------
@@ -250,6 +259,7 @@ const Registration atan2_registration = PrimitiveRules{
     .kernel = &binary_kernel<atan2_op>,
     .jvp = &atan2_jvp,
     .batch = &batch_elementwise<Prim::atan2>,
+    .reads = Reads::elementwise,
 };
 
 // ---- and, or, xor: logical for bool, bitwise for integers (piecewise constant) ---------------------------
@@ -262,6 +272,7 @@ const Registration and_registration = PrimitiveRules{
     .kernel = &binary_kernel<bitwise_and_op>,
     .zero_derivative = true,
     .batch = &batch_elementwise<Prim::and_>,
+    .reads = Reads::elementwise,
 };
 const Registration or_registration = PrimitiveRules{
     .prim = Prim::or_,
@@ -269,6 +280,7 @@ const Registration or_registration = PrimitiveRules{
     .kernel = &binary_kernel<bitwise_or_op>,
     .zero_derivative = true,
     .batch = &batch_elementwise<Prim::or_>,
+    .reads = Reads::elementwise,
 };
 const Registration xor_registration = PrimitiveRules{
     .prim = Prim::xor_,
@@ -276,6 +288,7 @@ const Registration xor_registration = PrimitiveRules{
     .kernel = &binary_kernel<bitwise_xor_op>,
     .zero_derivative = true,
     .batch = &batch_elementwise<Prim::xor_>,
+    .reads = Reads::elementwise,
 };
 #undef FLUXION_BINARY_OP
 

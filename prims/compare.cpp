@@ -41,6 +41,7 @@ PrimitiveRules comparison() {
       .kernel = &compare_kernel<Op>,
       .zero_derivative = true,
       .batch = &batch_elementwise<P>,
+      .reads = Reads::elementwise,
   };
 }
 
@@ -101,6 +102,7 @@ const Registration select_registration = PrimitiveRules{
     .transpose = &select_transpose,
     .linear = {.operands = 0b110},
     .batch = &batch_elementwise<Prim::select>,
+    .reads = Reads::elementwise,
 };
 
 // ---- clamp(lo, x, hi) = min(max(x, lo), hi), with lax's operand order ----------------------------------
@@ -145,6 +147,7 @@ const Registration clamp_registration = PrimitiveRules{
     .kernel = &clamp_kernel,
     .jvp = &clamp_jvp,
     .batch = &batch_elementwise<Prim::clamp>,
+    .reads = Reads::elementwise,
 };
 
 }  // namespace

@@ -238,6 +238,7 @@ const Registration cholesky_registration = PrimitiveRules{
     .kernel = &cholesky_kernel,
     .jvp = &cholesky_jvp,
     .batch = &batch_leading<Prim::cholesky>,
+    .reads = Reads::whole,
 };
 
 // ---- triangular_solve(a, b)[left_side, lower, transpose_a, unit_diagonal] ------------------------------
@@ -314,6 +315,7 @@ const Registration triangular_solve_registration = PrimitiveRules{
     .transpose = &triangular_solve_transpose,
     .linear = {.operands = 0b10},
     .batch = &batch_leading<Prim::triangular_solve>,
+    .reads = Reads::whole,
 };
 
 // ---- lu(a) = (lu, pivots, permutation): P a = L U, L unit lower and U upper packed in lu ----------------
@@ -372,6 +374,7 @@ const Registration lu_registration = PrimitiveRules{
     .kernel = &lu_kernel,
     .jvp = &lu_jvp,
     .batch = &batch_leading<Prim::lu>,
+    .reads = Reads::whole,
 };
 
 }  // namespace

@@ -57,6 +57,7 @@ const Registration qr_registration = PrimitiveRules{
     .kernel_params = kFullMatricesParam,
     .jvp = &qr_jvp,
     .batch = &batch_leading<Prim::qr>,
+    .reads = Reads::whole,
 };
 
 // ---- eigh(a) = (v, w): a v = v diag(w), w ascending, v orthonormal; a's lower triangle is read ------------
@@ -87,6 +88,7 @@ const Registration eigh_registration = PrimitiveRules{
     .kernel = &eigh_kernel,
     .jvp = &eigh_jvp,
     .batch = &batch_leading<Prim::eigh>,
+    .reads = Reads::whole,
 };
 
 // ---- svd(a)[full_matrices] = (u, s, vt): a = u diag(s) vt, s descending --------------------------------
@@ -142,6 +144,7 @@ const Registration svd_registration = PrimitiveRules{
     .kernel_params = kFullMatricesParam,
     .jvp = &svd_jvp,
     .batch = &batch_leading<Prim::svd>,
+    .reads = Reads::whole,
 };
 
 }  // namespace

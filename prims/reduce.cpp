@@ -195,6 +195,7 @@ const Registration reduce_sum_registration = PrimitiveRules{
     .transpose = &reduce_sum_transpose,
     .linear = kLinear,
     .batch = &reduce_batch<Prim::reduce_sum>,
+    .reads = Reads::whole,
 };
 
 // ---- reduce_prod[axes] -----------------------------------------------------------------------------------
@@ -232,6 +233,7 @@ const Registration reduce_prod_registration = PrimitiveRules{
     .kernel = &reduce_prod_kernel,
     .jvp = &reduce_prod_jvp,
     .batch = &reduce_batch<Prim::reduce_prod>,
+    .reads = Reads::whole,
 };
 
 // ---- reduce_max[axes], reduce_min[axes] --------------------------------------------------------------------
@@ -273,6 +275,7 @@ const Registration reduce_max_registration = PrimitiveRules{
     .kernel = &reduce_extremum_kernel<true>,
     .jvp = &reduce_chooser_jvp,
     .batch = &reduce_batch<Prim::reduce_max>,
+    .reads = Reads::whole,
 };
 const Registration reduce_min_registration = PrimitiveRules{
     .prim = Prim::reduce_min,
@@ -280,6 +283,7 @@ const Registration reduce_min_registration = PrimitiveRules{
     .kernel = &reduce_extremum_kernel<false>,
     .jvp = &reduce_chooser_jvp,
     .batch = &reduce_batch<Prim::reduce_min>,
+    .reads = Reads::whole,
 };
 
 // ---- reduce_and[axes], reduce_or[axes] ---------------------------------------------------------------------
@@ -304,6 +308,7 @@ const Registration reduce_and_registration = PrimitiveRules{
     .kernel = &reduce_bits_kernel<true>,
     .zero_derivative = true,
     .batch = &reduce_batch<Prim::reduce_and>,
+    .reads = Reads::whole,
 };
 const Registration reduce_or_registration = PrimitiveRules{
     .prim = Prim::reduce_or,
@@ -311,6 +316,7 @@ const Registration reduce_or_registration = PrimitiveRules{
     .kernel = &reduce_bits_kernel<false>,
     .zero_derivative = true,
     .batch = &reduce_batch<Prim::reduce_or>,
+    .reads = Reads::whole,
 };
 
 // ---- argmax[axes index_dtype], argmin[axes index_dtype]: piecewise constant --------------------------------
@@ -378,6 +384,7 @@ const Registration argmax_registration = PrimitiveRules{
     .kernel = &argminmax_kernel<true>,
     .zero_derivative = true,
     .batch = &reduce_batch<Prim::argmax>,
+    .reads = Reads::whole,
 };
 const Registration argmin_registration = PrimitiveRules{
     .prim = Prim::argmin,
@@ -385,6 +392,7 @@ const Registration argmin_registration = PrimitiveRules{
     .kernel = &argminmax_kernel<false>,
     .zero_derivative = true,
     .batch = &reduce_batch<Prim::argmin>,
+    .reads = Reads::whole,
 };
 
 }  // namespace

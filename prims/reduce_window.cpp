@@ -177,6 +177,7 @@ const Registration reduce_window_sum_registration = PrimitiveRules{
     .transpose = &window_sum_transpose,
     .linear = kLinear,
     .batch = &window_batch<Prim::reduce_window_sum>,
+    .reads = Reads::whole,
 };
 
 // ---- reduce_window_max / min ----------------------------------------------------------------------
@@ -236,6 +237,7 @@ const Registration reduce_window_max_registration = PrimitiveRules{
     .kernel = &window_extremum_kernel<true>,
     .jvp = &window_extremum_jvp<true>,
     .batch = &window_batch<Prim::reduce_window_max>,
+    .reads = Reads::whole,
 };
 
 const Registration reduce_window_min_registration = PrimitiveRules{
@@ -244,6 +246,7 @@ const Registration reduce_window_min_registration = PrimitiveRules{
     .kernel = &window_extremum_kernel<false>,
     .jvp = &window_extremum_jvp<false>,
     .batch = &window_batch<Prim::reduce_window_min>,
+    .reads = Reads::whole,
 };
 
 // ---- select_and_gather_add / select_and_scatter_add: linear in their first operand ----------------
@@ -323,6 +326,7 @@ const Registration select_and_gather_add_registration = PrimitiveRules{
     .transpose = &select_transpose<Prim::select_and_scatter_add>,
     .linear = {.operands = 0b01},
     .batch = &window_batch<Prim::select_and_gather_add>,
+    .reads = Reads::whole,
 };
 
 const Registration select_and_scatter_add_registration = PrimitiveRules{
@@ -333,6 +337,7 @@ const Registration select_and_scatter_add_registration = PrimitiveRules{
     .transpose = &select_transpose<Prim::select_and_gather_add>,
     .linear = {.operands = 0b01},
     .batch = &window_batch<Prim::select_and_scatter_add>,
+    .reads = Reads::whole,
 };
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include <cstdint>
 
 #include "ir/eval_rules.h"
+#include "transforms/donation.h"
 #include "transforms/jvp.h"
 #include "transforms/transpose.h"
 #include "transforms/vmap.h"
@@ -76,6 +77,8 @@ struct PrimitiveRules {
   /// No lowering: jit inlines the primitive away (custom derivatives, checkpoint) or refuses it
   /// with a CompileError (custom_vjp_linear).
   bool eager_only = false;
+  // ---- buffer donation (transforms/donation.h) ---------------------------------------------------
+  Reads reads = Reads::other;
 };
 
 /// Registers a block: `const Registration kName = PrimitiveRules{...};` at namespace scope.

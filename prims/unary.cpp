@@ -88,6 +88,7 @@ PrimitiveRules unary() {
       .jvp = jvp_of<Op>(),
       .zero_derivative = !has_jvp<Op>,
       .batch = &batch_elementwise<P>,
+      .reads = Reads::elementwise,
   };
 }
 
@@ -247,6 +248,7 @@ const Registration neg_registration = PrimitiveRules{
     .transpose = &neg_transpose,
     .linear = kLinear,
     .batch = &batch_elementwise<Prim::neg>,
+    .reads = Reads::elementwise,
 };
 
 // polygamma[m] x: the m-th derivative of digamma (m = 0 is digamma itself), the derivative of lgamma
@@ -295,6 +297,7 @@ const Registration polygamma_registration = PrimitiveRules{
     .kernel_params = kPolygammaParams,
     .jvp = &unary_jvp<polygamma_op>,
     .batch = &batch_elementwise<Prim::polygamma>,
+    .reads = Reads::elementwise,
 };
 
 }  // namespace

@@ -16,10 +16,12 @@
 // the windowed ops, decompositions) reads its operands completely into a fresh result before
 // anything after it runs; an elementwise result with several uses is materialised in a buffer of
 // its own. Every other op (shape ops, gathers, control flow) may alias or be fused: the walk
-// continues through all of its results' uses.
+// continues through all of its results' uses. Which of the three a primitive is, its block says
+// (`.reads` in prims/registry.h: whole, elementwise or other).
 #include "transforms/donation.h"
 
 #include <algorithm>
+#include <array>
 #include <deque>
 
 #include "memory/buffer.h"
@@ -27,27 +29,19 @@
 namespace fluxion::donation {
 
 namespace {
+// Filled as the library loads, read-only afterwards.
+std::array<Reads, kNumPrims>& reads_table() {
+  static std::array<Reads, kNumPrims> t{};
+  return t;
+}
+}  // namespace
+
+void register_reads(Prim p, Reads r) { reads_table()[size_t(p)] = r; }
+Reads reads(Prim p) { return reads_table()[size_t(p)]; }
+
+namespace {
 
 enum class Kind { elementwise, barrier, other };
-
-bool elementwise_prim(Prim p) {
-  return (p >= Prim::neg && p <= Prim::polygamma) || (p >= Prim::add && p <= Prim::add_any) ||
-         (p >= Prim::eq && p <= Prim::clamp) || p == Prim::convert_element_type;
-}
-
-bool barrier_prim(Prim p) {
-  switch (p) {
-    case Prim::reduce_sum: case Prim::reduce_max: case Prim::reduce_min: case Prim::reduce_prod:
-    case Prim::argmax: case Prim::argmin: case Prim::reduce_and: case Prim::reduce_or:
-    case Prim::dot_general: case Prim::cholesky: case Prim::triangular_solve: case Prim::lu: case Prim::qr:
-    case Prim::eigh: case Prim::svd: case Prim::conv_general_dilated: case Prim::reduce_window_sum:
-    case Prim::reduce_window_max: case Prim::reduce_window_min: case Prim::select_and_gather_add:
-    case Prim::select_and_scatter_add:
-      return true;
-    default:
-      return false;
-  }
-}
 
 struct Uses {
   std::vector<std::vector<int>> eqns;  // per var: the eqns that read it (in order, repeats kept)
@@ -69,8 +63,9 @@ Uses uses_of(const Program& p) {
 }
 
 Kind kind_of(const Program& p, const Eqn& e) {
-  if (barrier_prim(e.prim)) return Kind::barrier;
-  if (!elementwise_prim(e.prim) || e.outputs.size() != 1) return Kind::other;
+  const Reads r = reads(e.prim);
+  if (r == Reads::whole) return Kind::barrier;
+  if (r != Reads::elementwise || e.outputs.size() != 1) return Kind::other;
   const Shape& s = p.type(e.outputs[0]).shape;
   // Operands of the result's shape are read at the loop's index; a rank-0 one is one value for every
   // element (a learning rate). Anything else would be a broadcast.

@@ -14,7 +14,21 @@
 #include "ir/array.h"
 #include "ir/program.h"
 
-namespace fluxion::donation {
+namespace fluxion {
+
+/// How a compiled kernel reads a primitive's operands, which decides when its output may take a
+/// donated input's buffer (a fact of each primitive's block, prims/registry.h).
+enum class Reads : uint8_t {
+  other,        // may alias or be fused in any way: shape ops, gathers, scans, control flow, ...
+  elementwise,  // each output element from the operands' elements at its own index (fusable)
+  whole,        // the operands completely, into a fresh result, before anything after it runs
+};
+
+namespace donation {
+
+/// Records p's fact (the registry does, as each primitive's block loads) and reads it back.
+void register_reads(Prim p, Reads reads);
+Reads reads(Prim p);
 
 /// Per output of `p`: the position in p.invars of the donated input whose buffer it may be
 /// written into, or -1. `donated[i]` says whether p.invars[i] is donated. Each input serves at
@@ -36,4 +50,5 @@ void check_live(std::span<const Array> leaves);
 void delete_donated(std::span<const Array> leaves, const std::vector<bool>& donated,
                     const std::vector<int>& leaf_argument, const std::string& where);
 
-}  // namespace fluxion::donation
+}  // namespace donation
+}  // namespace fluxion
