@@ -192,11 +192,13 @@ void fill_row(T* row, const T* src, const int64_t* t, int64_t n, const Run* r0, 
   std::fill(row + at, row + n, T(0));
 }
 
-template <class T>
+// A convolution's GEMM forms over operands of T (float, double, or uint16_t: bfloat16 bits for
+// the AVX512-BF16 GEMM) and products and outputs of Acc (T, or float for bfloat16).
+template <class T, class Acc = T>
 struct ConvRun {
   const T* x;
   const T* w;
-  T* y;
+  Acc* y;
   const conv::ConvGeometry& g;
   std::vector<int64_t> table, koff, yoff;
   int isa, threads;
@@ -206,9 +208,10 @@ struct ConvRun {
   int64_t groups() const { return std::max(g.groups, g.batch_groups); }
   int64_t o_per() const { return g.o / groups(); }
 
-  void gemm(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k, bool trans_rhs = false) const {
+  void gemm(const T* a, const T* b, Acc* c, int64_t m, int64_t n, int64_t k, bool trans_rhs = false) const {
     Matmul mm;
     mm.is_double = std::is_same_v<T, double>;
+    mm.operands = std::is_same_v<T, uint16_t> ? DType::bfloat16 : DType::float32;
     mm.m = m, mm.n = n, mm.k = k;
     mm.trans_rhs = trans_rhs;
     mm.lhs = a, mm.rhs = b, mm.out = c;
@@ -247,12 +250,12 @@ struct ConvRun {
 
   // Stores a product's [O_g, (image j, position p)] block `out` (rows of length ld) into the output
   // features [o0, o0 + O_g) of images [n0, n0 + nn).
-  void store(const T* out, int64_t ld, int64_t n0, int64_t nn, int64_t o0, bool direct) const {
+  void store(const Acc* out, int64_t ld, int64_t n0, int64_t nn, int64_t o0, bool direct) const {
     const int64_t P = g.out_size();
     for (int64_t j = 0; j < nn; ++j)
       for (int64_t o = 0; o < o_per(); ++o) {
-        const T* src = out + o * ld + j * P;
-        T* dst = y + (n0 + j) * g.y_n + (o0 + o) * g.y_c;
+        const Acc* src = out + o * ld + j * P;
+        Acc* dst = y + (n0 + j) * g.y_n + (o0 + o) * g.y_c;
         if (direct) std::copy(src, src + P, dst);
         else
           for (int64_t p = 0; p < P; ++p) dst[yoff[size_t(p)]] = src[p];
@@ -279,13 +282,14 @@ struct ConvRun {
     const std::vector<T> packed = packed_kernel(false);
     const bool direct = direct_output();
     for_blocks(images_per_block(g.out_n, P, rows, threads), [&](int64_t n0, int64_t nn, int64_t n_in, int64_t c0, int64_t o0) {
-      thread_local Scratch<T> cols_buf, out_buf;
+      thread_local Scratch<T> cols_buf;
+      thread_local Scratch<Acc> out_buf;
       const int64_t ld = nn * P;
       T* cols = cols_buf.get(rows * ld);
       for (int64_t j = 0; j < nn; ++j) gather_columns(cols + j * P, ld, n_in + j, c0);
       const T* wg = packed.data() + o0 * rows;
       if (nn == 1 && direct) return gemm(wg, cols, y + n0 * g.y_n + o0 * g.y_c, o_per(), P, rows);
-      T* out = out_buf.get(o_per() * ld);
+      Acc* out = out_buf.get(o_per() * ld);
       gemm(wg, cols, out, o_per(), ld, rows);
       store(out, ld, n0, nn, o0, direct);
     });
@@ -315,7 +319,8 @@ struct ConvRun {
     for (int64_t s = 0; s < S && x_rows; ++s) x_rows = xoff[size_t(s)] == s;
     const bool direct = direct_output();
     for_blocks(images_per_block(g.out_n, S, std::max(g.ci, m), threads), [&](int64_t n0, int64_t nn, int64_t n_in, int64_t c0, int64_t o0) {
-      thread_local Scratch<T> in_buf, t_buf, acc_buf;
+      thread_local Scratch<T> in_buf;
+      thread_local Scratch<Acc> t_buf, acc_buf;
       const int64_t ld = nn * S;
       const T* xs = x + n_in * g.x_n + c0 * g.x_c;
       if (nn > 1 || !x_rows) {
@@ -325,14 +330,14 @@ struct ConvRun {
             for (int64_t s = 0; s < S; ++s) b[i * ld + j * S + s] = xs[j * g.x_n + i * g.x_c + xoff[size_t(s)]];
         xs = b;
       }
-      T* t = t_buf.get(m * ld);
+      Acc* t = t_buf.get(m * ld);
       gemm(packed.data() + o0 * K * g.ci, xs, t, m, ld, g.ci);
-      T* acc = acc_buf.get(o_per() * P);  // one image's [O_g, P] outputs
+      Acc* acc = acc_buf.get(o_per() * P);  // one image's [O_g, P] outputs
       for (int64_t j = 0; j < nn; ++j) {
-        std::fill(acc, acc + o_per() * P, T(0));
+        std::fill(acc, acc + o_per() * P, Acc(0));
         for (int64_t o = 0; o < o_per(); ++o)
           for (int64_t k = 0; k < K; ++k) {
-            const T* row = t + (o * K + k) * ld + j * S;
+            const Acc* row = t + (o * K + k) * ld + j * S;
             for (size_t e = first[size_t(k)]; e < first[size_t(k) + 1]; ++e)
               acc[o * P + pairs[e].first] += row[pairs[e].second];
           }
@@ -356,13 +361,14 @@ struct ConvRun {
     // Features per product: an inner dimension of about kWideColumns within the column budget.
     const int64_t cf = std::clamp<int64_t>(std::min(kWideColumns / K, kColumnBudget / std::max<int64_t>(1, rows * K)), 1,
                                            (g.c + parts - 1) / parts);
-    thread_local std::vector<Scratch<T>> sum_bufs;  // per part, kept by the calling thread
+    thread_local std::vector<Scratch<Acc>> sum_bufs;  // per part, kept by the calling thread
     if (int64_t(sum_bufs.size()) < parts) sum_bufs.resize(size_t(parts));
-    std::vector<T*> sums;
+    std::vector<Acc*> sums;
     for (int64_t part = 0; part < parts; ++part) sums.push_back(sum_bufs[size_t(part)].get(rows * g.o));
     parallel_chunks(int(parts), parts, [&](int64_t part) {
-      thread_local Scratch<T> cols_buf, w_buf, out_buf;
-      T* sum = sums[size_t(part)];
+      thread_local Scratch<T> cols_buf, w_buf;
+      thread_local Scratch<Acc> out_buf;
+      Acc* sum = sums[size_t(part)];
       const Run* r = pruns.runs.data();
       const int64_t lo = g.c * part / parts, hi = g.c * (part + 1) / parts;
       for (int64_t c0 = lo; c0 < hi; c0 += cf) {
@@ -381,7 +387,7 @@ struct ConvRun {
           gemm(cols, wc, sum, rows, g.o, ld, /*trans_rhs=*/true);
           continue;
         }
-        T* out = out_buf.get(rows * g.o);
+        Acc* out = out_buf.get(rows * g.o);
         gemm(cols, wc, out, rows, g.o, ld, /*trans_rhs=*/true);
         for (int64_t i = 0; i < rows * g.o; ++i) sum[i] += out[i];
       }
@@ -390,7 +396,7 @@ struct ConvRun {
       for (int64_t p = 0; p < P; ++p)
         for (int64_t o = 0; o < g.o; ++o) {
           const int64_t i = (b * P + p) * g.o + o;
-          T v = sums[0][i];
+          Acc v = sums[0][i];
           for (int64_t part = 1; part < parts; ++part) v += sums[size_t(part)][i];
           y[b * g.y_n + o * g.y_c + yoff[size_t(p)]] = v;
         }
@@ -438,14 +444,40 @@ ConvAlgorithm conv_form(const conv::ConvGeometry& g) {
   return ConvAlgorithm::im2col;
 }
 
-// Runs a float convolution with a GEMM form, or returns false (integers, empty operands). float16
-// and bfloat16 operands (and a preferred_element_type output) are computed in float32 -- as the
+// Runs the GEMM form conv_form chooses for `g`: y = the convolution of x and w.
+template <class T, class Acc>
+void run_form(const T* x, const T* w, Acc* y, const conv::ConvGeometry& g, int isa, int threads) {
+  ConvRun<T, Acc> r{x, w, y, g, conv::window_offsets(g), conv::kernel_offsets(g), conv::output_offsets(g), isa, threads};
+  const ConvAlgorithm form = conv_form(g);
+  if (form == ConvAlgorithm::im2col_by_feature) r.im2col_by_feature();
+  else if (form == ConvAlgorithm::col2im) r.col2im();
+  else r.im2col();
+  g_runs[int(form)].fetch_add(1, std::memory_order_relaxed);
+}
+
+// Whether a convolution of these dtypes runs on bfloat16 columns: both operands bfloat16, a 16-bit
+// or float32 result, and the AVX512-BF16 GEMM allowed for the kernel's target (native_bf16_for).
+bool bf16_columns(DType x, DType w, DType out, int isa) {
+  return x == DType::bfloat16 && w == DType::bfloat16 && out != DType::float64 && native_bf16_for(isa);
+}
+
+// Runs a float convolution with a GEMM form, or returns false (integers, empty operands). Where
+// bf16_columns, the columns and the kernel stay bfloat16 -- gathered and packed at half the bytes --
+// for the AVX512-BF16 GEMM, whose float32 products are rounded once at the end. Other float16 and
+// bfloat16 operands (and a preferred_element_type output) are computed in float32 -- as the
 // reference kernel accumulates them -- through widened copies, rounded once at the end.
 bool fast_conv(std::span<const View> in, const View& out, const Params& params, int isa, int threads) {
   const DType d = in[0].dtype(), od = out.dtype();
   if (!is_float(d) || !is_float(od)) return false;
   const conv::ConvGeometry g = conv::conv_geometry(in[0].shape(), in[1].shape(), conv::conv_params(params));
   if (out.size() == 0 || g.ci * g.k_size() == 0) return false;
+  if (bf16_columns(d, in[1].dtype(), od, isa)) {
+    thread_local Scratch<float> y_buf;
+    float* ys = od == DType::float32 ? out.as<float>() : y_buf.get(out.size());
+    run_form(static_cast<const uint16_t*>(in[0].data), static_cast<const uint16_t*>(in[1].data), ys, g, isa, threads);
+    if (od != DType::float32) narrow_from_f32(ys, od, out.data, out.size(), isa, threads);
+    return true;
+  }
   auto run = [&](auto tag) {
     using T = decltype(tag);
     const DType t = dtype_of_v<T>;
@@ -461,12 +493,7 @@ bool fast_conv(std::span<const View> in, const View& out, const Params& params, 
         widen_into(in[0], x_buf.data.get()), widen_into(in[1], w_buf.data.get());
       }
     }
-    ConvRun<T> r{xs, ws, ys, g, conv::window_offsets(g), conv::kernel_offsets(g), conv::output_offsets(g), isa, threads};
-    const ConvAlgorithm form = conv_form(g);
-    if (form == ConvAlgorithm::im2col_by_feature) r.im2col_by_feature();
-    else if (form == ConvAlgorithm::col2im) r.col2im();
-    else r.im2col();
-    g_runs[int(form)].fetch_add(1, std::memory_order_relaxed);
+    run_form(xs, ws, ys, g, isa, threads);
     if (od == t) return;
     if constexpr (std::is_same_v<T, float>) narrow_from_f32(ys, od, out.data, out.size(), isa, threads);
     else narrow_into(ys, out);
