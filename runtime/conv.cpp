@@ -218,14 +218,17 @@ struct ConvRun {
     matmul(mm, isa, 1);
   }
 
-  // The kernel packed as [O, (i, k)] rows (im2col) or, `by_offset`, as [(O, k), i] rows (col2im).
-  std::vector<T> packed_kernel(bool by_offset) const {
+  // The kernel packed as [O, (i, k)] rows (im2col) or, `by_offset`, as [(O, k), i] rows (col2im),
+  // in scratch of the calling thread (up to 9 MB at 512 -> 512 features: a fresh vector faulted
+  // its pages in on every call).
+  const T* packed_kernel(bool by_offset) const {
     const int64_t K = g.k_size();
-    std::vector<T> packed(size_t(g.o * g.ci * K));
+    thread_local Scratch<T> buf;
+    T* packed = buf.get(g.o * g.ci * K);
     for (int64_t o = 0; o < g.o; ++o)
       for (int64_t i = 0; i < g.ci; ++i)
         for (int64_t k = 0; k < K; ++k)
-          packed[size_t(by_offset ? (o * K + k) * g.ci + i : (o * g.ci + i) * K + k)] =
+          packed[by_offset ? (o * K + k) * g.ci + i : (o * g.ci + i) * K + k] =
               w[o * g.w_o + i * g.w_i + koff[size_t(k)]];
     return packed;
   }
@@ -279,7 +282,7 @@ struct ConvRun {
   // the block's columns side by side (one image when its P alone makes a wide product).
   void im2col() const {
     const int64_t K = g.k_size(), P = g.out_size(), rows = g.ci * K;
-    const std::vector<T> packed = packed_kernel(false);
+    const T* packed = packed_kernel(false);
     const bool direct = direct_output();
     for_blocks(images_per_block(g.out_n, P, rows, threads), [&](int64_t n0, int64_t nn, int64_t n_in, int64_t c0, int64_t o0) {
       thread_local Scratch<T> cols_buf;
@@ -287,7 +290,7 @@ struct ConvRun {
       const int64_t ld = nn * P;
       T* cols = cols_buf.get(rows * ld);
       for (int64_t j = 0; j < nn; ++j) gather_columns(cols + j * P, ld, n_in + j, c0);
-      const T* wg = packed.data() + o0 * rows;
+      const T* wg = packed + o0 * rows;
       if (nn == 1 && direct) return gemm(wg, cols, y + n0 * g.y_n + o0 * g.y_c, o_per(), P, rows);
       Acc* out = out_buf.get(o_per() * ld);
       gemm(wg, cols, out, o_per(), ld, rows);
@@ -303,7 +306,7 @@ struct ConvRun {
   // position p (none for most pairs).
   void col2im() const {
     const int64_t K = g.k_size(), P = g.out_size(), S = g.in_sp.numel(), m = o_per() * K;
-    const std::vector<T> packed = packed_kernel(true);
+    const T* packed = packed_kernel(true);
     conv::ConvGeometry rowmajor = g;  // the table with the input's positions numbered as t's columns
     rowmajor.x_sp = strides_of(g.in_sp);
     const std::vector<int64_t> st = conv::window_offsets(rowmajor), xoff = conv::input_offsets(g);
@@ -331,7 +334,7 @@ struct ConvRun {
         xs = b;
       }
       Acc* t = t_buf.get(m * ld);
-      gemm(packed.data() + o0 * K * g.ci, xs, t, m, ld, g.ci);
+      gemm(packed + o0 * K * g.ci, xs, t, m, ld, g.ci);
       Acc* acc = acc_buf.get(o_per() * P);  // one image's [O_g, P] outputs
       for (int64_t j = 0; j < nn; ++j) {
         std::fill(acc, acc + o_per() * P, Acc(0));
