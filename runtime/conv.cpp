@@ -3,7 +3,8 @@
 // A convolution is a sum over (input feature, kernel offset) of a kernel weight times an input
 // element that the window table (prims/conv_geometry.h) locates for each output position. Gathering
 // those input elements into columns turns it into matrix products, which runtime/matmul.h computes
-// with the Eigen build of the kernel's ISA level:
+// with the Eigen build of the kernel's ISA level (bfloat16 operands: the AVX512-BF16 kernel of
+// runtime/gemm_bf16.h on columns gathered in bfloat16, where the target has it):
 //   im2col             per (block of images b, feature group):
 //                        out[O_g, (b, P)] = W_g[O_g, I K] x cols[I K, (b, P)]
 //   im2col_by_feature  per block of input features c: out[(B, P), O] += cols_c[(B, P), (c, K)] x W_c[O, (c, K)]^T
