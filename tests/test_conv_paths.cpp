@@ -111,30 +111,28 @@ TEST_CASE("conv paths: the kernel gradient by blocks of features") {
 TEST_CASE("conv paths: bfloat16 columns against the widened float32 convolution") {
   const bool native = rt::native_bf16_for(fx::lowering::cpu_target().isa_level);
   MESSAGE("bfloat16 convolutions " << std::string(native ? "on bfloat16 columns (AVX512-BF16)" : "widened to float32"));
-  struct Shape {
-    const char* label;
-    fx::Shape x, w;
-    int64_t stride, pad;
-    const char* lhs;
-    const char* rhs;
-    int64_t groups;
-    ConvAlgorithm form;
-  };
-  const Shape shapes[] = {
-      {"NCHW 3x3 one image per product", {2, 8, 20, 20}, {12, 8, 3, 3}, 1, 1, "NCHW", "OIHW", 1, kIm2col},
-      {"NCHW 4x4 image blocks, odd k", {5, 3, 4, 4}, {10, 3, 3, 3}, 1, 1, "NCHW", "OIHW", 1, kIm2col},
-      {"NHWC groups 2", {3, 6, 6, 8}, {3, 3, 4, 6}, 1, 1, "NHWC", "HWIO", 2, kIm2col},
-      {"NCHW stride 2", {3, 8, 12, 12}, {12, 8, 3, 3}, 2, 1, "NCHW", "OIHW", 1, kIm2col},
+  // The forward convolutions of these cases, through their `forward` form (the gradient forms are
+  // not run here: the two check() calls below run the gradients in bfloat16).
+  const Case cases[] = {
+      {"NCHW 3x3 one image per product", {2, 8, 20, 20}, {12, 8, 3, 3}, 1, 1, "NCHW", "OIHW", 1,
+        fx::bfloat16, kIm2col, kIm2col, kIm2col},
+      {"NCHW 4x4 image blocks, odd k", {5, 3, 4, 4}, {10, 3, 3, 3}, 1, 1, "NCHW", "OIHW", 1,
+        fx::bfloat16, kIm2col, kIm2col, kIm2col},
+      {"NHWC groups 2", {3, 6, 6, 8}, {3, 3, 4, 6}, 1, 1, "NHWC", "HWIO", 2, fx::bfloat16, kIm2col, kIm2col, kIm2col},
+      {"NCHW stride 2", {3, 8, 12, 12}, {12, 8, 3, 3}, 2, 1, "NCHW", "OIHW", 1,
+        fx::bfloat16, kIm2col, kIm2col, kIm2col},
       // A window larger than twice the output (the kernel gradient's shape): by feature.
-      {"NCHW 9x9 window", {4, 6, 11, 11}, {7, 6, 9, 9}, 1, 0, "NCHW", "OIHW", 1, kByFeature},
+      {"NCHW 9x9 window", {4, 6, 11, 11}, {7, 6, 9, 9}, 1, 0, "NCHW", "OIHW", 1,
+        fx::bfloat16, kByFeature, kByFeature, kByFeature},
       // An input dilated by 2 (a strided convolution's input gradient): col2im.
-      {"NCHW lhs dilation 2", {3, 8, 6, 6}, {5, 8, 3, 3}, 1, 1, "NCHW", "OIHW", 1, kCol2im},
+      {"NCHW lhs dilation 2", {3, 8, 6, 6}, {5, 8, 3, 3}, 1, 1, "NCHW", "OIHW", 1,
+        fx::bfloat16, kCol2im, kCol2im, kCol2im},
   };
-  for (const Shape& c : shapes) {
+  for (const Case& c : cases) {
     CAPTURE(c.label);
     const fx::Array x = wave(c.x, 0.3, fx::bfloat16), w = wave(c.w, 1.1, fx::bfloat16);
     const auto dn = fx::conv_dimension_numbers(c.lhs, c.rhs, c.lhs);
-    const fx::IntList lhs_dilation = c.form == kCol2im ? fx::IntList{2, 2} : fx::IntList{};
+    const fx::IntList lhs_dilation = c.forward == kCol2im ? fx::IntList{2, 2} : fx::IntList{};
     auto conv = [&](std::optional<fx::DType> out) {
       return [&, out](const fx::Array& a, const fx::Array& b) {
         return fx::conv_general_dilated(a, b, {c.stride, c.stride}, {{c.pad, c.pad}, {c.pad, c.pad}}, lhs_dilation, {}, dn,
@@ -142,11 +140,11 @@ TEST_CASE("conv paths: bfloat16 columns against the widened float32 convolution"
       };
     };
     const fx::Array want = conv(std::nullopt)(fx::astype(x, fx::float32), fx::astype(w, fx::float32));
-    const uint64_t runs = rt::conv_runs(c.form), blocks = rt::matmul_bf16_blocks_computed();
+    const uint64_t runs = rt::conv_runs(c.forward), blocks = rt::matmul_bf16_blocks_computed();
     const fx::Array got = fx::jit(conv(fx::float32))(x, w);
     CHECK(got.dtype() == fx::float32);
     CHECK(rel_diff(got, want) < 1e-5);
-    CHECK(rt::conv_runs(c.form) > runs);
+    CHECK(rt::conv_runs(c.forward) > runs);
     CHECK((rt::matmul_bf16_blocks_computed() > blocks) == native);
     // A bfloat16 result: the same sums rounded once, within a bfloat16 ulp of the rounded reference.
     const fx::Array got16 = fx::jit(conv(std::nullopt))(x, w);
