@@ -10,8 +10,11 @@
 // oneDNN, the reorders from and to NCHW included). Ratios are speeds (baseline time / Fluxion time).
 // PyTorch and JAX rows for the same workload: bench/peers (workload "conv3x3").
 //
-// Run: build/bench/fluxion_bench_conv [repeats [batch [resnet | C,O,HW,k,stride]]] (one shape: C -> O
-// features, HW x HW images, a k x k kernel).
+// Run: build/bench/fluxion_bench_conv [repeats [batch [resnet | C,O,HW,k,stride]]] [bf16] (one shape:
+// C -> O features, HW x HW images, a k x k kernel). With "bf16" Fluxion's side convolves bfloat16
+// arrays (bfloat16 results, float32 accumulation) and oneDNN's computes in bfloat16 too (from and to
+// the same float32 NCHW arrays: its reorders convert as they change the layout, one pass as in the
+// float32 runs); the hand baseline stays float32.
 #include <fluxion.h>
 
 #include <algorithm>
@@ -136,13 +139,14 @@ struct DnnlConv {
   dnnl::convolution_backward_weights::primitive_desc bwd_weights;
   md x_md, w_md, y_md;
 
-  DnnlConv(int64_t n, const ConvShape& s) {
+  // Computes in `compute` (f32 or bf16) on float32 NCHW / OIHW arrays.
+  DnnlConv(int64_t n, const ConvShape& s, dnnl::memory::data_type compute) {
     const auto f32 = dnnl::memory::data_type::f32;
     const dnnl::memory::dims xd{n, s.c, s.h, s.w}, wd{s.o, s.c, s.k, s.k}, yd{n, s.o, s.oh(), s.ow()};
     x_md = md(xd, f32, tag::nchw);
     w_md = md(wd, f32, tag::oihw);
     y_md = md(yd, f32, tag::nchw);
-    const md xa(xd, f32, tag::any), wa(wd, f32, tag::any), ya(yd, f32, tag::any);
+    const md xa(xd, compute, tag::any), wa(wd, compute, tag::any), ya(yd, compute, tag::any);
     const dnnl::memory::dims st{s.stride, s.stride}, pad{s.pad(), s.pad()};
     const auto algo = dnnl::algorithm::convolution_direct;
     fwd = {{dnnl::prop_kind::forward_training, algo, xa, wa, ya, st, pad, pad}, eng};
@@ -201,15 +205,20 @@ struct Row {
   std::vector<double> best;
 };
 
-// Times one shape: forward alone and forward + both gradients, Fluxion against the baselines.
-void bench_shape(int64_t batch, const ConvShape& s, int threads) {
+// Times one shape: forward alone and forward + both gradients, Fluxion against the baselines;
+// Fluxion's side in bfloat16 when `bf16`.
+void bench_shape(int64_t batch, const ConvShape& s, int threads, bool bf16) {
   const int64_t C = s.c, O = s.o, H = s.h, W = s.w, P = s.oh() * s.ow();
-  std::printf("conv %lldx%lld %lld->%lld, %lldx%lld stride %lld, batch %lld, f32 NCHW/OIHW pad %lld; %d threads; best of %d "
+  std::printf("conv %lldx%lld %lld->%lld, %lldx%lld stride %lld, batch %lld, %s NCHW/OIHW pad %lld; %d threads; best of %d "
               "rounds, the sides interleaved in each\n",
               (long long)s.k, (long long)s.k, (long long)C, (long long)O, (long long)H, (long long)W, (long long)s.stride,
-              (long long)batch, (long long)s.pad(), threads, g_repeats);
+              (long long)batch, bf16 ? "bf16 (hand: f32)" : "f32", (long long)s.pad(), threads, g_repeats);
+  // The float32 data every side reads; Fluxion's side its bfloat16 rounding when `bf16`.
   const fx::Array x = filled({batch, C, H, W}, -1, 1, 1), w = filled({O, C, s.k, s.k}, -0.1f, 0.1f, 2);
   const fx::Array g = filled({batch, O, s.oh(), s.ow()}, -1, 1, 3);
+  const fx::DType dt = bf16 ? fx::bfloat16 : fx::float32;
+  const fx::Array xs = fx::astype(x, dt), ws = fx::astype(w, dt), gs = fx::astype(g, dt);
+  auto f32 = [](const fx::Array& a) { return fx::astype(a, fx::float32); };
   const double gflop = 2.0 * double(batch * O * P) * double(C * s.k * s.k) * 1e-9;
 
   const int64_t st = s.stride, pd = s.pad();
@@ -227,30 +236,32 @@ void bench_shape(int64_t batch, const ConvShape& s, int threads) {
 
   HandConv hand{batch, s, threads};
   std::vector<float> y(size_t(batch * O * P)), dx(size_t(batch * C * H * W)), dw(size_t(O * C * s.k * s.k));
-  fx::Array fy = forward(x, w);
-  auto [grads, y_aux] = both(x, w, g);
+  fx::Array fy = forward(xs, ws);
+  auto [grads, y_aux] = both(xs, ws, gs);
   auto [gx, gw] = grads;
+  // Fluxion's results as float32, for the checks.
+  const fx::Array cy = f32(fy), cx = f32(gx), cw = f32(gw);
   hand.step(cptr(x), cptr(w), cptr(g), y.data(), dx.data(), dw.data(), true);
   std::printf("  hand check (max |diff| / max |value|): y %.1e, dx %.1e, dw %.1e\n",
-              max_rel_diff(cptr(fy), y.data(), fy.size()), max_rel_diff(cptr(gx), dx.data(), gx.size()),
-              max_rel_diff(cptr(gw), dw.data(), gw.size()));
+              max_rel_diff(cptr(cy), y.data(), cy.size()), max_rel_diff(cptr(cx), dx.data(), cx.size()),
+              max_rel_diff(cptr(cw), dw.data(), cw.size()));
   auto hand_fwd = [&] { hand.step(cptr(x), cptr(w), cptr(g), y.data(), dx.data(), dw.data(), false); };
   auto hand_both = [&] { hand.step(cptr(x), cptr(w), cptr(g), y.data(), dx.data(), dw.data(), true); };
   std::vector<const char*> names{"fluxion", "hand"};
-  Row rows[] = {{"forward", {[&] { fy = forward(x, w); }, hand_fwd}, {}},
+  Row rows[] = {{"forward", {[&] { fy = forward(xs, ws); }, hand_fwd}, {}},
                 {"forward + both gradients",
                  {[&] {
-                    std::tie(grads, y_aux) = both(x, w, g);
+                    std::tie(grads, y_aux) = both(xs, ws, gs);
                     std::tie(gx, gw) = grads;
                   },
                   hand_both},
                  {}}};
 #ifdef FLUXION_BENCH_DNNL
-  DnnlConv dn(batch, s);
+  DnnlConv dn(batch, s, bf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32);
   dn.step(cptr(x), cptr(w), cptr(g), y.data(), dx.data(), dw.data(), true);
-  std::printf("  oneDNN %s check: y %.1e, dx %.1e, dw %.1e\n", dnnl::version()->cpu_runtime == DNNL_RUNTIME_OMP ? "(OpenMP)" : "",
-              max_rel_diff(cptr(fy), y.data(), fy.size()), max_rel_diff(cptr(gx), dx.data(), gx.size()),
-              max_rel_diff(cptr(gw), dw.data(), gw.size()));
+  std::printf("  oneDNN %s%s check: y %.1e, dx %.1e, dw %.1e\n", bf16 ? "bf16 " : "",
+              dnnl::version()->cpu_runtime == DNNL_RUNTIME_OMP ? "(OpenMP)" : "", max_rel_diff(cptr(cy), y.data(), cy.size()),
+              max_rel_diff(cptr(cx), dx.data(), cx.size()), max_rel_diff(cptr(cw), dw.data(), cw.size()));
   names.push_back("oneDNN");
   rows[0].sides.push_back([&] { dn.step(cptr(x), cptr(w), cptr(g), y.data(), dx.data(), dw.data(), false); });
   rows[1].sides.push_back([&] { dn.step(cptr(x), cptr(w), cptr(g), y.data(), dx.data(), dw.data(), true); });
@@ -287,10 +298,10 @@ void bench_shape(int64_t batch, const ConvShape& s, int threads) {
   auto kernel_grad = fx::jit(fx::grad<1>([&](const fx::Array& a, const fx::Array& k, const fx::Array& ct) {
     return fx::sum(fx::multiply(conv(a, k), ct));
   }));
-  fx::Array part = input_grad(x, w, g);
-  part = kernel_grad(x, w, g);
-  const double t_input = best_ms([&] { part = input_grad(x, w, g); });
-  const double t_kernel = best_ms([&] { part = kernel_grad(x, w, g); });
+  fx::Array part = input_grad(xs, ws, gs);
+  part = kernel_grad(xs, ws, gs);
+  const double t_input = best_ms([&] { part = input_grad(xs, ws, gs); });
+  const double t_kernel = best_ms([&] { part = kernel_grad(xs, ws, gs); });
   std::printf("  of which alone: input gradient %.1f ms, kernel gradient %.1f ms (best of %d)\n", t_input, t_kernel,
               g_repeats);
 }
@@ -302,9 +313,13 @@ int main(int argc, char** argv) {
   // jit's libomp and oneDNN's libgomp are two pools): every pool sleeps as soon as it is idle.
   setenv("KMP_BLOCKTIME", "0", 0);
   setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
-  if (argc > 1) g_repeats = std::max(1, std::atoi(argv[1]));
-  const int64_t batch = argc > 2 ? std::atoll(argv[2]) : 128;
-  const std::string group = argc > 3 ? argv[3] : "";
+  std::vector<std::string> args(argv + 1, argv + argc);
+  const auto bf16_arg = std::find(args.begin(), args.end(), "bf16");
+  const bool bf16 = bf16_arg != args.end();
+  if (bf16) args.erase(bf16_arg);
+  if (args.size() > 0) g_repeats = std::max(1, std::atoi(args[0].c_str()));
+  const int64_t batch = args.size() > 1 ? std::atoll(args[1].c_str()) : 128;
+  const std::string group = args.size() > 2 ? args[2] : "";
   const bool resnet = group == "resnet";
   const int threads = fx::runtime::cpu_device().num_threads;
   std::vector<ConvShape> shapes{{64, 64, 32, 32, 3, 1}};
@@ -319,6 +334,6 @@ int main(int argc, char** argv) {
       shapes.push_back({c, 2 * c, hw, hw, 1, 2});
       shapes.push_back({2 * c, 2 * c, hw / 2, hw / 2, 3, 1});
     }
-  for (const ConvShape& s : shapes) bench_shape(batch, s, threads);
+  for (const ConvShape& s : shapes) bench_shape(batch, s, threads, bf16);
   return 0;
 }

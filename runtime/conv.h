@@ -2,7 +2,8 @@
 // family, prims/conv.cpp and prims/reduce_window.cpp): lowering/lower_conv.cpp encodes the eqn's
 // params and buffers into one int64 array, and fluxion_rt_windowed runs it -- a float32/float64
 // convolution as im2col + the ISA-dispatched GEMM of runtime/matmul.h on the kernel's threads,
-// float16/bfloat16 in float32 the same way, the reduce_window family and the max-pool derivatives
+// bfloat16 on bfloat16 columns into the AVX512-BF16 GEMM where the target has it, float16 (and
+// bfloat16 elsewhere) in float32 the same way, the reduce_window family and the max-pool derivatives
 // through the strided loops of runtime/pool.h, everything else through the primitive's reference
 // kernel.
 #pragma once

@@ -2,7 +2,8 @@
 // chosen to take each form's less common branches: im2col with several images per product (small
 // outputs, a batch that the blocks do not divide), col2im (the input gradient of strided
 // convolutions, 1x1 and 3x3, with groups and in NHWC), and by-feature products over several
-// blocks of features (the kernel gradient at 8x8 outputs), in float32 and float64.
+// blocks of features (the kernel gradient at 8x8 outputs), in float32 and float64; and bfloat16
+// operands, whose columns go to the AVX512-BF16 GEMM where the target has it.
 #include <doctest/doctest.h>
 
 #include <fluxion.h>
@@ -10,7 +11,9 @@
 #include <cmath>
 #include <string>
 
+#include "lowering/target.h"
 #include "runtime/conv.h"
+#include "runtime/matmul.h"
 #include "tests/test_helpers.h"
 
 namespace {
@@ -52,7 +55,9 @@ void check(const Case& c) {
     return fx::conv_general_dilated(a, b, {c.stride, c.stride}, {{c.pad, c.pad}, {c.pad, c.pad}}, {}, {}, dn, c.groups);
   };
   auto loss = [&](const fx::Array& a, const fx::Array& b) { return fx::sum(fx::sin(f(a, b))); };
-  const double tol = c.dtype == fx::float64 ? 1e-12 : 1e-5;
+  // bfloat16 results: the reference and the GEMM sum in float32 in different orders and round once
+  // each (one bfloat16 ulp, 2^-8 relative, apart); the gradients' cotangents differ by as much.
+  const double tol = c.dtype == fx::float64 ? 1e-12 : c.dtype == fx::bfloat16 ? 2e-2 : 1e-5;
   auto runs = [&](ConvAlgorithm a) { return rt::conv_runs(a); };
   uint64_t before = runs(c.forward);
   CHECK(rel_diff(fx::jit(f)(x, w), f(x, w)) < tol);
@@ -96,4 +101,59 @@ TEST_CASE("conv paths: the kernel gradient by blocks of features") {
   check({"NCHW 8x8", {21, 4, 8, 8}, {6, 4, 3, 3}, 1, 1, "NCHW", "OIHW", 1, fx::float32, kIm2col, kIm2col,
          kByFeature});
   check({"NHWC 8x8", {19, 8, 8, 3}, {3, 3, 3, 5}, 1, 1, "NHWC", "HWIO", 1, fx::float32, kIm2col, kIm2col, kByFeature});
+}
+
+// bfloat16 operands: where the compile target has AVX512-BF16 the columns and kernel stay bfloat16
+// for the native GEMM (float32 accumulators), elsewhere (FLUXION_CPU=x86-64-v3, FLUXION_BF16_GEMM=
+// widen) they are widened to float32 first. With a float32 preferred_element_type nothing is rounded
+// after the products, and the products of two bfloat16 values are exact in float32: the result is
+// the float32 convolution of the widened values up to summation order (float32 tolerance).
+TEST_CASE("conv paths: bfloat16 columns against the widened float32 convolution") {
+  const bool native = rt::native_bf16_for(fx::lowering::cpu_target().isa_level);
+  MESSAGE("bfloat16 convolutions " << std::string(native ? "on bfloat16 columns (AVX512-BF16)" : "widened to float32"));
+  // The forward convolutions of these cases, through their `forward` form (the gradient forms are
+  // not run here: the two check() calls below run the gradients in bfloat16).
+  const Case cases[] = {
+      {"NCHW 3x3 one image per product", {2, 8, 20, 20}, {12, 8, 3, 3}, 1, 1, "NCHW", "OIHW", 1,
+        fx::bfloat16, kIm2col, kIm2col, kIm2col},
+      {"NCHW 4x4 image blocks, odd k", {5, 3, 4, 4}, {10, 3, 3, 3}, 1, 1, "NCHW", "OIHW", 1,
+        fx::bfloat16, kIm2col, kIm2col, kIm2col},
+      {"NHWC groups 2", {3, 6, 6, 8}, {3, 3, 4, 6}, 1, 1, "NHWC", "HWIO", 2, fx::bfloat16, kIm2col, kIm2col, kIm2col},
+      {"NCHW stride 2", {3, 8, 12, 12}, {12, 8, 3, 3}, 2, 1, "NCHW", "OIHW", 1,
+        fx::bfloat16, kIm2col, kIm2col, kIm2col},
+      // A window larger than twice the output (the kernel gradient's shape): by feature.
+      {"NCHW 9x9 window", {4, 6, 11, 11}, {7, 6, 9, 9}, 1, 0, "NCHW", "OIHW", 1,
+        fx::bfloat16, kByFeature, kByFeature, kByFeature},
+      // An input dilated by 2 (a strided convolution's input gradient): col2im.
+      {"NCHW lhs dilation 2", {3, 8, 6, 6}, {5, 8, 3, 3}, 1, 1, "NCHW", "OIHW", 1,
+        fx::bfloat16, kCol2im, kCol2im, kCol2im},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.label);
+    const fx::Array x = wave(c.x, 0.3, fx::bfloat16), w = wave(c.w, 1.1, fx::bfloat16);
+    const auto dn = fx::conv_dimension_numbers(c.lhs, c.rhs, c.lhs);
+    const fx::IntList lhs_dilation = c.forward == kCol2im ? fx::IntList{2, 2} : fx::IntList{};
+    auto conv = [&](std::optional<fx::DType> out) {
+      return [&, out](const fx::Array& a, const fx::Array& b) {
+        return fx::conv_general_dilated(a, b, {c.stride, c.stride}, {{c.pad, c.pad}, {c.pad, c.pad}}, lhs_dilation, {}, dn,
+                                        c.groups, 1, out);
+      };
+    };
+    const fx::Array want = conv(std::nullopt)(fx::astype(x, fx::float32), fx::astype(w, fx::float32));
+    const uint64_t runs = rt::conv_runs(c.forward), blocks = rt::matmul_bf16_blocks_computed();
+    const fx::Array got = fx::jit(conv(fx::float32))(x, w);
+    CHECK(got.dtype() == fx::float32);
+    CHECK(rel_diff(got, want) < 1e-5);
+    CHECK(rt::conv_runs(c.forward) > runs);
+    CHECK((rt::matmul_bf16_blocks_computed() > blocks) == native);
+    // A bfloat16 result: the same sums rounded once, within a bfloat16 ulp of the rounded reference.
+    const fx::Array got16 = fx::jit(conv(std::nullopt))(x, w);
+    CHECK(got16.dtype() == fx::bfloat16);
+    CHECK(rel_diff(got16, want) < 1e-2);
+  }
+  // Forward and both gradients against the eager reference (bfloat16 all the way).
+  check({"NCHW 8x8 bfloat16", {6, 8, 8, 8}, {12, 8, 3, 3}, 1, 1, "NCHW", "OIHW", 1, fx::bfloat16, kIm2col, kIm2col,
+         kByFeature});
+  check({"NCHW 3x3 stride 2 bfloat16", {3, 8, 12, 12}, {12, 8, 3, 3}, 2, 1, "NCHW", "OIHW", 1, fx::bfloat16, kIm2col,
+         kCol2im, kByFeature});
 }
