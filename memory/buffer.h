@@ -47,12 +47,17 @@ void scratch_free(void* p) noexcept;
 
 /// Statistics of the caching allocator (for tests and benchmarks).
 struct AllocatorStats {
-  size_t cached_bytes;  // held in the cache, free for reuse
-  size_t hits;          // allocations served from the cache
-  size_t misses;        // allocations that went to the system
+  size_t cached_bytes;     // held in the cache, free for reuse
+  size_t hits;             // allocations served from the cache
+  size_t misses;           // allocations that went to the system
+  size_t live_bytes;       // handed out and not yet freed
+  size_t peak_live_bytes;  // the most live at once (since the last allocator_trim)
+  size_t limit_bytes;      // the most the cache holds now: FLUXION_ALLOCATOR_CACHE_MB when set,
+                           // else the peak, at least 1 GiB and at most half the machine's memory
 };
 AllocatorStats allocator_stats();
-/// Returns every cached block to the system.
+/// Returns every cached block to the system, and restarts the peak (so the cache's bound) from
+/// what is live now.
 void allocator_trim();
 
 }  // namespace fluxion
