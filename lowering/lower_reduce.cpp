@@ -80,29 +80,81 @@ SmallVector<utils::IteratorType> iterators(int rank, const IntList& axes) {
   return it;
 }
 
+// One linalg.generic reducing tensor `x` (dims `shape`, dtype d) over `axes` into an accumulator
+// of d's compute type, shaped as the kept dims.
 template <Kind K>
-std::vector<Value> reduce_rule(LowerCtx& c, const Eqn& e, std::span<const Operand> in, std::span<const AbstractArray> out) {
+Value reduce_generic(LowerCtx& c, Value x, const Shape& shape, DType d, const IntList& axes) {
   OpBuilder& b = c.b;
   MLIRContext* ctx = b.getContext();
-  const DType d = in[0].aval.dtype;
-  const IntList& axes = e.params.get_ints("axes");
-  const int rank = in[0].aval.ndim();
-  if (axes.empty())  // nothing reduced: a copy (kept out of the accumulate-into-output form)
-    return {elementwise(c, out[0], in, [](OpBuilder&, Location, ValueRange v) { return v[0]; })};
-  Value x = as_tensor(c, in[0]);
-  // The accumulator: the compute type (f32 for the 16-bit floats).
-  Type acc_elem = compute_type(ctx, d);
-  auto acc_type = RankedTensorType::get(out[0].shape.dims(), acc_elem);
-  Value init = b.create<tensor::EmptyOp>(c.loc, out[0].shape.dims(), acc_elem);
+  const int rank = shape.rank();
+  Shape kept;
+  for (int i = 0; i < rank; ++i)
+    if (std::find(axes.begin(), axes.end(), int64_t(i)) == axes.end()) kept.push_back(shape[size_t(i)]);
+  Type acc_elem = cast<ShapedType>(x.getType()).getElementType() == storage_type(ctx, d) ? compute_type(ctx, d)
+                                                                                       : cast<ShapedType>(x.getType()).getElementType();
+  auto acc_type = RankedTensorType::get(kept.dims(), acc_elem);
+  Value init = b.create<tensor::EmptyOp>(c.loc, kept.dims(), acc_elem);
   init = b.create<linalg::FillOp>(c.loc, ValueRange{identity(b, c.loc, K, d)}, ValueRange{init}).getResult(0);
   SmallVector<AffineMap> maps{b.getMultiDimIdentityMap(unsigned(rank)), kept_map(ctx, rank, axes)};
   auto g = b.create<linalg::GenericOp>(c.loc, TypeRange{acc_type}, ValueRange{x}, ValueRange{init}, maps,
                                        iterators(rank, axes), [&](OpBuilder& nb, Location nl, ValueRange args) {
-                                         Value v = to_compute(nb, nl, args[0], d);
+                                         Value v = args[0].getType() == acc_elem ? args[0] : to_compute(nb, nl, args[0], d);
                                          nb.create<linalg::YieldOp>(nl, combine(nb, nl, K, d, v, args[1]));
                                        });
-  Value r = g.getResult(0);
-  if (acc_elem == storage_type(ctx, d)) return {r};
+  return g.getResult(0);
+}
+
+/// The operand's dims with adjacent dims of the same kind (reduced or kept) merged: [N, C, H, W]
+/// over {0, 2, 3} is [N, C, H*W] over {0, 2}.
+struct Merged {
+  Shape shape;
+  IntList axes;
+};
+Merged merge_dims(const Shape& s, const IntList& axes) {
+  Merged m;
+  bool prev_reduced = false;
+  for (int i = 0; i < s.rank(); ++i) {
+    const bool r = std::find(axes.begin(), axes.end(), int64_t(i)) != axes.end();
+    if (i > 0 && r == prev_reduced) {
+      m.shape[size_t(m.shape.rank() - 1)] *= s[size_t(i)];
+    } else {
+      m.shape.push_back(s[size_t(i)]);
+      if (r) m.axes.push_back(m.shape.rank() - 1);
+    }
+    prev_reduced = r;
+  }
+  return m;
+}
+
+// A reduction over the innermost dims and dims further out with kept dims between them (batch-norm
+// statistics: NCHW over N, H and W) runs in two generics: the innermost run of reduced dims first
+// (a row reduction over contiguous rows, parallel over the rows), then the rest on its small result.
+// As one generic the vector lanes ran across the strided kept dim (gathers) on one thread.
+template <Kind K>
+std::vector<Value> reduce_rule(LowerCtx& c, const Eqn& e, std::span<const Operand> in, std::span<const AbstractArray> out) {
+  MLIRContext* ctx = c.b.getContext();
+  const DType d = in[0].aval.dtype;
+  const IntList& axes = e.params.get_ints("axes");
+  if (axes.empty())  // nothing reduced: a copy (kept out of the accumulate-into-output form)
+    return {elementwise(c, out[0], in, [](OpBuilder&, Location, ValueRange v) { return v[0]; })};
+  Value x = as_tensor(c, in[0]);
+  Value r;
+  const Merged m = merge_dims(in[0].aval.shape, axes);
+  const int mrank = m.shape.rank();
+  if (in[0].aval.size() > 0 && m.axes.size() >= 2 && m.axes.back() == mrank - 1) {
+    Value xm = reshape_to(c, x, in[0].aval.shape, AbstractArray{m.shape, d, false});
+    Value rows = reduce_generic<K>(c, xm, m.shape, d, IntList{mrank - 1});
+    IntList rest(m.axes.begin(), m.axes.end() - 1);
+    std::vector<int64_t> row_dims = m.shape.dims();
+    row_dims.pop_back();
+    r = reduce_generic<K>(c, rows, Shape(row_dims), d, rest);
+    Type acc_elem = cast<ShapedType>(r.getType()).getElementType();
+    r = reshape_to(c, r, Shape(cast<ShapedType>(r.getType()).getShape().vec()),
+                   AbstractArray{out[0].shape, acc_elem == storage_type(ctx, d) ? d : DType::float32, false});
+  } else {
+    r = reduce_generic<K>(c, x, in[0].aval.shape, d, axes);
+  }
+  if (compute_type(ctx, d) == storage_type(ctx, d)) return {r};
   Operand acc{r, AbstractArray{out[0].shape, DType::float32, false}, false};
   return {elementwise(c, out[0], std::span<const Operand>(&acc, 1),
                       [d](OpBuilder& nb, Location nl, ValueRange v) { return from_compute(nb, nl, v[0], d); })};
