@@ -11,7 +11,6 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
-#include <limits>
 #include <string_view>
 #include <vector>
 
@@ -141,17 +140,21 @@ std::atomic<LinalgKernels>& kernels_setting() {
 }
 
 // The smallest matrix (its larger dim) from which LAPACK beats Eigen, per op (docs/linalg.md: measured
-// with bench/bench_linalg.cpp's sweep). qr and triangular_solve stay on Eigen at every size measured
-// (OpenBLAS's geqrf + orgqr and its row-major trsm were slower up to 1024), so have no crossover.
-constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
-int64_t lapack_from(LinalgOp op) {
-  switch (op) {
-    case LinalgOp::cholesky: return 256;
-    case LinalgOp::eigh: return 192;
-    case LinalgOp::svd: return 256;
-    case LinalgOp::qr: case LinalgOp::triangular_solve: case LinalgOp::lu: break;
+// with bench/bench_linalg.cpp's sweep and the GP row). qr stays on Eigen at every size measured.
+// triangular_solve goes to OpenBLAS's trsm only for large triangles with many right-hand sides: on
+// one thread Eigen's solve is as fast up to 1024, and OpenBLAS's gain is its second thread (at
+// 2000 x 2000, one thread 172 against Eigen's 234 ms, two threads 90 ms); one right-hand side
+// (a matrix-vector solve, memory-bound) is 4-6x faster on Eigen at every size.
+constexpr int64_t kTrsmFrom = 1024, kTrsmRhsFrom = 256;
+bool lapack_wins(const LinalgBlock& b) {
+  switch (b.op) {
+    case LinalgOp::cholesky: return std::max(b.m, b.n) >= 256;
+    case LinalgOp::eigh: return std::max(b.m, b.n) >= 192;
+    case LinalgOp::svd: return std::max(b.m, b.n) >= 256;
+    case LinalgOp::triangular_solve: return b.n >= kTrsmFrom && (b.left ? b.cols : b.rows) >= kTrsmRhsFrom;
+    case LinalgOp::qr: case LinalgOp::lu: break;
   }
-  return kNever;
+  return false;
 }
 
 }  // namespace
@@ -166,7 +169,7 @@ bool uses_lapack(const LinalgBlock& b) {
     case LinalgKernels::lapack: return true;
     case LinalgKernels::by_size: break;
   }
-  return std::max(b.m, b.n) >= lapack_from(b.op);
+  return lapack_wins(b);
 }
 
 LinalgBlock block_of(LinalgOp op, DType d) {

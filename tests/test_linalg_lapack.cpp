@@ -122,10 +122,19 @@ TEST_CASE("linalg kernels: by size, small matrices run Eigen and large ones LAPA
   rules::LinalgBlock lu = rules::block_of(rules::LinalgOp::lu, fx::float64);
   lu.m = lu.n = 512;
   CHECK_FALSE(rules::uses_lapack(lu));  // Eigen's PartialPivLU gives getrf's pivots
-  // Eigen's triangular solves and qr were faster at every size measured (docs/linalg.md).
+  // Triangular solves go to OpenBLAS only for large triangles with many right-hand sides; qr never
+  // (docs/linalg.md).
   rules::LinalgBlock trsm = rules::block_of(rules::LinalgOp::triangular_solve, fx::float64);
+  trsm.left = true;
   trsm.n = trsm.rows = trsm.cols = 2000;
+  CHECK(rules::uses_lapack(trsm));
+  trsm.cols = 1;
   CHECK_FALSE(rules::uses_lapack(trsm));
+  trsm.n = trsm.rows = trsm.cols = 512;
+  CHECK_FALSE(rules::uses_lapack(trsm));
+  rules::LinalgBlock qr = rules::block_of(rules::LinalgOp::qr, fx::float64);
+  qr.m = qr.n = 2000;
+  CHECK_FALSE(rules::uses_lapack(qr));
   rules::LinalgBlock chol = rules::block_of(rules::LinalgOp::cholesky, fx::float64);
   chol.m = chol.n = 2000;
   CHECK(rules::uses_lapack(chol));
