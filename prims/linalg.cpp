@@ -195,7 +195,6 @@ void run_linalg(LinalgBlock& b) {
 }
 
 namespace {
-std::atomic<BatchParallel> g_batch_parallel{nullptr};
 std::atomic<uint64_t> g_split_batches;
 
 // Whether a batch is worth a parallel region: a region costs a few microseconds (waking libomp's
@@ -207,8 +206,6 @@ bool split_batch(const LinalgBlock& blk, int64_t count) {
   return count * dim * dim * dim >= kParallelBatchWork;
 }
 }  // namespace
-
-void set_batch_parallel(BatchParallel parallel) { g_batch_parallel.store(parallel); }
 
 void run_each_matrix(LinalgBlock& blk, int64_t count, std::span<const View> in, std::initializer_list<int64_t> in_elements,
                      std::span<const View> out, std::initializer_list<int64_t> out_elements) {
@@ -222,10 +219,9 @@ void run_each_matrix(LinalgBlock& blk, int64_t count, std::span<const View> in, 
     for (int64_t e : out_elements) b.out[i] = matrix_at(out[i], k, e), ++i;
     run_linalg(b);
   };
-  const BatchParallel parallel = g_batch_parallel.load();
-  if (parallel && split_batch(blk, count)) {
+  if (split_batch(blk, count)) {
     g_split_batches.fetch_add(1, std::memory_order_relaxed);
-    return parallel(library_threads(), count, one);
+    return library_parallel(library_threads(), count, one);
   }
   for (int64_t k = 0; k < count; ++k) one(k);
 }

@@ -4,7 +4,6 @@
 // written with the batched helpers below.
 #pragma once
 #include <cstdint>
-#include <functional>
 #include <initializer_list>
 #include <span>
 #include <string>
@@ -44,17 +43,11 @@ bool uses_lapack(const LinalgBlock& b);
 void run_linalg(LinalgBlock& b);
 /// Runs `blk` on each of the `count` matrices of a batched kernel call: matrix k's operands are
 /// matrix_at(in[i], k, in_elements[i]) (a, then b) and its outputs matrix_at(out[i], k,
-/// out_elements[i]). Matrices that go to Eigen are split over library_threads() threads when the
-/// batch holds enough work (Eigen's decompositions run on one thread each); LAPACK's matrices run
-/// one after another, each on OpenBLAS's own threads.
+/// out_elements[i]). Matrices that go to Eigen are split over library_threads() threads
+/// (library_parallel, prims/library_threads.h) when the batch holds enough work (Eigen's
+/// decompositions run on one thread each); LAPACK's run one after another, each on OpenBLAS's threads.
 void run_each_matrix(LinalgBlock& blk, int64_t count, std::span<const View> in, std::initializer_list<int64_t> in_elements,
                      std::span<const View> out, std::initializer_list<int64_t> out_elements);
-/// How run_each_matrix splits a batch: body(k) for every k in [0, n) on at most `threads` threads.
-/// runtime/linalg_threads.cpp installs libomp's parallel_chunks (runtime/openmp.h) when the library
-/// loads -- the pool the compiled kernels run on, so a library call starts no second pool beside it.
-/// Not installed, a batch runs one matrix after another.
-using BatchParallel = void (*)(int threads, int64_t n, const std::function<void(int64_t)>& body);
-void set_batch_parallel(BatchParallel parallel);
 /// How many matrices the Eigen build for `level` (1-4), or LAPACK, has computed in this process
 /// (for tests).
 uint64_t linalg_blocks_computed(int level);
