@@ -11,10 +11,12 @@
 // (prims/linalg_lapack.cpp). Ratio = baseline time / Fluxion time (above 1: Fluxion faster); the
 // library Fluxion calls at that size is marked with '*'.
 //
-// `sweep` times Fluxion's two kernels on the same single matrices from 32 to 1024 (eager calls,
-// FLUXION_LINALG-style forcing through set_linalg_kernels): the crossovers prims/linalg.cpp uses.
+// `sweep` times Fluxion's two kernels on the same single matrices from 32 to 1024 (and 2048 when one op
+// is named), eager calls, FLUXION_LINALG-style forcing through set_linalg_kernels: the crossovers
+// prims/linalg.cpp uses.
 //
-// Run: build/bench/fluxion_bench_linalg [repeats] [sweep].
+// Run: build/bench/fluxion_bench_linalg [repeats] [sweep [op]] (sweep: only the sweep, of the ops
+// whose name starts with `op` if given).
 #include <fluxion.h>
 
 #include <lapacke.h>
@@ -128,7 +130,7 @@ bool on_lapack(int64_t m, int64_t n, int which) {
 }
 
 // Eigen's kernel against LAPACK's inside Fluxion, one eager call on one n x n float64 matrix each.
-void sweep() {
+void sweep(std::string_view only) {
   using fluxion::linalg_rules::LinalgKernels;
   std::printf("\nsweep (OpenBLAS core %s): eager, one matrix; ratio = eigen / lapack\n",
               fluxion::linalg_rules::lapack_core_name());
@@ -141,11 +143,13 @@ void sweep() {
       {"eigh", [](const fx::Array& spd, const fx::Array&, const fx::Array&) { return la::eigh(spd).first; }},
       {"svd", [](const fx::Array&, const fx::Array&, const fx::Array& g) { return std::get<0>(la::svd(g)); }},
   };
-  for (int n : {32, 64, 128, 256, 512, 1024}) {
+  for (int n : {32, 64, 128, 256, 512, 1024, 2048}) {
+    if (n == 2048 && only.empty()) break;  // 2048 only for a chosen op (eigh and svd take seconds there)
     fx::Array g = fx::random::normal(fx::random::key(7), {n, n}, fx::float64);
     fx::Array spd = fx::matmul(g, fx::transpose(g)) + fx::eye(n, fx::float64) * double(n);
     fx::Array l = la::cholesky(spd);
     for (const auto& [name, f] : ops) {
+      if (!only.empty() && std::string_view(name).substr(0, only.size()) != only) continue;
       double ms[2];
       for (int k = 0; k < 2; ++k) {
         fluxion::linalg_rules::set_linalg_kernels(k == 0 ? LinalgKernels::eigen : LinalgKernels::lapack);
@@ -172,6 +176,7 @@ int main(int argc, char** argv) {
   Eigen::VectorXd vec(big);
   std::vector<double> batch_out(size_t(batch * n * n));
 
+  if (argc > 2 && std::string_view(argv[2]) == "sweep") return sweep(argc > 3 ? argv[3] : ""), 0;
   auto chol = fx::jit([](const fx::Array& m) { return la::cholesky(m); });
   row("cholesky 256 x 64x64", best_ms([&] { chol(spd).block_until_ready(); }), best_ms([&] {
         for (int b = 0; b < batch; ++b) {
@@ -232,6 +237,5 @@ int main(int argc, char** argv) {
         LAPACKE_dgesdd(LAPACK_ROW_MAJOR, 'S', big, big, work.data(), big, vec.data(), out.data(), big, out2.data(), big);
       }), on_lapack(big, big, 2));
   gp_row(2000);
-  if (argc > 2 && std::string_view(argv[2]) == "sweep") sweep();
   return 0;
 }

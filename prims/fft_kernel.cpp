@@ -31,6 +31,12 @@ std::string_view fft_type_name(FftType t) { return kFftTypeNames[size_t(t)]; }
 
 namespace {
 
+// FFTW's parallel loops run on the compiled kernels' threads (prims/library_threads.h says why not
+// FFTW's own): work(jobdata + i * elsize) for every job i.
+void parallel_loop(void* (*work)(char*), char* jobdata, size_t elsize, int njobs, void*) {
+  library_parallel(library_threads(), njobs, [&](int64_t i) { work(jobdata + size_t(i) * elsize); });
+}
+
 // FFTW's two precisions behind one name each (fftwf_* for float, fftw_* for double).
 template <class R> struct Fftw;
 #define FLUXION_FFTW_API(R, prefix)                                                                     \
@@ -56,7 +62,10 @@ template <class R> struct Fftw;
     static void* alloc(size_t bytes) { return prefix##_malloc(bytes); }                                 \
     static void release(void* p) { prefix##_free(p); }                                                  \
     static int alignment(const void* p) { return prefix##_alignment_of((R*)p); }                        \
-    static void init_threads() { prefix##_init_threads(); }                                             \
+    static void init_threads() {                                                                        \
+      prefix##_init_threads();                                                                          \
+      prefix##_threads_set_callback(&parallel_loop, nullptr);                                           \
+    }                                                                                                   \
     static void plan_with_threads(int n) { prefix##_plan_with_nthreads(n); }                            \
   };
 FLUXION_FFTW_API(float, fftwf)
@@ -80,9 +89,8 @@ bool measure_plans() {
   return measure;
 }
 // Transforms of at least this many points in all (batch included) are planned for
-// library_threads() threads (libfftw3_threads: FFTW splits the transform's loops over its own pool,
-// whose workers sleep between calls); smaller ones on one, where starting threads costs more than
-// it saves (docs/linalg.md: the sweep that set it).
+// library_threads() threads (libfftw3_threads, its loops handed to the kernels' pool by
+// parallel_loop above); smaller ones on one, where waking threads costs more than it saves.
 constexpr int64_t kThreadedFrom = int64_t(1) << 15;
 int threads_for(int64_t points) { return points >= kThreadedFrom ? library_threads() : 1; }
 using PlanKey = std::tuple<int, bool, IntList, int64_t, bool>;

@@ -1,5 +1,7 @@
 #include "prims/library_threads.h"
 
+#include <atomic>
+
 #include "ir/error.h"
 #include "ir/settings.h"
 
@@ -15,5 +17,15 @@ int library_threads() {
   }();
   return threads;
 }
+
+namespace {
+std::atomic<ParallelChunks> g_parallel{nullptr};
+}  // namespace
+
+void library_parallel(int threads, int64_t n, const std::function<void(int64_t)>& body) {
+  if (ParallelChunks parallel = g_parallel.load(std::memory_order_acquire)) return parallel(threads, n, body);
+  for (int64_t i = 0; i < n; ++i) body(i);
+}
+void set_library_parallel(ParallelChunks parallel) { g_parallel.store(parallel, std::memory_order_release); }
 
 }  // namespace fluxion

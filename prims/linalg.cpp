@@ -11,11 +11,11 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
-#include <limits>
 #include <string_view>
 #include <vector>
 
 #include "prims/isa_level.h"
+#include "prims/library_threads.h"
 
 namespace fluxion::linalg_rules {
 
@@ -140,17 +140,21 @@ std::atomic<LinalgKernels>& kernels_setting() {
 }
 
 // The smallest matrix (its larger dim) from which LAPACK beats Eigen, per op (docs/linalg.md: measured
-// with bench/bench_linalg.cpp's sweep). qr and triangular_solve stay on Eigen at every size measured
-// (OpenBLAS's geqrf + orgqr and its row-major trsm were slower up to 1024), so have no crossover.
-constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
-int64_t lapack_from(LinalgOp op) {
-  switch (op) {
-    case LinalgOp::cholesky: return 256;
-    case LinalgOp::eigh: return 192;
-    case LinalgOp::svd: return 256;
-    case LinalgOp::qr: case LinalgOp::triangular_solve: case LinalgOp::lu: break;
+// with bench/bench_linalg.cpp's sweep and the GP row). qr stays on Eigen at every size measured.
+// triangular_solve goes to OpenBLAS's trsm only for large triangles with many right-hand sides: on
+// one thread Eigen's solve is as fast up to 1024, and OpenBLAS's gain is its second thread (at
+// 2000 x 2000, one thread 172 against Eigen's 234 ms, two threads 90 ms); one right-hand side
+// (a matrix-vector solve, memory-bound) is 4-6x faster on Eigen at every size.
+constexpr int64_t kTrsmFrom = 1024, kTrsmRhsFrom = 256;
+bool lapack_wins(const LinalgBlock& b) {
+  switch (b.op) {
+    case LinalgOp::cholesky: return std::max(b.m, b.n) >= 256;
+    case LinalgOp::eigh: return std::max(b.m, b.n) >= 192;
+    case LinalgOp::svd: return std::max(b.m, b.n) >= 256;
+    case LinalgOp::triangular_solve: return b.n >= kTrsmFrom && (b.left ? b.cols : b.rows) >= kTrsmRhsFrom;
+    case LinalgOp::qr: case LinalgOp::lu: break;
   }
-  return kNever;
+  return false;
 }
 
 }  // namespace
@@ -165,7 +169,7 @@ bool uses_lapack(const LinalgBlock& b) {
     case LinalgKernels::lapack: return true;
     case LinalgKernels::by_size: break;
   }
-  return std::max(b.m, b.n) >= lapack_from(b.op);
+  return lapack_wins(b);
 }
 
 LinalgBlock block_of(LinalgOp op, DType d) {
@@ -190,22 +194,43 @@ void run_linalg(LinalgBlock& b) {
   g_blocks[level].fetch_add(1, std::memory_order_relaxed);
 }
 
+namespace {
+std::atomic<uint64_t> g_split_batches;
+
+// Whether a batch is worth a parallel region: a region costs a few microseconds (waking libomp's
+// workers), one 16x16 decomposition about as much.
+constexpr int64_t kParallelBatchWork = int64_t(1) << 15;
+bool split_batch(const LinalgBlock& blk, int64_t count) {
+  if (count < 2 || uses_lapack(blk) || library_threads() < 2) return false;
+  const int64_t dim = std::max({blk.m, blk.n, blk.rows, blk.cols});
+  return count * dim * dim * dim >= kParallelBatchWork;
+}
+}  // namespace
+
 void run_each_matrix(LinalgBlock& blk, int64_t count, std::span<const View> in, std::initializer_list<int64_t> in_elements,
                      std::span<const View> out, std::initializer_list<int64_t> out_elements) {
-  const void** operands[] = {&blk.a, &blk.b};
-  for (int64_t k = 0; k < count; ++k) {
+  // Matrix k on its own copy of the block (the threads share nothing else).
+  auto one = [&](int64_t k) {
+    LinalgBlock b = blk;
+    const void** operands[] = {&b.a, &b.b};
     size_t i = 0;
     for (int64_t e : in_elements) *operands[i] = matrix_at(in[i], k, e), ++i;
     i = 0;
-    for (int64_t e : out_elements) blk.out[i] = matrix_at(out[i], k, e), ++i;
-    run_linalg(blk);
+    for (int64_t e : out_elements) b.out[i] = matrix_at(out[i], k, e), ++i;
+    run_linalg(b);
+  };
+  if (split_batch(blk, count)) {
+    g_split_batches.fetch_add(1, std::memory_order_relaxed);
+    return library_parallel(library_threads(), count, one);
   }
+  for (int64_t k = 0; k < count; ++k) one(k);
 }
 
 uint64_t linalg_blocks_computed(int level) {
   return level >= 1 && level <= kTopLevel ? g_blocks[level].load(std::memory_order_relaxed) : 0;
 }
 uint64_t linalg_lapack_blocks_computed() { return g_lapack_blocks.load(std::memory_order_relaxed); }
+uint64_t linalg_batches_split() { return g_split_batches.load(std::memory_order_relaxed); }
 
 namespace {
 
@@ -336,13 +361,12 @@ std::vector<AbstractArray> lu_shape(std::span<const AbstractArray> in, const Par
 void lu_kernel(std::span<const View> in, std::span<const View> out, const Params&) {
   LinalgBlock blk = block_of(LinalgOp::lu, in[0].dtype());
   const int64_t n = blk.n = in[0].shape()[size_t(in[0].shape().rank() - 1)];
+  const int64_t count = batch_count(in[0].shape());
+  run_each_matrix(blk, count, in, {n * n}, out, {n * n, n, n});
   std::vector<int32_t> row_at(static_cast<size_t>(n)), position_of(static_cast<size_t>(n));
-  for (int64_t b = 0; b < batch_count(in[0].shape()); ++b) {
-    blk.a = matrix_at(in[0], b, n * n);
-    blk.out[0] = matrix_at(out[0], b, n * n);
+  for (int64_t b = 0; b < count; ++b) {
     int32_t* piv = out[1].as<int32_t>() + b * n;
-    int32_t* perm = blk.perm = out[2].as<int32_t>() + b * n;
-    run_linalg(blk);
+    const int32_t* perm = out[2].as<int32_t>() + b * n;
     for (int64_t i = 0; i < n; ++i) row_at[size_t(i)] = position_of[size_t(i)] = int32_t(i);
     for (int64_t j = 0; j < n; ++j) {
       const int32_t p = position_of[size_t(perm[j])];

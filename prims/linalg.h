@@ -43,13 +43,17 @@ bool uses_lapack(const LinalgBlock& b);
 void run_linalg(LinalgBlock& b);
 /// Runs `blk` on each of the `count` matrices of a batched kernel call: matrix k's operands are
 /// matrix_at(in[i], k, in_elements[i]) (a, then b) and its outputs matrix_at(out[i], k,
-/// out_elements[i]).
+/// out_elements[i]). Matrices that go to Eigen are split over library_threads() threads
+/// (library_parallel, prims/library_threads.h) when the batch holds enough work (Eigen's
+/// decompositions run on one thread each); LAPACK's run one after another, each on OpenBLAS's threads.
 void run_each_matrix(LinalgBlock& blk, int64_t count, std::span<const View> in, std::initializer_list<int64_t> in_elements,
                      std::span<const View> out, std::initializer_list<int64_t> out_elements);
 /// How many matrices the Eigen build for `level` (1-4), or LAPACK, has computed in this process
 /// (for tests).
 uint64_t linalg_blocks_computed(int level);
 uint64_t linalg_lapack_blocks_computed();
+/// How many batches run_each_matrix has split over threads in this process (for tests).
+uint64_t linalg_batches_split();
 
 // ---- batched helpers for the rules (operands of equal batch dims) ----------------------------------
 Array mm(const Array& a, const Array& b);  // a @ b over the last two dims

@@ -18,7 +18,8 @@ enum class LinalgOp : int32_t { cholesky, triangular_solve, lu, qr, eigh, svd };
 ///                     (L is then all NaN)
 ///   triangular_solve  a [n, n], b [rows, cols] -> out[0] = x [rows, cols] solving op(a) x = b
 ///                     (left) or x op(a) = b; `lower` is the triangle of op(a)
-///   lu                a [n, n] -> out[0] = L and U packed, perm [n]: row perm[i] of P a is row i of a
+///   lu                a [n, n] -> out[0] = L and U packed, out[2] = perm [n] (int32): row perm[i] of
+///                     P a is row i of a (out[1], the pivots, is the primitive's to fill)
 ///   qr                a [m, n] -> out[0] = q [m, k], out[1] = r [k, n] (k = cols of q)
 ///   eigh              a [n, n] -> out[0] = v [n, n], out[1] = w [n] ascending
 ///   svd               a [m, n] -> out[0] = u [m, ku], out[1] = s [min(m, n)], out[2] = vt [kv, n]
@@ -31,7 +32,6 @@ struct LinalgBlock {
   const void* a;
   const void* b;
   void* out[3];
-  int32_t* perm;
   bool failed;
 };
 

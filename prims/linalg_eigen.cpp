@@ -72,7 +72,8 @@ void lu(LinalgBlock& b) {
   packed = ConstMap<T>(static_cast<const T*>(b.a), b.n, b.n);
   Eigen::PartialPivLU<Eigen::Ref<Matrix<T>>> f(packed);
   const auto& to_row = f.permutationP().indices();  // row i of a is row to_row[i] of P a
-  for (int64_t i = 0; i < b.n; ++i) b.perm[to_row[i]] = int32_t(i);
+  int32_t* perm = static_cast<int32_t*>(b.out[2]);
+  for (int64_t i = 0; i < b.n; ++i) perm[to_row[i]] = int32_t(i);
 }
 
 template <class T>

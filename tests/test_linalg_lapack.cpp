@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 namespace fx = fluxion;
 namespace la = fx::linalg;
@@ -121,10 +122,19 @@ TEST_CASE("linalg kernels: by size, small matrices run Eigen and large ones LAPA
   rules::LinalgBlock lu = rules::block_of(rules::LinalgOp::lu, fx::float64);
   lu.m = lu.n = 512;
   CHECK_FALSE(rules::uses_lapack(lu));  // Eigen's PartialPivLU gives getrf's pivots
-  // Eigen's triangular solves and qr were faster at every size measured (docs/linalg.md).
+  // Triangular solves go to OpenBLAS only for large triangles with many right-hand sides; qr never
+  // (docs/linalg.md).
   rules::LinalgBlock trsm = rules::block_of(rules::LinalgOp::triangular_solve, fx::float64);
+  trsm.left = true;
   trsm.n = trsm.rows = trsm.cols = 2000;
+  CHECK(rules::uses_lapack(trsm));
+  trsm.cols = 1;
   CHECK_FALSE(rules::uses_lapack(trsm));
+  trsm.n = trsm.rows = trsm.cols = 512;
+  CHECK_FALSE(rules::uses_lapack(trsm));
+  rules::LinalgBlock qr = rules::block_of(rules::LinalgOp::qr, fx::float64);
+  qr.m = qr.n = 2000;
+  CHECK_FALSE(rules::uses_lapack(qr));
   rules::LinalgBlock chol = rules::block_of(rules::LinalgOp::cholesky, fx::float64);
   chol.m = chol.n = 2000;
   CHECK(rules::uses_lapack(chol));
@@ -138,4 +148,46 @@ TEST_CASE("linalg kernels: by size, small matrices run Eigen and large ones LAPA
   for (std::string* s : {&core, &want})
     for (char& c : *s) c = char(std::tolower(c));
   CHECK(core == want);
+}
+
+TEST_CASE("linalg kernels: a batch split over threads gives every matrix the result it has alone") {
+  // 48 matrices of 24 x 24 hold enough work to be split (prims/linalg.cpp, split_batch) when Fluxion
+  // has two threads or more; one matrix alone never is. Same kernel on the same bytes: bit-equal.
+  const int64_t batch = 48, n = 24;
+  fx::Array g = fx::random::normal(fx::random::key(11), {batch, n, n}, fx::float64);
+  fx::Array spd = fx::matmul(g, mT(g)) + fx::eye(n, fx::float64) * double(n);
+  fx::Array rhs = fx::random::normal(fx::random::key(12), {batch, n, 5}, fx::float64);
+  const uint64_t split_before = rules::linalg_batches_split();
+  with_kernels(rules::LinalgKernels::eigen, [&] {
+    fx::Array l = la::cholesky(spd), x = la::triangular_solve(l, rhs, {.transpose_a = true});
+    auto [lu, pivots, perm] = la::lu(g);
+    auto [q, r] = la::qr(g);
+    auto [w, v] = la::eigh(spd);
+    auto [u, s, vt] = la::svd(g);
+    for (int64_t k : {int64_t(0), int64_t(17), batch - 1}) {
+      CAPTURE(k);
+      fx::Array gk = g[k], spdk = spd[k];
+      fx::Array lk = la::cholesky(spdk);
+      CHECK(max_abs_diff(l[k], lk) == 0.0);
+      CHECK(max_abs_diff(x[k], la::triangular_solve(lk, rhs[k], {.transpose_a = true})) == 0.0);
+      auto [lu_k, pivots_k, perm_k] = la::lu(gk);
+      CHECK(max_abs_diff(lu[k], lu_k) == 0.0);
+      CHECK(pivots[k].to_vector<int32_t>() == pivots_k.to_vector<int32_t>());
+      CHECK(perm[k].to_vector<int32_t>() == perm_k.to_vector<int32_t>());
+      auto [q_k, r_k] = la::qr(gk);
+      CHECK(max_abs_diff(q[k], q_k) == 0.0);
+      CHECK(max_abs_diff(r[k], r_k) == 0.0);
+      auto [w_k, v_k] = la::eigh(spdk);
+      CHECK(max_abs_diff(w[k], w_k) == 0.0);
+      CHECK(max_abs_diff(v[k], v_k) == 0.0);
+      auto [u_k, s_k, vt_k] = la::svd(gk);
+      CHECK(max_abs_diff(u[k], u_k) == 0.0);
+      CHECK(max_abs_diff(s[k], s_k) == 0.0);
+      CHECK(max_abs_diff(vt[k], vt_k) == 0.0);
+    }
+    return 0;
+  });
+  if (fx::linalg_rules::linalg_kernels() == rules::LinalgKernels::by_size && std::thread::hardware_concurrency() > 1 &&
+      !std::getenv("FLUXION_NUM_THREADS"))
+    CHECK(rules::linalg_batches_split() >= split_before + 6);  // the six batched calls
 }
