@@ -257,17 +257,20 @@ class Vectorizer {
   // Innermost indices [main, n): the original generic on subviews of its operands.
   void remainder(Value main, Value n) {
     Value rest = b_.create<arith::SubIOp>(loc_, n, main);
-    Operation* tail = b_.clone(*g_.getOperation());
+    SmallVector<Value> operands;
     for (OpOperand& o : g_->getOpOperands()) {
       const Access& a = access_[o.getOperandNumber()];
+      operands.push_back(o.get());
       if (a.inner < 0) continue;
       auto t = cast<MemRefType>(o.get().getType());
       SmallVector<OpFoldResult> offsets(t.getRank(), b_.getIndexAttr(0)), sizes, strides(t.getRank(), b_.getIndexAttr(1));
       for (int64_t d = 0; d < t.getRank(); ++d) sizes.push_back(memref::getMixedSize(b_, loc_, o.get(), d));
       offsets[a.inner] = main;
       sizes[a.inner] = rest;
-      tail->setOperand(o.getOperandNumber(), b_.create<memref::SubViewOp>(loc_, o.get(), offsets, sizes, strides));
+      operands.back() = b_.create<memref::SubViewOp>(loc_, o.get(), offsets, sizes, strides);
     }
+    Operation* tail = b_.clone(*g_.getOperation());
+    tail->setOperands(operands);
   }
 
   linalg::GenericOp g_;
