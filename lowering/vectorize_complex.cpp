@@ -59,7 +59,7 @@ bool vectorizable(linalg::GenericOp g) {
   bool any_complex = false;
   for (OpOperand& o : g->getOpOperands()) {
     auto t = dyn_cast<MemRefType>(o.get().getType());
-    if (!t) return false;
+    if (!t || !isStrided(t)) return false;
     const Type part = part_type(t.getElementType());
     if (!part.isIntOrFloat() || part.getIntOrFloatBitWidth() < 8) return false;
     any_complex |= isa<ComplexType>(t.getElementType());
