@@ -64,7 +64,7 @@ bool vectorizable(linalg::GenericOp g) {
     if (!part.isIntOrFloat() || part.getIntOrFloatBitWidth() < 8) return false;
     any_complex |= isa<ComplexType>(t.getElementType());
     const AffineMap m = g.getMatchingIndexingMap(&o);
-    if (g.isDpsInit(&o) ? !m.isPermutation() : !m.isProjectedPermutation()) return false;
+    if (g.isDpsInit(&o) ? !m.isPermutation() : !m.isProjectedPermutation(/*allowZeroInResults=*/true)) return false;
   }
   if (!any_complex) return false;
   for (Operation& op : g.getBody()->getOperations()) {
@@ -80,7 +80,8 @@ struct Planar {
   Value re, im;
 };
 
-// How one operand is addressed: element (i_0, ...) of the memref is part number
+// How one operand is addressed (its map a projected permutation, with 0 for a broadcast unit
+// dimension): element (i_0, ...) of the memref is part number
 // parts * (offset + sum_k i_k * strides[k]) (+1 for the imaginary part) of `ptr`.
 struct Access {
   Value ptr, offset;
@@ -138,7 +139,7 @@ class Vectorizer {
     a.ptr = b_.create<LLVM::IntToPtrOp>(loc_, LLVM::LLVMPointerType::get(b_.getContext()), as_int);
     const unsigned innermost = g_.getNumLoops() - 1;
     for (unsigned k = 0; k < a.map.getNumResults(); ++k)
-      if (a.map.getDimPosition(k) == innermost) a.inner = int(k);
+      if (a.map.getResult(k) == getAffineDimExpr(innermost, b_.getContext())) a.inner = int(k);
     SmallVector<int64_t> strides;
     int64_t offset;
     a.contiguous = a.inner >= 0 && succeeded(getStridesAndOffset(t, strides, offset)) && strides[a.inner] == 1;
@@ -150,7 +151,9 @@ class Vectorizer {
   Value address(const Access& a, ValueRange ivs, int64_t lane, int64_t part) {
     Value lin = a.offset;
     for (unsigned k = 0; k < a.map.getNumResults(); ++k) {
-      Value i = ivs[a.map.getDimPosition(k)];
+      auto dim = dyn_cast<AffineDimExpr>(a.map.getResult(k));
+      if (!dim) continue;  // a constant 0: the one element of a broadcast unit dimension
+      Value i = ivs[dim.getPosition()];
       if (int(k) == a.inner && lane) i = b_.create<arith::AddIOp>(loc_, i, index(lane));
       lin = b_.create<arith::AddIOp>(loc_, lin, b_.create<arith::MulIOp>(loc_, i, a.strides[k]));
     }
