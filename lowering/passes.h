@@ -13,6 +13,9 @@ void register_fuse_elementwise_pass();
 void register_scalarize_rank0_pass();
 /// fx-lower-copies (lower_copies.cpp): memref.copy -> vector loops (or scalar ones).
 void register_lower_copies_pass();
+/// fx-vectorize-complex (vectorize_complex.cpp): elementwise generics on complex memrefs ->
+/// vector loops on the planar parts (after bufferization and convert-complex-to-standard).
+void register_vectorize_complex_pass();
 /// fx-accurate-math (accurate_math.cpp): f32 transcendentals through glibc's vector libm (or
 /// libm), f64 ones through libmvec's f64 variants, log of subnormals.
 void register_accurate_math_pass();

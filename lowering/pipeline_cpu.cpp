@@ -68,6 +68,7 @@ const char* kBufferizeAndLower =
     "@THREADS@"
     "func.func(fx-lower-copies),"
     "convert-complex-to-standard,"  // complex.* -> arith/math on the parts (lower_complex.cpp)
+    "@PLANAR_COMPLEX@"              // then complex generics -> vector loops on the parts
     "fx-accurate-math,"
     "func.func(fx-math-approx),"
     "func.func(convert-vector-to-scf{full-unroll=1 target-rank=1}),"
@@ -90,6 +91,19 @@ const char* kBufferizeAndLower =
     "@OPENMP_TO_LLVM@"
     "reconcile-unrealized-casts";
 
+// Whether environment variable `name` is "0": a pass switched off for an A/B.
+bool switched_off(const char* name) {
+  const char* e = std::getenv(name);
+  return e && std::string(e) == "0";
+}
+
+// FLUXION_PLANAR_COMPLEX=0 leaves complex elementwise loops scalar (fx-vectorize-complex off): the
+// A/B of docs/linalg.md.
+bool planar_complex() {
+  static const bool on = !switched_off("FLUXION_PLANAR_COMPLEX");
+  return on;
+}
+
 // Outer-loop threads: scf.forall -> scf.parallel -> omp.parallel + omp.wsloop (libomp, threads
 // pinned). canonicalize right after inlines the memref.alloca_scope the conversion wraps around
 // the body (else it becomes multi-block and fails to verify); the OpenMP dialect is lowered after
@@ -97,6 +111,7 @@ const char* kBufferizeAndLower =
 std::string bufferize_and_lower_passes(int num_threads) {
   std::string s = kBufferizeAndLower;
   auto put = [&](const std::string& key, const std::string& text) { s.replace(s.find(key), key.size(), text); };
+  put("@PLANAR_COMPLEX@", planar_complex() ? "func.func(fx-vectorize-complex)," : "");
   if (num_threads > 1) {
     put("@THREADS@", "scf-forall-to-parallel,convert-scf-to-openmp{num-threads=" + std::to_string(num_threads) +
                          "},canonicalize,");
@@ -134,10 +149,7 @@ int llvm_opt_level(const Program& p) {
 
 // FLUXION_ROW_BLOCKS=0 turns row blocking (row_blocks.h) off: the A/B of docs/performance.md.
 bool row_blocking() {
-  static const bool on = [] {
-    const char* e = std::getenv("FLUXION_ROW_BLOCKS");
-    return !(e && std::string(e) == "0");
-  }();
+  static const bool on = !switched_off("FLUXION_ROW_BLOCKS");
   return on;
 }
 
