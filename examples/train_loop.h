@@ -44,6 +44,7 @@ double train_epochs(int epochs, Loader& loader, Step&& step, Accuracy&& accuracy
     acc = accuracy();
     std::printf("\n  epoch %d: train loss %.4f, test accuracy %.2f%%, %.1fs\n", epoch, loss_sum / double(n), 100 * acc,
                 seconds());
+    std::fflush(stdout);  // the epoch's line reaches a log file even if the run is stopped next
     if (resume.after_epoch) resume.after_epoch(epoch);
   }
   std::printf("final test accuracy %.2f%% after %.1fs\n", 100 * acc, seconds());
