@@ -6,7 +6,9 @@
 // Accumulation: float16/bfloat16 in f32 (as the reference), float32 in f32 (the reference uses
 // f64; XLA uses f32 -- vector partial sums keep the error small), integers in their own width
 // (wrapping, which equals the reference's uint64 accumulation modulo 2^bits).
+#include <cstdlib>
 #include <limits>
+#include <string>
 
 #include <mlir/Dialect/SCF/IR/SCF.h>
 #include <mlir/Dialect/Vector/IR/VectorOps.h>
@@ -130,6 +132,15 @@ Merged merge_dims(const Shape& s, const IntList& axes) {
 // statistics: NCHW over N, H and W) runs in two generics: the innermost run of reduced dims first
 // (a row reduction over contiguous rows, parallel over the rows), then the rest on its small result.
 // As one generic the vector lanes ran across the strided kept dim (gathers) on one thread.
+// FLUXION_TWO_STAGE_REDUCE=0 keeps the single generic: the A/B of docs/jit.md (not in the cache key).
+bool two_stage_reductions() {
+  static const bool on = [] {
+    const char* e = std::getenv("FLUXION_TWO_STAGE_REDUCE");
+    return !(e && std::string(e) == "0");
+  }();
+  return on;
+}
+
 template <Kind K>
 std::vector<Value> reduce_rule(LowerCtx& c, const Eqn& e, std::span<const Operand> in, std::span<const AbstractArray> out) {
   MLIRContext* ctx = c.b.getContext();
@@ -141,7 +152,7 @@ std::vector<Value> reduce_rule(LowerCtx& c, const Eqn& e, std::span<const Operan
   Value r;
   const Merged m = merge_dims(in[0].aval.shape, axes);
   const int mrank = m.shape.rank();
-  if (in[0].aval.size() > 0 && m.axes.size() >= 2 && m.axes.back() == mrank - 1) {
+  if (two_stage_reductions() && in[0].aval.size() > 0 && m.axes.size() >= 2 && m.axes.back() == mrank - 1) {
     Value xm = reshape_to(c, x, in[0].aval.shape, AbstractArray{m.shape, d, false});
     Value rows = reduce_generic<K>(c, xm, m.shape, d, IntList{mrank - 1});
     IntList rest(m.axes.begin(), m.axes.end() - 1);

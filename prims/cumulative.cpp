@@ -82,27 +82,23 @@ void cumulative_kernel(std::span<const View> in, std::span<const View> out, cons
   });
 }
 
-std::vector<BatchedArray> cumulative_batch(Prim p, BatchedArgs a, const Params& params, SourceLoc loc) {
+// The batch dim is any dim: the scan's axis moves past it when it sits at or after it.
+template <Prim P>
+std::vector<BatchedArray> batch_rule(BatchedArgs a, const Params& params, int64_t, SourceLoc loc) {
   const int64_t bd = a[0].dim, axis = params.get_int("axis");
   Params q = params;
   q.set("axis", axis >= bd ? axis + 1 : axis);
-  return {BatchedArray{bind1(p, {a[0].value}, q, loc), bd}};
+  return {BatchedArray{bind1(P, {a[0].value}, q, loc), bd}};
 }
-template <Prim P>
-std::vector<BatchedArray> batch_rule(BatchedArgs a, const Params& params, int64_t, SourceLoc loc) {
-  return cumulative_batch(P, a, params, loc);
-}
-
-Array scan_of(Prim p, const Array& x, const Params& params, SourceLoc loc) { return bind1(p, {x}, params, loc); }
 
 // ---- cumsum: linear; its transpose is the cumsum running the other way ----------------------------
 std::vector<Array> cumsum_jvp(Arrays, Arrays t, Arrays, const Params& params, SourceLoc loc) {
-  return {scan_of(Prim::cumsum, t[0], params, loc)};
+  return {bind1(Prim::cumsum, {t[0]}, params, loc)};
 }
 std::vector<Array> cumsum_transpose(Arrays ct, std::span<const LinearArg>, const Params& params, SourceLoc loc) {
   Params p = params;
   p.set("reverse", !params.get_bool("reverse"));
-  return {scan_of(Prim::cumsum, ct[0], p, loc)};
+  return {bind1(Prim::cumsum, {ct[0]}, p, loc)};
 }
 
 const Registration cumsum_registration = PrimitiveRules{
@@ -181,7 +177,7 @@ std::vector<Array> cumextremum_jvp(Arrays x, Arrays t, Arrays y, const Params& p
   Array record = select(hit, hit, ne(x[0], x[0]));
   Array pos = iota(DType::int32, x[0].shape(), axis);
   Array none = scalar_like(pos, reverse ? double(len) : -1.0);
-  Array where = scan_of(reverse ? Prim::cummin : Prim::cummax, select(record, pos, none), params, loc);
+  Array where = bind1(reverse ? Prim::cummin : Prim::cummax, {select(record, pos, none)}, params, loc);
   return {take_along(t[0], where, axis, loc)};
 }
 
