@@ -3,11 +3,13 @@
 // compute policy (float32 master weights and batch-norm statistics).
 //
 //   build/examples/resnet [--depth 8|18] [--precision f32|bf16] [--epochs N] [--limit N] [--batch N]
-//                         [--cifar DIR] [--min-accuracy A] [--checkpoint FILE.safetensors]
+//                         [--cifar DIR] [--min-accuracy A] [--checkpoint FILE.safetensors [--stop-after N]]
 //
 // --checkpoint saves the parameters, batch statistics, optimizer state and epoch count after every
 // epoch (atomically), and a run started with the same options and an existing FILE resumes from it:
 // a ResNet-18 run to full accuracy takes hours on a 2-core machine and may span several sessions.
+// --stop-after N ends the process after epoch N's checkpoint, as an interruption would (the resume
+// test, examples/check_resume.sh, compares such a run resumed against an uninterrupted one).
 //
 // Data: CIFAR-10's binary version when --cifar names a directory holding it (nothing is downloaded
 // here); otherwise the real Fashion-MNIST (scripts/data.sh installs it) padded to 32x32, one channel.
@@ -31,7 +33,7 @@ namespace {
 const char* kFashionDir = "/usr/share/datasets/fashion-mnist";
 
 struct Args {
-  int depth = 8, epochs = 5;
+  int depth = 8, epochs = 5, stop_after = 0;
   std::string precision = "f32", cifar, checkpoint;
   int64_t limit = 0, batch = 128;
   double min_accuracy = 0;
@@ -49,6 +51,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--cifar") a.cifar = v;
     else if (k == "--min-accuracy") a.min_accuracy = std::stod(v);
     else if (k == "--checkpoint") a.checkpoint = v;
+    else if (k == "--stop-after") a.stop_after = std::stoi(v);
     else std::fprintf(stderr, "unknown option %s\n", k.c_str()), std::exit(2);
   }
   if ((a.depth != 8 && a.depth != 18) || (a.precision != "f32" && a.precision != "bf16"))
@@ -120,7 +123,10 @@ int main(int argc, char** argv) {
       resume.first_epoch = done.item<int32_t>() + 1;
       std::printf("resumed from %s after epoch %d\n", args.checkpoint.c_str(), resume.first_epoch - 1);
     }
-    resume.after_epoch = [&](int epoch) { fx::save(args.checkpoint, saved(epoch)); };
+    resume.after_epoch = [&](int epoch) {
+      fx::save(args.checkpoint, saved(epoch));
+      if (epoch == args.stop_after) std::printf("stopped after epoch %d (--stop-after)\n", epoch), std::exit(0);
+    };
   }
 
   double accuracy = train_epochs(
