@@ -129,11 +129,19 @@ Axes all_but(int rank, int64_t axis) {
 }
 
 // (x - mean) / sqrt(var + eps) over `axes` (biased variance, kept dims).
-Array normalize(const Array& a, const Axes& axes, double eps, SourceLoc loc) {
+/// (a - mean) / sqrt(var + eps) over `axes`, with the mean and (biased) variance it used, their
+/// reduced dims kept: batch norm's running statistics reuse them instead of a second pass.
+struct Moments {
+  Array normalized, mean, var;
+};
+Moments normalize_with_moments(const Array& a, const Axes& axes, double eps, SourceLoc loc) {
   Array mu = mean(a, axes, true, loc);
   Array centered = subtract(a, mu, loc);
   Array v = mean(square(centered, loc), axes, true, loc);
-  return multiply(centered, rsqrt(add(v, eps, loc), loc), loc);
+  return {multiply(centered, rsqrt(add(v, eps, loc), loc), loc), mu, v};
+}
+Array normalize(const Array& a, const Axes& axes, double eps, SourceLoc loc) {
+  return normalize_with_moments(a, axes, eps, loc).normalized;
 }
 
 }  // namespace
@@ -170,13 +178,14 @@ BatchNormResult batch_norm(const ArrayLike& x, const ArrayLike& scale, const Arr
     return {add(multiply(y, g, loc), b, loc), as_float(running_mean, loc), as_float(running_var, loc)};
   }
   const Axes axes = all_but(rank, ax);
-  Array y = normalize(a, axes, eps, loc);
+  Moments m = normalize_with_moments(a, axes, eps, loc);
   // The running statistics are state, not part of the function being differentiated.
-  Array batch_mean = stop_gradient(mean(a, axes, false, loc), loc);
-  Array batch_var = stop_gradient(var(a, axes, 0, false, loc), loc);
+  const Shape features{a.shape()[size_t(ax)]};
+  Array batch_mean = stop_gradient(reshape(m.mean, features, loc), loc);
+  Array batch_var = stop_gradient(reshape(m.var, features, loc), loc);
   Array rm = add(multiply(as_float(running_mean, loc), momentum, loc), multiply(batch_mean, 1 - momentum, loc), loc);
   Array rv = add(multiply(as_float(running_var, loc), momentum, loc), multiply(batch_var, 1 - momentum, loc), loc);
-  return {add(multiply(y, g, loc), b, loc), rm, rv};
+  return {add(multiply(m.normalized, g, loc), b, loc), rm, rv};
 }
 
 Array layer_norm(const ArrayLike& x, const ArrayLike& scale, const ArrayLike& bias, int64_t begin_axis, double eps,
