@@ -1,11 +1,13 @@
 // fx-fuse-elementwise: producer -> consumer fusion of linalg.generic ops (MLIR's elementwise fusion
-// patterns, elementwise producers fused into reductions too), with one rule of ours (below).
+// patterns, elementwise producers fused into reductions too), with rules of ours (below).
 #include <mlir/Dialect/Func/IR/FuncOps.h>
 #include <mlir/Dialect/Linalg/IR/Linalg.h>
 #include <mlir/Dialect/Linalg/Transforms/Transforms.h>
 #include <mlir/Dialect/Tensor/IR/Tensor.h>
 #include <mlir/Pass/Pass.h>
 #include <mlir/Transforms/GreedyPatternRewriteDriver.h>
+
+#include <iterator>
 
 #include "lowering/op_cost.h"
 #include "lowering/passes.h"
@@ -25,6 +27,43 @@ namespace {
 //    1,800-eqn leapfrog: 0.9 s in this pass alone, 27 s at 7,200 eqns; fx-group-elementwise now
 //    takes such runs in linear time first), and one huge loop body is slow for LLVM too.
 constexpr int64_t kMaxFusedCost = 1024;
+
+// A generic that only broadcasts its one input (every loop parallel, the body `yield %in`, the
+// input's map drops dims of the loops). One used by several generics is cloned per user
+// first, so that each copy fuses into its user: fusion takes single-use producers only, and a
+// broadcast of per-channel batch-norm scales to [N, C, H, W] used by the forward and the backward
+// pass was written out in full (40 such tensors, 0.6 GB per ResNet-18 step) and read back.
+bool is_broadcast_copy(linalg::GenericOp g) {
+  if (g.getNumDpsInputs() != 1 || g.getNumDpsInits() != 1 || g->getNumResults() != 1) return false;
+  for (utils::IteratorType t : g.getIteratorTypesArray())
+    if (t != utils::IteratorType::parallel) return false;
+  // Dims dropped, none reordered: a transposed copy stays materialized (its users would read it
+  // across rows; reductions of transposed inputs have their own loop order, docs/jit.md).
+  AffineMap in = g.getIndexingMapsArray()[0];
+  if (!in.isProjectedPermutation() || in.getNumResults() >= in.getNumDims()) return false;
+  for (unsigned r = 1; r < in.getNumResults(); ++r)
+    if (in.getDimPosition(r) <= in.getDimPosition(r - 1)) return false;
+  Block& body = g.getRegion().front();
+  auto yield = dyn_cast<linalg::YieldOp>(body.front());
+  return yield && yield.getNumOperands() == 1 && yield.getOperand(0) == body.getArgument(0);
+}
+
+void clone_broadcasts_per_user(Operation* root) {
+  SmallVector<linalg::GenericOp> shared;
+  root->walk([&](linalg::GenericOp g) {
+    if (is_broadcast_copy(g) && !g->getResult(0).hasOneUse()) shared.push_back(g);
+  });
+  for (linalg::GenericOp g : shared) {
+    OpBuilder b(g->getContext());
+    b.setInsertionPointAfter(g);
+    SmallVector<OpOperand*> users;
+    for (OpOperand& use : g->getResult(0).getUses())
+      if (isa<linalg::GenericOp>(use.getOwner())) users.push_back(&use);
+    // The first fusable user keeps the original (and non-generic users share it).
+    const bool others = users.size() < size_t(std::distance(g->getResult(0).use_begin(), g->getResult(0).use_end()));
+    for (size_t i = others ? 0 : 1; i < users.size(); ++i) users[i]->set(b.clone(*g)->getResult(0));
+  }
+}
 
 bool calls_out(Operation* op) {
   bool found = false;
@@ -50,6 +89,7 @@ struct FuseElementwisePass : public PassWrapper<FuseElementwisePass, OperationPa
       if (consumer && consumer.getNumReductionLoops() > 0 && calls_out(producer)) return false;
       return true;
     };
+    clone_broadcasts_per_user(getOperation());
     RewritePatternSet patterns(&getContext());
     linalg::populateElementwiseOpsFusionPatterns(patterns, control);
     linalg::populateEraseUnusedOperandsAndResultsPatterns(patterns);
