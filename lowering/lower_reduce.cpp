@@ -150,20 +150,32 @@ std::vector<Value> reduce_rule(LowerCtx& c, const Eqn& e, std::span<const Operan
     return {elementwise(c, out[0], in, [](OpBuilder&, Location, ValueRange v) { return v[0]; })};
   Value x = as_tensor(c, in[0]);
   Value r;
-  const Merged m = merge_dims(in[0].aval.shape, axes);
+  const Shape& shape = in[0].aval.shape;
+  const Merged m = merge_dims(shape, axes);
   const int mrank = m.shape.rank();
-  if (two_stage_reductions() && in[0].aval.size() > 0 && m.axes.size() >= 2 && m.axes.back() == mrank - 1) {
-    Value xm = reshape_to(c, x, in[0].aval.shape, AbstractArray{m.shape, d, false});
-    Value rows = reduce_generic<K>(c, xm, m.shape, d, IntList{mrank - 1});
-    IntList rest(m.axes.begin(), m.axes.end() - 1);
-    std::vector<int64_t> row_dims = m.shape.dims();
-    row_dims.pop_back();
-    r = reduce_generic<K>(c, rows, Shape(row_dims), d, rest);
+  const bool inner_run = !m.axes.empty() && m.axes.back() == mrank - 1;
+  int64_t inner_dims = 0;  // reduced dims at the end of the operand, merged into its last dim
+  while (inner_dims < shape.rank() && std::find(axes.begin(), axes.end(), shape.rank() - 1 - inner_dims) != axes.end())
+    ++inner_dims;
+  const bool split = two_stage_reductions() && m.axes.size() >= 2;
+  // Reduced on the merged dims only where the innermost dims are reduced together (a reduction
+  // over several innermost dims ran 20x slower than over their merged row) or split: the reshape
+  // keeps the reduction's producer from fusing into it.
+  if (in[0].aval.size() > 0 && inner_run && (inner_dims >= 2 || split)) {
+    Value xm = reshape_to(c, x, shape, AbstractArray{m.shape, d, false});
+    if (split) {
+      Value rows = reduce_generic<K>(c, xm, m.shape, d, IntList{mrank - 1});
+      std::vector<int64_t> row_dims = m.shape.dims();
+      row_dims.pop_back();
+      r = reduce_generic<K>(c, rows, Shape(row_dims), d, IntList(m.axes.begin(), m.axes.end() - 1));
+    } else {
+      r = reduce_generic<K>(c, xm, m.shape, d, m.axes);
+    }
     Type acc_elem = cast<ShapedType>(r.getType()).getElementType();
     r = reshape_to(c, r, Shape(cast<ShapedType>(r.getType()).getShape().vec()),
                    AbstractArray{out[0].shape, acc_elem == storage_type(ctx, d) ? d : DType::float32, false});
   } else {
-    r = reduce_generic<K>(c, x, in[0].aval.shape, d, axes);
+    r = reduce_generic<K>(c, x, shape, d, axes);
   }
   if (compute_type(ctx, d) == storage_type(ctx, d)) return {r};
   Operand acc{r, AbstractArray{out[0].shape, DType::float32, false}, false};
