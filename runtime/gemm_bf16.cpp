@@ -10,6 +10,7 @@
 #include "runtime/gemm_bf16.h"
 
 #include <cstring>
+#include <vector>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -159,11 +160,39 @@ FLUXION_BF16_TARGET void tile(int64_t pairs, const uint32_t* a, const uint32_t* 
   }
 }
 
-}  // namespace
+// The 32 values of row r of a panel (Bf16WindowRuns) of `image`, the panel's index `panel` of
+// `panels` per kernel offset. The address may lie outside the input where the mask excludes it: a
+// masked load does not touch the excluded lanes.
+FLUXION_BF16_TARGET __m512i window_row(const Bf16WindowRuns& c, const uint16_t* image, int64_t panels, int64_t panel, int64_t r) {
+  const int64_t s = r % c.k_size * panels + panel;
+  const uintptr_t at = reinterpret_cast<uintptr_t>(image + r / c.k_size * c.feature_stride) + uintptr_t(c.run_base[s] * 2);
+  return _mm512_maskz_loadu_epi16(__mmask32(c.run_mask[s]), reinterpret_cast<const void*>(at));
+}
 
-void gemm_bf16_block(const MatmulBlock& b, uint32_t* pack_a, uint32_t* pack_b) {
+// Packs the panels of B's rows [p0, p0 + depth) and columns [j0, j0 + width) (width a multiple of
+// kBf16Cols) from a convolution's input (Bf16WindowRuns): per pair of rows, two masked loads and the
+// interleave of pack_k_major.
+FLUXION_BF16_TARGET void pack_window_runs(const Bf16WindowRuns& c, int64_t p0, int64_t depth, int64_t j0, int64_t width,
+                                          uint32_t* dst) {
+  const __m512i lo = _mm512_load_si512(kInterleave.index), hi = _mm512_load_si512(kInterleave.index + 32);
+  const int64_t panels = c.positions / kBf16Cols, pairs = (depth + 1) / 2;
+  for (int64_t j = j0; j < j0 + width; j += kBf16Cols, dst += pairs * kBf16Cols) {
+    const uint16_t* image = c.x + j / c.positions * c.image_stride;
+    const int64_t panel = j % c.positions / kBf16Cols;
+    uint32_t* d = dst;
+    for (int64_t q = 0; q < pairs; ++q, d += kBf16Cols) {
+      const __m512i a = window_row(c, image, panels, panel, p0 + 2 * q);
+      const __m512i b = 2 * q + 1 < depth ? window_row(c, image, panels, panel, p0 + 2 * q + 1) : _mm512_setzero_si512();
+      _mm512_storeu_si512(d, _mm512_permutex2var_epi16(a, lo, b));
+      _mm512_storeu_si512(d + 16, _mm512_permutex2var_epi16(a, hi, b));
+    }
+  }
+}
+
+// The blocked product of gemm_bf16_block, B's panels packed by pack_b(pc, depth, jc, nc, dst).
+template <class PackB>
+void product(const MatmulBlock& b, PackB pack_b_panels, uint32_t* pack_a, uint32_t* pack_b) {
   const uint16_t* lhs = static_cast<const uint16_t*>(b.lhs);
-  const uint16_t* rhs = static_cast<const uint16_t*>(b.rhs);
   float* out = static_cast<float*>(b.out);
   if (b.k == 0) {
     for (int64_t i = 0; i < b.m; ++i) std::memset(out + i * b.out_stride, 0, size_t(b.n) * 4);
@@ -173,9 +202,7 @@ void gemm_bf16_block(const MatmulBlock& b, uint32_t* pack_a, uint32_t* pack_b) {
     const int64_t depth = min64(kBf16Depth, b.k - pc), pairs = (depth + 1) / 2;
     for (int64_t jc = 0; jc < b.n; jc += kBf16ColBlock) {
       const int64_t nc = min64(kBf16ColBlock, b.n - jc);
-      // Element (p, j) of op(rhs) is rhs[p * ld + j], or rhs[j * ld + p] when transposed.
-      const uint16_t* rhs_block = b.trans_rhs ? rhs + jc * b.rhs_stride + pc : rhs + pc * b.rhs_stride + jc;
-      pack_panels(rhs_block, b.rhs_stride, b.trans_rhs, depth, nc, kBf16Cols, pack_b);
+      pack_b_panels(pc, depth, jc, nc, pack_b);
       for (int64_t ic = 0; ic < b.m; ic += kBf16RowBlock) {
         const int64_t mc = min64(kBf16RowBlock, b.m - ic);
         // Element (i, p) of op(lhs) is lhs[i * ld + p], or lhs[p * ld + i] when transposed.
@@ -194,12 +221,41 @@ void gemm_bf16_block(const MatmulBlock& b, uint32_t* pack_a, uint32_t* pack_b) {
   }
 }
 
+}  // namespace
+
+Bf16Packs bf16_pack_scratch() {
+  thread_local std::vector<uint32_t> pack_a(kBf16PackA + 16), pack_b(kBf16PackB + 16);
+  auto aligned = [](std::vector<uint32_t>& v) {
+    return reinterpret_cast<uint32_t*>((reinterpret_cast<uintptr_t>(v.data()) + 63) & ~uintptr_t(63));
+  };
+  return {aligned(pack_a), aligned(pack_b)};
+}
+
+void gemm_bf16_block(const MatmulBlock& b, uint32_t* pack_a, uint32_t* pack_b) {
+  const uint16_t* rhs = static_cast<const uint16_t*>(b.rhs);
+  auto pack_rhs = [&](int64_t pc, int64_t depth, int64_t jc, int64_t nc, uint32_t* dst) {
+    // Element (p, j) of op(rhs) is rhs[p * ld + j], or rhs[j * ld + p] when transposed.
+    const uint16_t* block = b.trans_rhs ? rhs + jc * b.rhs_stride + pc : rhs + pc * b.rhs_stride + jc;
+    pack_panels(block, b.rhs_stride, b.trans_rhs, depth, nc, kBf16Cols, dst);
+  };
+  product(b, pack_rhs, pack_a, pack_b);
+}
+
+void gemm_bf16_window_block(const MatmulBlock& b, const Bf16WindowRuns& cols, uint32_t* pack_a, uint32_t* pack_b) {
+  auto pack_cols = [&](int64_t pc, int64_t depth, int64_t jc, int64_t nc, uint32_t* dst) {
+    pack_window_runs(cols, pc, depth, jc, nc, dst);
+  };
+  product(b, pack_cols, pack_a, pack_b);
+}
+
 }  // namespace fluxion::runtime
 
 #else  // not x86-64: no caller (host_has_avx512bf16() is false there)
 
 namespace fluxion::runtime {
 void gemm_bf16_block(const MatmulBlock&, uint32_t*, uint32_t*) {}
+void gemm_bf16_window_block(const MatmulBlock&, const Bf16WindowRuns&, uint32_t*, uint32_t*) {}
+Bf16Packs bf16_pack_scratch() { return {nullptr, nullptr}; }
 }  // namespace fluxion::runtime
 
 #endif
