@@ -252,9 +252,8 @@ struct ConvRun {
   }
 
   // The kernel packed as [O, (i, k)] rows (im2col) or, `by_offset`, as [(O, k), i] rows (col2im),
-  // in scratch of the calling thread (up to 9 MB at 512 -> 512 features: a fresh vector faulted
-  // its pages in on every call), by blocks of output features on the threads (on the calling thread
-  // alone, the other waited at 512 -> 512 features).
+  // on the threads into scratch of the calling thread (up to 9 MB at 512 -> 512 features: a fresh
+  // vector faulted its pages in on every call).
   const T* packed_kernel(bool by_offset) const {
     const int64_t K = g.k_size(), per_block = std::max<int64_t>(1, 4096 / std::max<int64_t>(1, g.ci * K));
     thread_local Scratch<T> buf;
@@ -314,12 +313,9 @@ struct ConvRun {
     }
   }
 
-  // For bfloat16 operands, where every panel of kBf16Cols output positions of every kernel offset
-  // reads one run of consecutive input elements (padding aside): per (k, panel), the run's offset
-  // for the panel's first position and the mask of positions that read the input
-  // (Bf16WindowRuns). The product then packs its right operand straight from the input, with no
-  // columns gathered (a stride-1 window over output rows of a multiple of 32 positions, along the
-  // input's contiguous innermost dim: NCHW at ResNet-18's 32x32 stage). Empty otherwise.
+  // Bfloat16 only: per (k, panel of kBf16Cols positions), Bf16WindowRuns' run offset and mask, where
+  // every panel reads one run of the input (stride 1 along the input's contiguous dim, output rows of
+  // a multiple of 32 positions: NCHW at ResNet-18's 32x32 stage); else empty (columns gathered).
   struct PanelRuns {
     std::vector<int64_t> base;
     std::vector<uint32_t> mask;
@@ -345,8 +341,8 @@ struct ConvRun {
   }
 
   // Per block of images and feature group: out[O_g, (b, P)] = W_g[O_g, I K] x cols[I K, (b, P)],
-  // the block's columns side by side (one image when its P alone makes a wide product); with
-  // panel runs, the columns are never gathered.
+  // the block's columns side by side (one image when its P alone makes a wide product), or packed
+  // by the product straight from the input (panel runs).
   void im2col() const {
     const int64_t K = g.k_size(), P = g.out_size(), rows = g.ci * K;
     const T* packed = packed_kernel(false);

@@ -114,31 +114,32 @@ TEST_CASE("conv paths: bfloat16 columns against the widened float32 convolution"
   // The forward convolutions of these cases, through their `forward` form (the gradient forms are
   // not run here: the two check() calls below run the gradients in bfloat16).
   // Output rows of a multiple of 32 positions at stride 1 in NCHW (ResNet-18's 32x32 stage) pack
-  // the product's right operand straight from the input (no columns gathered): odd and even
-  // numbers of rows (i, k), groups, a 1x1 and a 5x5 window, and padding on every side.
-  const Case from_input[] = {
-      {"NCHW 3x3 rows of 32, odd rows", {2, 5, 6, 32}, {7, 5, 3, 3}, 1, 1, "NCHW", "OIHW", 1,
-        fx::bfloat16, kIm2col, kIm2col, kIm2col},
-      {"NCHW 3x3 rows of 64, groups 2", {3, 6, 3, 64}, {14, 3, 3, 3}, 1, 1, "NCHW", "OIHW", 2,
-        fx::bfloat16, kIm2col, kIm2col, kIm2col},
-      {"NCHW 1x1 rows of 32", {2, 9, 4, 32}, {4, 9, 1, 1}, 1, 0, "NCHW", "OIHW", 1, fx::bfloat16, kIm2col, kIm2col, kIm2col},
-      {"NCHW 5x5 rows of 32, padding 2", {1, 4, 5, 32}, {13, 4, 5, 5}, 1, 2, "NCHW", "OIHW", 1,
-        fx::bfloat16, kIm2col, kIm2col, kIm2col},
+  // the product's right operand straight from the input (`from_input`, no columns gathered): odd
+  // and even numbers of rows (i, k), groups, a 1x1 and a 5x5 window, and padding on every side.
+  struct Bf16Case {
+    Case c;
+    bool from_input;
   };
-  const Case gathered[] = {
-      {"NCHW 3x3 one image per product", {2, 8, 20, 20}, {12, 8, 3, 3}, 1, 1, "NCHW", "OIHW", 1,
-        fx::bfloat16, kIm2col, kIm2col, kIm2col},
-      {"NCHW 4x4 image blocks, odd k", {5, 3, 4, 4}, {10, 3, 3, 3}, 1, 1, "NCHW", "OIHW", 1,
-        fx::bfloat16, kIm2col, kIm2col, kIm2col},
-      {"NHWC groups 2", {3, 6, 6, 8}, {3, 3, 4, 6}, 1, 1, "NHWC", "HWIO", 2, fx::bfloat16, kIm2col, kIm2col, kIm2col},
-      {"NCHW stride 2", {3, 8, 12, 12}, {12, 8, 3, 3}, 2, 1, "NCHW", "OIHW", 1,
-        fx::bfloat16, kIm2col, kIm2col, kIm2col},
+  const Bf16Case cases[] = {
+      {{"NCHW 3x3 rows of 32, odd rows", {2, 5, 6, 32}, {7, 5, 3, 3}, 1, 1, "NCHW", "OIHW", 1, fx::bfloat16, kIm2col, kIm2col,
+        kIm2col}, true},
+      {{"NCHW 3x3 rows of 64, groups 2", {3, 6, 3, 64}, {14, 3, 3, 3}, 1, 1, "NCHW", "OIHW", 2, fx::bfloat16, kIm2col, kIm2col,
+        kIm2col}, true},
+      {{"NCHW 1x1 rows of 32", {2, 9, 4, 32}, {4, 9, 1, 1}, 1, 0, "NCHW", "OIHW", 1, fx::bfloat16, kIm2col, kIm2col, kIm2col}, true},
+      {{"NCHW 5x5 rows of 32, padding 2", {1, 4, 5, 32}, {13, 4, 5, 5}, 1, 2, "NCHW", "OIHW", 1, fx::bfloat16, kIm2col, kIm2col,
+        kIm2col}, true},
+      {{"NCHW 3x3 one image per product", {2, 8, 20, 20}, {12, 8, 3, 3}, 1, 1, "NCHW", "OIHW", 1, fx::bfloat16, kIm2col, kIm2col,
+        kIm2col}, false},
+      {{"NCHW 4x4 image blocks, odd k", {5, 3, 4, 4}, {10, 3, 3, 3}, 1, 1, "NCHW", "OIHW", 1, fx::bfloat16, kIm2col, kIm2col,
+        kIm2col}, false},
+      {{"NHWC groups 2", {3, 6, 6, 8}, {3, 3, 4, 6}, 1, 1, "NHWC", "HWIO", 2, fx::bfloat16, kIm2col, kIm2col, kIm2col}, false},
+      {{"NCHW stride 2", {3, 8, 12, 12}, {12, 8, 3, 3}, 2, 1, "NCHW", "OIHW", 1, fx::bfloat16, kIm2col, kIm2col, kIm2col}, false},
       // A window larger than twice the output (the kernel gradient's shape): by feature.
-      {"NCHW 9x9 window", {4, 6, 11, 11}, {7, 6, 9, 9}, 1, 0, "NCHW", "OIHW", 1,
-        fx::bfloat16, kByFeature, kByFeature, kByFeature},
+      {{"NCHW 9x9 window", {4, 6, 11, 11}, {7, 6, 9, 9}, 1, 0, "NCHW", "OIHW", 1, fx::bfloat16, kByFeature, kByFeature,
+        kByFeature}, false},
       // An input dilated by 2 (a strided convolution's input gradient): col2im.
-      {"NCHW lhs dilation 2", {3, 8, 6, 6}, {5, 8, 3, 3}, 1, 1, "NCHW", "OIHW", 1,
-        fx::bfloat16, kCol2im, kCol2im, kCol2im},
+      {{"NCHW lhs dilation 2", {3, 8, 6, 6}, {5, 8, 3, 3}, 1, 1, "NCHW", "OIHW", 1, fx::bfloat16, kCol2im, kCol2im, kCol2im},
+       false},
   };
   auto forward = [&](const Case& c, bool packed_from_input) {
     CAPTURE(c.label);
@@ -165,8 +166,7 @@ TEST_CASE("conv paths: bfloat16 columns against the widened float32 convolution"
     CHECK(got16.dtype() == fx::bfloat16);
     CHECK(rel_diff(got16, want) < 1e-2);
   };
-  for (const Case& c : from_input) forward(c, true);
-  for (const Case& c : gathered) forward(c, false);
+  for (const Bf16Case& b : cases) forward(b.c, b.from_input);
   // Forward and both gradients against the eager reference (bfloat16 all the way).
   check({"NCHW 8x8 bfloat16", {6, 8, 8, 8}, {12, 8, 3, 3}, 1, 1, "NCHW", "OIHW", 1, fx::bfloat16, kIm2col, kIm2col,
          kByFeature});
