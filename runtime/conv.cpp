@@ -313,27 +313,27 @@ struct ConvRun {
     }
   }
 
-  // Bfloat16 only: per (k, panel of kBf16Cols positions), Bf16WindowRuns' run offset and mask, where
-  // every panel reads one run of the input (stride 1 along the input's contiguous dim, output rows of
-  // a multiple of 32 positions: NCHW at ResNet-18's 32x32 stage); else empty (columns gathered).
+  // Bfloat16 only: per (k, half-panel of kBf16Runs positions), Bf16WindowRuns' run offset and mask,
+  // where each reads one run of the input (stride 1 along the input's contiguous dim, output rows of
+  // 16 or a multiple: NCHW at ResNet-18's 32x32 and 16x16 stages); else empty (columns gathered).
   struct PanelRuns {
     std::vector<int64_t> base;
-    std::vector<uint32_t> mask;
+    std::vector<uint16_t> mask;
   };
   PanelRuns panel_runs() const {
-    const int64_t K = g.k_size(), P = g.out_size(), W = kBf16Cols;
+    const int64_t K = g.k_size(), P = g.out_size(), W = kBf16Runs;
     PanelRuns r;
-    if (!std::is_same_v<T, uint16_t> || P % W != 0) return r;
+    if (!std::is_same_v<T, uint16_t> || P % kBf16Cols != 0) return r;
     for (int64_t k = 0; k < K; ++k)
       for (int64_t p0 = 0; p0 < P; p0 += W) {
         int64_t base = 0;
-        uint32_t mask = 0;
+        uint16_t mask = 0;
         for (int64_t l = 0; l < W; ++l) {
           const int64_t t = table[size_t(k * P + p0 + l)];
           if (t < 0) continue;
           if (mask == 0) base = t - l;
           else if (t != base + l) return {};
-          mask |= uint32_t(1) << l;
+          mask = uint16_t(mask | 1u << l);
         }
         r.base.push_back(base), r.mask.push_back(mask);
       }

@@ -160,29 +160,32 @@ FLUXION_BF16_TARGET void tile(int64_t pairs, const uint32_t* a, const uint32_t* 
   }
 }
 
-// The 32 values of row r of a panel (Bf16WindowRuns) of `image`, the panel's index `panel` of
-// `panels` per kernel offset. The address may lie outside the input where the mask excludes it: a
-// masked load does not touch the excluded lanes.
-FLUXION_BF16_TARGET __m512i window_row(const Bf16WindowRuns& c, const uint16_t* image, int64_t panels, int64_t panel, int64_t r) {
-  const int64_t s = r % c.k_size * panels + panel;
-  const uintptr_t at = reinterpret_cast<uintptr_t>(image + r / c.k_size * c.feature_stride) + uintptr_t(c.run_base[s] * 2);
-  return _mm512_maskz_loadu_epi16(__mmask32(c.run_mask[s]), reinterpret_cast<const void*>(at));
+// The 32 values of row r of a panel (Bf16WindowRuns) of `image` whose first half is half-panel
+// `half` of `halves` per kernel offset: one masked load per half. An address may lie outside the
+// input where the mask excludes it: a masked load does not touch the excluded lanes.
+FLUXION_BF16_TARGET __m512i window_row(const Bf16WindowRuns& c, const uint16_t* image, int64_t halves, int64_t half, int64_t r) {
+  const int64_t s = r % c.k_size * halves + half;
+  const uintptr_t row = reinterpret_cast<uintptr_t>(image + r / c.k_size * c.feature_stride);
+  const __m256i lo = _mm256_maskz_loadu_epi16(__mmask16(c.run_mask[s]), reinterpret_cast<const void*>(row + uintptr_t(c.run_base[s] * 2)));
+  const __m256i hi =
+      _mm256_maskz_loadu_epi16(__mmask16(c.run_mask[s + 1]), reinterpret_cast<const void*>(row + uintptr_t(c.run_base[s + 1] * 2)));
+  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
 }
 
 // Packs the panels of B's rows [p0, p0 + depth) and columns [j0, j0 + width) (width a multiple of
-// kBf16Cols) from a convolution's input (Bf16WindowRuns): per pair of rows, two masked loads and the
+// kBf16Cols) from a convolution's input (Bf16WindowRuns): per pair of rows, four masked loads and the
 // interleave of pack_k_major.
 FLUXION_BF16_TARGET void pack_window_runs(const Bf16WindowRuns& c, int64_t p0, int64_t depth, int64_t j0, int64_t width,
                                           uint32_t* dst) {
   const __m512i lo = _mm512_load_si512(kInterleave.index), hi = _mm512_load_si512(kInterleave.index + 32);
-  const int64_t panels = c.positions / kBf16Cols, pairs = (depth + 1) / 2;
+  const int64_t halves = c.positions / kBf16Runs, pairs = (depth + 1) / 2;
   for (int64_t j = j0; j < j0 + width; j += kBf16Cols, dst += pairs * kBf16Cols) {
     const uint16_t* image = c.x + j / c.positions * c.image_stride;
-    const int64_t panel = j % c.positions / kBf16Cols;
+    const int64_t half = j % c.positions / kBf16Runs;
     uint32_t* d = dst;
     for (int64_t q = 0; q < pairs; ++q, d += kBf16Cols) {
-      const __m512i a = window_row(c, image, panels, panel, p0 + 2 * q);
-      const __m512i b = 2 * q + 1 < depth ? window_row(c, image, panels, panel, p0 + 2 * q + 1) : _mm512_setzero_si512();
+      const __m512i a = window_row(c, image, halves, half, p0 + 2 * q);
+      const __m512i b = 2 * q + 1 < depth ? window_row(c, image, halves, half, p0 + 2 * q + 1) : _mm512_setzero_si512();
       _mm512_storeu_si512(d, _mm512_permutex2var_epi16(a, lo, b));
       _mm512_storeu_si512(d + 16, _mm512_permutex2var_epi16(a, hi, b));
     }

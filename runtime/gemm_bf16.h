@@ -41,15 +41,17 @@ Bf16Packs bf16_pack_scratch();
 /// instead of from gathered columns (runtime/conv.cpp): row r is (input feature r / k_size, kernel
 /// offset k = r % k_size), column j is (image j / positions, output position p = j % positions),
 /// and `positions` is a multiple of kBf16Cols, so that each panel of kBf16Cols columns lies in one
-/// image. Within a panel the window reads one run of consecutive input elements, padding masked:
-/// with s = k * (positions / kBf16Cols) + p / kBf16Cols, element (r, j) is
-///   x[image * image_stride + feature * feature_stride + run_base[s] + p % kBf16Cols]
-/// where bit p % kBf16Cols of run_mask[s] is set, else zero.
+/// image. Within each half of a panel (kBf16Runs positions: an output row of 16 or part of a longer
+/// one) the window reads one run of consecutive input elements, padding masked: with
+/// s = k * (positions / kBf16Runs) + p / kBf16Runs, element (r, j) is
+///   x[image * image_stride + feature * feature_stride + run_base[s] + p % kBf16Runs]
+/// where bit p % kBf16Runs of run_mask[s] is set, else zero.
+constexpr int64_t kBf16Runs = kBf16Cols / 2;
 struct Bf16WindowRuns {
   const uint16_t* x;
   int64_t image_stride, feature_stride, k_size, positions;
   const int64_t* run_base;
-  const uint32_t* run_mask;
+  const uint16_t* run_mask;
 };
 
 /// gemm_bf16_block with op(rhs) = `cols` (b.rhs and b.trans_rhs unused): the panels of B are

@@ -113,9 +113,9 @@ TEST_CASE("conv paths: bfloat16 columns against the widened float32 convolution"
   MESSAGE("bfloat16 convolutions " << std::string(native ? "on bfloat16 columns (AVX512-BF16)" : "widened to float32"));
   // The forward convolutions of these cases, through their `forward` form (the gradient forms are
   // not run here: the two check() calls below run the gradients in bfloat16).
-  // Output rows of a multiple of 32 positions at stride 1 in NCHW (ResNet-18's 32x32 stage) pack
-  // the product's right operand straight from the input (`from_input`, no columns gathered): odd
-  // and even numbers of rows (i, k), groups, a 1x1 and a 5x5 window, and padding on every side.
+  // Output rows of 16 positions or a multiple of 32 at stride 1 in NCHW (ResNet-18's 32x32 and 16x16
+  // stages) pack the product's right operand straight from the input (`from_input`, no columns
+  // gathered): odd and even numbers of rows (i, k), groups, 1x1 to 5x5 windows, padding on every side.
   struct Bf16Case {
     Case c;
     bool from_input;
@@ -125,6 +125,8 @@ TEST_CASE("conv paths: bfloat16 columns against the widened float32 convolution"
         kIm2col}, true},
       {{"NCHW 3x3 rows of 64, groups 2", {3, 6, 3, 64}, {14, 3, 3, 3}, 1, 1, "NCHW", "OIHW", 2, fx::bfloat16, kIm2col, kIm2col,
         kIm2col}, true},
+      {{"NCHW 3x3 rows of 16", {2, 5, 4, 16}, {6, 5, 3, 3}, 1, 1, "NCHW", "OIHW", 1, fx::bfloat16, kIm2col, kIm2col, kIm2col},
+       true},
       {{"NCHW 1x1 rows of 32", {2, 9, 4, 32}, {4, 9, 1, 1}, 1, 0, "NCHW", "OIHW", 1, fx::bfloat16, kIm2col, kIm2col, kIm2col}, true},
       {{"NCHW 5x5 rows of 32, padding 2", {1, 4, 5, 32}, {13, 4, 5, 5}, 1, 2, "NCHW", "OIHW", 1, fx::bfloat16, kIm2col, kIm2col,
         kIm2col}, true},
