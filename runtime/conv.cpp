@@ -32,6 +32,7 @@
 #include "ir/eval_rules.h"
 #include "prims/conv_geometry.h"
 #include "runtime/call_arrays.h"
+#include "runtime/gemm_bf16.h"
 #include "runtime/matmul.h"
 #include "runtime/openmp.h"
 #include "runtime/pool.h"
@@ -63,6 +64,7 @@ std::span<const CodedParam> coded_params(Prim p) {
 }
 
 std::atomic<uint64_t> g_runs[4];
+std::atomic<uint64_t> g_from_input;
 
 }  // namespace
 
@@ -72,6 +74,7 @@ bool is_windowed(Prim p) {
 }
 
 uint64_t conv_runs(ConvAlgorithm a) { return g_runs[int(a)].load(std::memory_order_relaxed); }
+uint64_t conv_products_from_input() { return g_from_input.load(std::memory_order_relaxed); }
 
 void encode_window_params(Prim p, const Params& params, std::vector<int64_t>& out) {
   for (const CodedParam& c : coded_params(p)) {
@@ -249,17 +252,19 @@ struct ConvRun {
   }
 
   // The kernel packed as [O, (i, k)] rows (im2col) or, `by_offset`, as [(O, k), i] rows (col2im),
-  // in scratch of the calling thread (up to 9 MB at 512 -> 512 features: a fresh vector faulted
-  // its pages in on every call).
+  // on the threads into scratch of the calling thread (up to 9 MB at 512 -> 512 features: a fresh
+  // vector faulted its pages in on every call).
   const T* packed_kernel(bool by_offset) const {
-    const int64_t K = g.k_size();
+    const int64_t K = g.k_size(), per_block = std::max<int64_t>(1, 4096 / std::max<int64_t>(1, g.ci * K));
     thread_local Scratch<T> buf;
     T* packed = buf.get(g.o * g.ci * K);
-    for (int64_t o = 0; o < g.o; ++o)
-      for (int64_t i = 0; i < g.ci; ++i)
-        for (int64_t k = 0; k < K; ++k)
-          packed[by_offset ? (o * K + k) * g.ci + i : (o * g.ci + i) * K + k] =
-              w[o * g.w_o + i * g.w_i + koff[size_t(k)]];
+    parallel_chunks(threads, (g.o + per_block - 1) / per_block, [&](int64_t block) {
+      for (int64_t o = block * per_block; o < std::min(g.o, (block + 1) * per_block); ++o)
+        for (int64_t i = 0; i < g.ci; ++i)
+          for (int64_t k = 0; k < K; ++k)
+            packed[by_offset ? (o * K + k) * g.ci + i : (o * g.ci + i) * K + k] =
+                w[o * g.w_o + i * g.w_i + koff[size_t(k)]];
+    });
     return packed;
   }
 
@@ -308,23 +313,61 @@ struct ConvRun {
     }
   }
 
+  // Bfloat16 only: per (k, half-panel of kBf16Runs positions), Bf16WindowRuns' run offset and mask,
+  // where each reads one run of the input (stride 1 along the input's contiguous dim, output rows of
+  // 16 or a multiple: NCHW at ResNet-18's 32x32 and 16x16 stages); else empty (columns gathered).
+  struct PanelRuns {
+    std::vector<int64_t> base;
+    std::vector<uint16_t> mask;
+  };
+  PanelRuns panel_runs() const {
+    const int64_t K = g.k_size(), P = g.out_size(), W = kBf16Runs;
+    PanelRuns r;
+    if (!std::is_same_v<T, uint16_t> || P % kBf16Cols != 0) return r;
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t p0 = 0; p0 < P; p0 += W) {
+        int64_t base = 0;
+        uint16_t mask = 0;
+        for (int64_t l = 0; l < W; ++l) {
+          const int64_t t = table[size_t(k * P + p0 + l)];
+          if (t < 0) continue;
+          if (mask == 0) base = t - l;
+          else if (t != base + l) return {};
+          mask = uint16_t(mask | 1u << l);
+        }
+        r.base.push_back(base), r.mask.push_back(mask);
+      }
+    return r;
+  }
+
   // Per block of images and feature group: out[O_g, (b, P)] = W_g[O_g, I K] x cols[I K, (b, P)],
-  // the block's columns side by side (one image when its P alone makes a wide product).
+  // the block's columns side by side (one image when its P alone makes a wide product), or packed
+  // by the product straight from the input (panel runs).
   void im2col() const {
     const int64_t K = g.k_size(), P = g.out_size(), rows = g.ci * K;
     const T* packed = packed_kernel(false);
     const bool direct = direct_output();
+    const PanelRuns pr = panel_runs();
     for_blocks(images_per_block(g.out_n, P, rows, threads), [&](int64_t n0, int64_t nn, int64_t n_in, int64_t c0, int64_t o0) {
       thread_local Scratch<T> cols_buf;
       thread_local Scratch<Acc> out_buf;
       const int64_t ld = nn * P;
-      T* cols = cols_buf.get(rows * ld);
-      for (int64_t j = 0; j < nn; ++j) gather_columns(cols + j * P, ld, n_in + j, c0);
       const T* wg = packed + o0 * rows;
-      if (nn == 1 && direct) return gemm(wg, cols, y + n0 * g.y_n + o0 * g.y_c, o_per(), P, rows);
-      Acc* out = out_buf.get(o_per() * ld);
-      gemm(wg, cols, out, o_per(), ld, rows);
-      store(out, ld, n0, nn, o0, direct);
+      const bool in_place = nn == 1 && direct;
+      Acc* out = in_place ? y + n0 * g.y_n + o0 * g.y_c : out_buf.get(o_per() * ld);
+      if (!pr.base.empty()) {
+        const MatmulBlock b{o_per(), ld, rows, wg, rows, false, nullptr, 0, false, out, ld};
+        const Bf16WindowRuns cols{reinterpret_cast<const uint16_t*>(x) + n_in * g.x_n + c0 * g.x_c, g.x_n, g.x_c, K, P,
+                                  pr.base.data(), pr.mask.data()};
+        const Bf16Packs packs = bf16_pack_scratch();
+        gemm_bf16_window_block(b, cols, packs.a, packs.b);
+        g_from_input.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        T* cols = cols_buf.get(rows * ld);
+        for (int64_t j = 0; j < nn; ++j) gather_columns(cols + j * P, ld, n_in + j, c0);
+        gemm(wg, cols, out, o_per(), ld, rows);
+      }
+      if (!in_place) store(out, ld, n0, nn, o0, direct);
     });
   }
 

@@ -39,5 +39,8 @@ Params decode_window_params(Prim p, const int64_t*& cursor);
 enum class ConvAlgorithm { reference, im2col, im2col_by_feature, col2im };
 /// How many convolutions took `a` in this process (tests check which path compiled code took).
 uint64_t conv_runs(ConvAlgorithm a);
+/// How many bfloat16 im2col products packed their right operand straight from the input
+/// (runtime/gemm_bf16.h, Bf16WindowRuns) instead of from gathered columns.
+uint64_t conv_products_from_input();
 
 }  // namespace fluxion::runtime

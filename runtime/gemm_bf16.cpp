@@ -10,6 +10,7 @@
 #include "runtime/gemm_bf16.h"
 
 #include <cstring>
+#include <vector>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -120,12 +121,15 @@ void pack_panels(const uint16_t* src, int64_t ld, bool k_contiguous, int64_t dep
   }
 }
 
-// out[rows x cols] (= or +=, `add`) the kBf16Rows x kBf16Cols tile of a packed A panel and a
-// packed B panel over `pairs` pairs of k: 24 float32 accumulators, each pair of k one broadcast of
-// A's word per row and two vdpbf16ps.
+// out[rows x cols] (= or +=, `add`) the R x kBf16Cols tile of a packed A panel (kBf16Rows words
+// per pair of k, of which the first R are used) and a packed B panel over `pairs` pairs of k:
+// 2 R float32 accumulators, each pair of k one broadcast of A's word per row and two vdpbf16ps.
+// Full panels take R = kBf16Rows (24 accumulators); a last panel of at most 4 or 8 rows takes
+// R = 4 or 8 -- at 64 rows, the 64-feature convolutions' products, 12-row tiles computed 72 rows,
+// 12.5% of them zeros.
+template <int R>
 FLUXION_BF16_TARGET void tile(int64_t pairs, const uint32_t* a, const uint32_t* b, float* out, int64_t ld, int64_t rows,
                               int64_t cols, bool add) {
-  constexpr int R = int(kBf16Rows);
   // The output tile's lines, fetched while the products run: a product whose output outgrows L2
   // (1024 x 1024 float32) otherwise waits for them at every store, at half the speed.
   for (int64_t i = 0; i < rows; ++i) {
@@ -135,7 +139,7 @@ FLUXION_BF16_TARGET void tile(int64_t pairs, const uint32_t* a, const uint32_t* 
   __m512 acc[R][2];
 #pragma GCC unroll 12
   for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
-  for (int64_t q = 0; q < pairs; ++q, a += R, b += kBf16Cols) {
+  for (int64_t q = 0; q < pairs; ++q, a += kBf16Rows, b += kBf16Cols) {
     const __m512bh b0 = (__m512bh)_mm512_loadu_si512(b), b1 = (__m512bh)_mm512_loadu_si512(b + 16);
 #pragma GCC unroll 12
     for (int i = 0; i < R; ++i) {
@@ -156,23 +160,55 @@ FLUXION_BF16_TARGET void tile(int64_t pairs, const uint32_t* a, const uint32_t* 
   }
 }
 
-}  // namespace
+// The 32 values of row r of a panel (Bf16WindowRuns) of `image` whose first half is half-panel
+// `half` of `halves` per kernel offset: one masked load per half. An address may lie outside the
+// input where the mask excludes it: a masked load does not touch the excluded lanes.
+FLUXION_BF16_TARGET __m512i window_row(const Bf16WindowRuns& c, const uint16_t* image, int64_t halves, int64_t half, int64_t r) {
+  const int64_t s = r % c.k_size * halves + half;
+  const uintptr_t row = reinterpret_cast<uintptr_t>(image + r / c.k_size * c.feature_stride);
+  const __m256i lo = _mm256_maskz_loadu_epi16(__mmask16(c.run_mask[s]), reinterpret_cast<const void*>(row + uintptr_t(c.run_base[s] * 2)));
+  const __m256i hi =
+      _mm256_maskz_loadu_epi16(__mmask16(c.run_mask[s + 1]), reinterpret_cast<const void*>(row + uintptr_t(c.run_base[s + 1] * 2)));
+  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
 
-void gemm_bf16_block(const MatmulBlock& b, uint32_t* pack_a, uint32_t* pack_b) {
+// Packs the panels of B's rows [p0, p0 + depth) and columns [j0, j0 + width) (width a multiple of
+// kBf16Cols) from a convolution's input (Bf16WindowRuns): per pair of rows, four masked loads and the
+// interleave of pack_k_major.
+FLUXION_BF16_TARGET void pack_window_runs(const Bf16WindowRuns& c, int64_t p0, int64_t depth, int64_t j0, int64_t width,
+                                          uint32_t* dst) {
+  const __m512i lo = _mm512_load_si512(kInterleave.index), hi = _mm512_load_si512(kInterleave.index + 32);
+  const int64_t halves = c.positions / kBf16Runs, pairs = (depth + 1) / 2;
+  for (int64_t j = j0; j < j0 + width; j += kBf16Cols, dst += pairs * kBf16Cols) {
+    const uint16_t* image = c.x + j / c.positions * c.image_stride;
+    const int64_t half = j % c.positions / kBf16Runs;
+    uint32_t* d = dst;
+    for (int64_t q = 0; q < pairs; ++q, d += kBf16Cols) {
+      const __m512i a = window_row(c, image, halves, half, p0 + 2 * q);
+      const __m512i b = 2 * q + 1 < depth ? window_row(c, image, halves, half, p0 + 2 * q + 1) : _mm512_setzero_si512();
+      _mm512_storeu_si512(d, _mm512_permutex2var_epi16(a, lo, b));
+      _mm512_storeu_si512(d + 16, _mm512_permutex2var_epi16(a, hi, b));
+    }
+  }
+}
+
+// The blocked product of gemm_bf16_block, B's panels packed by pack_b(pc, depth, jc, nc, dst).
+template <class PackB>
+void product(const MatmulBlock& b, PackB pack_b_panels, uint32_t* pack_a, uint32_t* pack_b) {
   const uint16_t* lhs = static_cast<const uint16_t*>(b.lhs);
-  const uint16_t* rhs = static_cast<const uint16_t*>(b.rhs);
   float* out = static_cast<float*>(b.out);
   if (b.k == 0) {
     for (int64_t i = 0; i < b.m; ++i) std::memset(out + i * b.out_stride, 0, size_t(b.n) * 4);
     return;
   }
-  for (int64_t pc = 0; pc < b.k; pc += kBf16Depth) {
-    const int64_t depth = min64(kBf16Depth, b.k - pc), pairs = (depth + 1) / 2;
+  // Blocks of k evened out (an even size, at most kBf16Depth): k = 576, the 64-feature 3x3
+  // convolutions', takes two blocks of 288 rather than 512 and a last pass of 64 over the output.
+  const int64_t blocks = (b.k + kBf16Depth - 1) / kBf16Depth, step = ((b.k + blocks - 1) / blocks + 1) / 2 * 2;
+  for (int64_t pc = 0; pc < b.k; pc += step) {
+    const int64_t depth = min64(step, b.k - pc), pairs = (depth + 1) / 2;
     for (int64_t jc = 0; jc < b.n; jc += kBf16ColBlock) {
       const int64_t nc = min64(kBf16ColBlock, b.n - jc);
-      // Element (p, j) of op(rhs) is rhs[p * ld + j], or rhs[j * ld + p] when transposed.
-      const uint16_t* rhs_block = b.trans_rhs ? rhs + jc * b.rhs_stride + pc : rhs + pc * b.rhs_stride + jc;
-      pack_panels(rhs_block, b.rhs_stride, b.trans_rhs, depth, nc, kBf16Cols, pack_b);
+      pack_b_panels(pc, depth, jc, nc, pack_b);
       for (int64_t ic = 0; ic < b.m; ic += kBf16RowBlock) {
         const int64_t mc = min64(kBf16RowBlock, b.m - ic);
         // Element (i, p) of op(lhs) is lhs[i * ld + p], or lhs[p * ld + i] when transposed.
@@ -180,12 +216,42 @@ void gemm_bf16_block(const MatmulBlock& b, uint32_t* pack_a, uint32_t* pack_b) {
         pack_panels(lhs_block, b.lhs_stride, !b.trans_lhs, depth, mc, kBf16Rows, pack_a);
         // Rows innermost: the packed panel of B stays in L1 while the panels of A stream from L2.
         for (int64_t jr = 0; jr < nc; jr += kBf16Cols)
-          for (int64_t ir = 0; ir < mc; ir += kBf16Rows)
-            tile(pairs, pack_a + ir * pairs, pack_b + jr * pairs, out + (ic + ir) * b.out_stride + jc + jr, b.out_stride,
-                 min64(kBf16Rows, mc - ir), min64(kBf16Cols, nc - jr), pc > 0);
+          for (int64_t ir = 0; ir < mc; ir += kBf16Rows) {
+            const int64_t rows = min64(kBf16Rows, mc - ir);
+            auto run = rows > 8 ? tile<int(kBf16Rows)> : rows > 4 ? tile<8> : tile<4>;
+            run(pairs, pack_a + ir * pairs, pack_b + jr * pairs, out + (ic + ir) * b.out_stride + jc + jr, b.out_stride, rows,
+                min64(kBf16Cols, nc - jr), pc > 0);
+          }
       }
     }
   }
+}
+
+}  // namespace
+
+Bf16Packs bf16_pack_scratch() {
+  thread_local std::vector<uint32_t> pack_a(kBf16PackA + 16), pack_b(kBf16PackB + 16);
+  auto aligned = [](std::vector<uint32_t>& v) {
+    return reinterpret_cast<uint32_t*>((reinterpret_cast<uintptr_t>(v.data()) + 63) & ~uintptr_t(63));
+  };
+  return {aligned(pack_a), aligned(pack_b)};
+}
+
+void gemm_bf16_block(const MatmulBlock& b, uint32_t* pack_a, uint32_t* pack_b) {
+  const uint16_t* rhs = static_cast<const uint16_t*>(b.rhs);
+  auto pack_rhs = [&](int64_t pc, int64_t depth, int64_t jc, int64_t nc, uint32_t* dst) {
+    // Element (p, j) of op(rhs) is rhs[p * ld + j], or rhs[j * ld + p] when transposed.
+    const uint16_t* block = b.trans_rhs ? rhs + jc * b.rhs_stride + pc : rhs + pc * b.rhs_stride + jc;
+    pack_panels(block, b.rhs_stride, b.trans_rhs, depth, nc, kBf16Cols, dst);
+  };
+  product(b, pack_rhs, pack_a, pack_b);
+}
+
+void gemm_bf16_window_block(const MatmulBlock& b, const Bf16WindowRuns& cols, uint32_t* pack_a, uint32_t* pack_b) {
+  auto pack_cols = [&](int64_t pc, int64_t depth, int64_t jc, int64_t nc, uint32_t* dst) {
+    pack_window_runs(cols, pc, depth, jc, nc, dst);
+  };
+  product(b, pack_cols, pack_a, pack_b);
 }
 
 }  // namespace fluxion::runtime
@@ -194,6 +260,8 @@ void gemm_bf16_block(const MatmulBlock& b, uint32_t* pack_a, uint32_t* pack_b) {
 
 namespace fluxion::runtime {
 void gemm_bf16_block(const MatmulBlock&, uint32_t*, uint32_t*) {}
+void gemm_bf16_window_block(const MatmulBlock&, const Bf16WindowRuns&, uint32_t*, uint32_t*) {}
+Bf16Packs bf16_pack_scratch() { return {nullptr, nullptr}; }
 }  // namespace fluxion::runtime
 
 #endif

@@ -30,4 +30,32 @@ constexpr int64_t kBf16PackA = kBf16RowBlock * kBf16Depth / 2, kBf16PackB = kBf1
 /// kBf16PackB words (64-byte aligned). Only call where host_has_avx512bf16().
 void gemm_bf16_block(const MatmulBlock& b, uint32_t* pack_a, uint32_t* pack_b);
 
+/// The two packing buffers of the calling thread, 64-byte aligned (thread_local, kept across calls).
+struct Bf16Packs {
+  uint32_t* a;
+  uint32_t* b;
+};
+Bf16Packs bf16_pack_scratch();
+
+/// The right operand of a convolution's im2col product, read straight from its bfloat16 input
+/// instead of from gathered columns (runtime/conv.cpp): row r is (input feature r / k_size, kernel
+/// offset k = r % k_size), column j is (image j / positions, output position p = j % positions),
+/// and `positions` is a multiple of kBf16Cols, so that each panel of kBf16Cols columns lies in one
+/// image. Within each half of a panel (kBf16Runs positions: an output row of 16 or part of a longer
+/// one) the window reads one run of consecutive input elements, padding masked: with
+/// s = k * (positions / kBf16Runs) + p / kBf16Runs, element (r, j) is
+///   x[image * image_stride + feature * feature_stride + run_base[s] + p % kBf16Runs]
+/// where bit p % kBf16Runs of run_mask[s] is set, else zero.
+constexpr int64_t kBf16Runs = kBf16Cols / 2;
+struct Bf16WindowRuns {
+  const uint16_t* x;
+  int64_t image_stride, feature_stride, k_size, positions;
+  const int64_t* run_base;
+  const uint16_t* run_mask;
+};
+
+/// gemm_bf16_block with op(rhs) = `cols` (b.rhs and b.trans_rhs unused): the panels of B are
+/// packed by masked loads from the input, with no columns gathered in between.
+void gemm_bf16_window_block(const MatmulBlock& b, const Bf16WindowRuns& cols, uint32_t* pack_a, uint32_t* pack_b);
+
 }  // namespace fluxion::runtime

@@ -211,12 +211,8 @@ void matmul_bf16_native(const Matmul& mm, int isa_level, int threads) {
   Matmul f = mm;
   f.out = f32_out(mm, out_buf);
   in_blocks(f, 2, 4, threads, kBf16Slabs, [](const MatmulBlock& b) {
-    // 64-byte aligned scratch of the thread computing the block (the kernels' OpenMP workers).
-    thread_local std::vector<uint32_t> pack_a(kBf16PackA + 16), pack_b(kBf16PackB + 16);
-    auto aligned = [](std::vector<uint32_t>& v) {
-      return reinterpret_cast<uint32_t*>((reinterpret_cast<uintptr_t>(v.data()) + 63) & ~uintptr_t(63));
-    };
-    gemm_bf16_block(b, aligned(pack_a), aligned(pack_b));
+    const Bf16Packs packs = bf16_pack_scratch();  // of the thread computing the block (the kernels' OpenMP workers)
+    gemm_bf16_block(b, packs.a, packs.b);
     g_bf16_blocks.fetch_add(1, std::memory_order_relaxed);
   });
   if (mm.narrow_out) narrow_from_f32(out_buf.data.get(), mm.operands, mm.out, mm.batch * mm.m * mm.n, isa_level, threads);

@@ -113,22 +113,37 @@ TEST_CASE("conv paths: bfloat16 columns against the widened float32 convolution"
   MESSAGE("bfloat16 convolutions " << std::string(native ? "on bfloat16 columns (AVX512-BF16)" : "widened to float32"));
   // The forward convolutions of these cases, through their `forward` form (the gradient forms are
   // not run here: the two check() calls below run the gradients in bfloat16).
-  const Case cases[] = {
-      {"NCHW 3x3 one image per product", {2, 8, 20, 20}, {12, 8, 3, 3}, 1, 1, "NCHW", "OIHW", 1,
-        fx::bfloat16, kIm2col, kIm2col, kIm2col},
-      {"NCHW 4x4 image blocks, odd k", {5, 3, 4, 4}, {10, 3, 3, 3}, 1, 1, "NCHW", "OIHW", 1,
-        fx::bfloat16, kIm2col, kIm2col, kIm2col},
-      {"NHWC groups 2", {3, 6, 6, 8}, {3, 3, 4, 6}, 1, 1, "NHWC", "HWIO", 2, fx::bfloat16, kIm2col, kIm2col, kIm2col},
-      {"NCHW stride 2", {3, 8, 12, 12}, {12, 8, 3, 3}, 2, 1, "NCHW", "OIHW", 1,
-        fx::bfloat16, kIm2col, kIm2col, kIm2col},
-      // A window larger than twice the output (the kernel gradient's shape): by feature.
-      {"NCHW 9x9 window", {4, 6, 11, 11}, {7, 6, 9, 9}, 1, 0, "NCHW", "OIHW", 1,
-        fx::bfloat16, kByFeature, kByFeature, kByFeature},
-      // An input dilated by 2 (a strided convolution's input gradient): col2im.
-      {"NCHW lhs dilation 2", {3, 8, 6, 6}, {5, 8, 3, 3}, 1, 1, "NCHW", "OIHW", 1,
-        fx::bfloat16, kCol2im, kCol2im, kCol2im},
+  // Output rows of 16 positions or a multiple of 32 at stride 1 in NCHW (ResNet-18's 32x32 and 16x16
+  // stages) pack the product's right operand straight from the input (`from_input`, no columns
+  // gathered): odd and even numbers of rows (i, k), groups, 1x1 to 5x5 windows, padding on every side.
+  struct Bf16Case {
+    Case c;
+    bool from_input;
   };
-  for (const Case& c : cases) {
+  const Bf16Case cases[] = {
+      {{"NCHW 3x3 rows of 32, odd rows", {2, 5, 6, 32}, {7, 5, 3, 3}, 1, 1, "NCHW", "OIHW", 1, fx::bfloat16, kIm2col, kIm2col,
+        kIm2col}, true},
+      {{"NCHW 3x3 rows of 64, groups 2", {3, 6, 3, 64}, {14, 3, 3, 3}, 1, 1, "NCHW", "OIHW", 2, fx::bfloat16, kIm2col, kIm2col,
+        kIm2col}, true},
+      {{"NCHW 3x3 rows of 16", {2, 5, 4, 16}, {6, 5, 3, 3}, 1, 1, "NCHW", "OIHW", 1, fx::bfloat16, kIm2col, kIm2col, kIm2col},
+       true},
+      {{"NCHW 1x1 rows of 32", {2, 9, 4, 32}, {4, 9, 1, 1}, 1, 0, "NCHW", "OIHW", 1, fx::bfloat16, kIm2col, kIm2col, kIm2col}, true},
+      {{"NCHW 5x5 rows of 32, padding 2", {1, 4, 5, 32}, {13, 4, 5, 5}, 1, 2, "NCHW", "OIHW", 1, fx::bfloat16, kIm2col, kIm2col,
+        kIm2col}, true},
+      {{"NCHW 3x3 one image per product", {2, 8, 20, 20}, {12, 8, 3, 3}, 1, 1, "NCHW", "OIHW", 1, fx::bfloat16, kIm2col, kIm2col,
+        kIm2col}, false},
+      {{"NCHW 4x4 image blocks, odd k", {5, 3, 4, 4}, {10, 3, 3, 3}, 1, 1, "NCHW", "OIHW", 1, fx::bfloat16, kIm2col, kIm2col,
+        kIm2col}, false},
+      {{"NHWC groups 2", {3, 6, 6, 8}, {3, 3, 4, 6}, 1, 1, "NHWC", "HWIO", 2, fx::bfloat16, kIm2col, kIm2col, kIm2col}, false},
+      {{"NCHW stride 2", {3, 8, 12, 12}, {12, 8, 3, 3}, 2, 1, "NCHW", "OIHW", 1, fx::bfloat16, kIm2col, kIm2col, kIm2col}, false},
+      // A window larger than twice the output (the kernel gradient's shape): by feature.
+      {{"NCHW 9x9 window", {4, 6, 11, 11}, {7, 6, 9, 9}, 1, 0, "NCHW", "OIHW", 1, fx::bfloat16, kByFeature, kByFeature,
+        kByFeature}, false},
+      // An input dilated by 2 (a strided convolution's input gradient): col2im.
+      {{"NCHW lhs dilation 2", {3, 8, 6, 6}, {5, 8, 3, 3}, 1, 1, "NCHW", "OIHW", 1, fx::bfloat16, kCol2im, kCol2im, kCol2im},
+       false},
+  };
+  auto forward = [&](const Case& c, bool packed_from_input) {
     CAPTURE(c.label);
     const fx::Array x = wave(c.x, 0.3, fx::bfloat16), w = wave(c.w, 1.1, fx::bfloat16);
     const auto dn = fx::conv_dimension_numbers(c.lhs, c.rhs, c.lhs);
@@ -141,19 +156,24 @@ TEST_CASE("conv paths: bfloat16 columns against the widened float32 convolution"
     };
     const fx::Array want = conv(std::nullopt)(fx::astype(x, fx::float32), fx::astype(w, fx::float32));
     const uint64_t runs = rt::conv_runs(c.forward), blocks = rt::matmul_bf16_blocks_computed();
+    const uint64_t windows = rt::conv_products_from_input();
     const fx::Array got = fx::jit(conv(fx::float32))(x, w);
     CHECK(got.dtype() == fx::float32);
     CHECK(rel_diff(got, want) < 1e-5);
     CHECK(rt::conv_runs(c.forward) > runs);
-    CHECK((rt::matmul_bf16_blocks_computed() > blocks) == native);
+    CHECK((rt::matmul_bf16_blocks_computed() + rt::conv_products_from_input() > blocks + windows) == native);
+    CHECK((rt::conv_products_from_input() > windows) == (native && packed_from_input));
     // A bfloat16 result: the same sums rounded once, within a bfloat16 ulp of the rounded reference.
     const fx::Array got16 = fx::jit(conv(std::nullopt))(x, w);
     CHECK(got16.dtype() == fx::bfloat16);
     CHECK(rel_diff(got16, want) < 1e-2);
-  }
+  };
+  for (const Bf16Case& b : cases) forward(b.c, b.from_input);
   // Forward and both gradients against the eager reference (bfloat16 all the way).
   check({"NCHW 8x8 bfloat16", {6, 8, 8, 8}, {12, 8, 3, 3}, 1, 1, "NCHW", "OIHW", 1, fx::bfloat16, kIm2col, kIm2col,
          kByFeature});
   check({"NCHW 3x3 stride 2 bfloat16", {3, 8, 12, 12}, {12, 8, 3, 3}, 2, 1, "NCHW", "OIHW", 1, fx::bfloat16, kIm2col,
          kCol2im, kByFeature});
+  check({"NCHW 3x3 rows of 32 bfloat16", {3, 6, 4, 32}, {8, 6, 3, 3}, 1, 1, "NCHW", "OIHW", 1, fx::bfloat16, kIm2col,
+         kIm2col, kIm2col});
 }

@@ -63,10 +63,11 @@ TEST_CASE("gemm bf16: the AVX512-BF16 kernel matches the widened float32 product
   };
   // A 1 x 1 product, one exact register tile, tails of every kind with odd k, k across the depth
   // block (512) and odd, rows across the row block (96) and columns across the column block (512),
-  // k = 0, a batch of 3, and two above the threading threshold (2^20 multiply-adds).
+  // k = 0, a batch of 3, and two above the threading threshold (2^20 multiply-adds). The last
+  // panel's rows pick the 4-, 8- or 12-row tile: remainders 1-4, 5-8 and 9-11 of 12 all occur.
   const Case cases[] = {{1, 1, 1, 1},     {1, 12, 32, 32},    {1, 13, 33, 35},   {1, 5, 7, 3},
                         {1, 100, 513, 70}, {1, 101, 1025, 545}, {1, 3, 0, 4},      {3, 30, 41, 50},
-                        {1, 128, 200, 64}, {2, 64, 130, 96}};
+                        {1, 128, 200, 64}, {2, 64, 130, 96},   {1, 23, 40, 33},   {1, 21, 17, 9}};
   for (const Case& c : cases)
     for (int orient = 0; orient < 4; ++orient) {
       const std::vector<fx::bfloat16_t> a = bf16_wave(c.batch * c.m * c.k, 1), b = bf16_wave(c.batch * c.k * c.n, 2);
