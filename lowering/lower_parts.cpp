@@ -23,23 +23,21 @@ using namespace mlir;
 
 namespace {
 
-// FLUXION_KERNEL_PARTS=0: every kernel one function (the A/B of bench/bench_compile.cpp).
-bool parts_switched_off() {
-  const char* e = std::getenv("FLUXION_KERNEL_PARTS");
-  return e && std::string(e) == "0";
-}
-
 // A part holds at least this many eqns (then is cut before its next library call): small enough
 // that a part's superlinear passes stay cheap, large enough that the per-function costs do not
-// dominate (measured in bench/bench_compile.cpp's "spectral" row).
-constexpr size_t kPartEqns = 128;
+// dominate (measured in bench/bench_compile.cpp's "spectral" row). FLUXION_KERNEL_PARTS=N sets
+// it; 0 makes every kernel one function (the A/B of that row).
+size_t part_eqns() {
+  const char* e = std::getenv("FLUXION_KERNEL_PARTS");
+  return e && *e ? size_t(std::strtoull(e, nullptr, 10)) : 128;
+}
 
 // Where each part starts (indices into p.eqns): the first at 0, every next at the first library
-// call at least kPartEqns eqns after the previous start.
-std::vector<size_t> part_starts(std::span<const Eqn> eqns) {
+// call at least min_eqns eqns after the previous start.
+std::vector<size_t> part_starts(std::span<const Eqn> eqns, size_t min_eqns) {
   std::vector<size_t> starts{0};
   for (size_t i = 0; i < eqns.size(); ++i)
-    if (i - starts.back() >= kPartEqns && is_library_call(eqns[i])) starts.push_back(i);
+    if (i - starts.back() >= min_eqns && is_library_call(eqns[i])) starts.push_back(i);
   return starts;
 }
 
@@ -81,8 +79,9 @@ std::vector<FunctionView> part_views(const Program& p, const FunctionView& whole
 }  // namespace
 
 bool lower_in_parts(LowerCtx& c, const Program& p, const FunctionView& whole) {
-  if (parts_switched_off()) return false;
-  const std::vector<size_t> starts = part_starts(whole.eqns);
+  const size_t min_eqns = part_eqns();
+  if (min_eqns == 0) return false;
+  const std::vector<size_t> starts = part_starts(whole.eqns, min_eqns);
   if (starts.size() < 2) return false;
   const std::vector<FunctionView> parts = part_views(p, whole, starts);
 
