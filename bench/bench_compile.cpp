@@ -1,7 +1,7 @@
 // Compile time of fx::jit: where it goes, how it scales with program size and vector width, and
 // what the object-code disk cache saves in a new process.
 //
-//   fluxion_bench_compile [sections...]    sections: mlp onep gpu scaling sweep (all when none is named)
+//   fluxion_bench_compile [sections...]    sections: mlp onep gpu scaling spectral sweep (all when none is named)
 //
 // mlp      the MLP training step (784-512-10, batch 256): trace + value_and_grad, then the compile
 //          split into lowering, MLIR passes, LLVM and linking (median of 5 fresh fingerprints); then
@@ -13,6 +13,9 @@
 // scaling  the programs new users found slow: vmap over 64 keys of mean(exp(normal(k, 4096, f64))),
 //          per-example attention gradients at batch 256, and a hand-unrolled leapfrog at 360 ...
 //          10,000 eqns.
+// spectral the second derivative (grad of grad) of an RK4 spectral heat solver unrolled 5 ... 40
+//          steps: an FFT every ~6 eqns. Compiled in parts (lowering/lower_parts.cpp) and, up to 20
+//          steps, as one function (FLUXION_KERNEL_PARTS=0) in the same run; the kernels' run time.
 // sweep    a chain of N elementwise ops + a reduction in f32 and f64 at several shapes: compile
 //          time per eqn must stay flat as N grows (linear compile time).
 //
@@ -233,6 +236,63 @@ void bench_scaling() {
   std::printf("\n");
 }
 
+// ---- spectral ------------------------------------------------------------------------------------------
+constexpr int64_t kSpectralPoints = 64;
+
+fx::Array second_derivative(const fx::Array& u) {
+  fx::Array k = fx::fft::rfftfreq(kSpectralPoints, 1.0 / kSpectralPoints, fx::float64);
+  return fx::fft::irfft(fx::fft::rfft(u) * (-k * k), kSpectralPoints);
+}
+
+fx::Array heat_loss(const fx::Array& nu, int steps) {
+  const double dt = 0.5 / steps;
+  auto rhs = [&](const fx::Array& u) { return nu * second_derivative(u); };
+  fx::Array u = fx::sin(fx::arange(0.0, 2 * M_PI, 2 * M_PI / kSpectralPoints, fx::float64));
+  for (int i = 0; i < steps; ++i) {
+    fx::Array k1 = rhs(u), k2 = rhs(u + 0.5 * dt * k1), k3 = rhs(u + 0.5 * dt * k2), k4 = rhs(u + dt * k3);
+    u = u + dt / 6 * (k1 + 2.0 * k2 + 2.0 * k3 + k4);
+  }
+  return 0.5 * fx::mean(fx::square(u));
+}
+
+// The best of 20 runs of p compiled fresh, in microseconds.
+double best_run_us(const fx::Program& p, const std::vector<fx::Array>& in) {
+  static int n = 0;
+  fx::runtime::Device dev = fx::runtime::cpu_device();
+  dev.name = "cpu-bench-spectral-run-" + std::to_string(::getpid()) + "-" + std::to_string(n++);
+  auto exe = fx::runtime::compile(p, dev);
+  double best = 1e30;
+  for (int i = 0; i < 20; ++i) {
+    auto t = Clock::now();
+    exe->run(in);
+    best = std::min(best, ms_since(t) * 1e3);
+  }
+  return best;
+}
+
+void bench_spectral() {
+  std::printf("grad(grad) of an unrolled RK4 spectral solver (rfft -> multiply -> irfft per right-hand side)\n");
+  const std::vector<fx::Array> nu{fx::scalar(0.1)};
+  for (int steps : {5, 10, 20, 40}) {
+    const fx::Program p = fx::make_ir(fx::grad(fx::grad([steps](const fx::Array& v) { return heat_loss(v, steps); })))(nu[0]);
+    char label[128];
+    std::snprintf(label, sizeof label, "%d steps (%zu eqns), in parts", steps, p.eqns.size());
+    print_split(label, compile_fresh(p));
+    const double parts_us = best_run_us(p, nu);
+    if (steps > 20) {
+      std::printf("  %-50s %8.1f us\n", "  kernel run, best of 20", parts_us);
+      continue;
+    }
+    setenv("FLUXION_KERNEL_PARTS", "0", 1);
+    std::snprintf(label, sizeof label, "%d steps, one function (FLUXION_KERNEL_PARTS=0)", steps);
+    print_split(label, compile_fresh(p));
+    const double whole_us = best_run_us(p, nu);
+    unsetenv("FLUXION_KERNEL_PARTS");
+    std::printf("  %-50s %8.1f us in parts, %.1f us one function\n", "  kernel run, best of 20", parts_us, whole_us);
+  }
+  std::printf("\n");
+}
+
 // ---- sweep ---------------------------------------------------------------------------------------------
 fx::Array chain(const fx::Array& x, int n) {
   fx::Array y = x;
@@ -265,6 +325,7 @@ int main(int argc, char** argv) {
   if (want(argc, argv, "onep")) bench_one_op();
   if (want(argc, argv, "gpu")) bench_gpu_one_op();
   if (want(argc, argv, "scaling")) bench_scaling();
+  if (want(argc, argv, "spectral")) bench_spectral();
   if (want(argc, argv, "sweep")) bench_sweep();
   return 0;
 }

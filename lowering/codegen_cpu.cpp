@@ -273,6 +273,10 @@ ObjectCode emit_object(mlir::ModuleOp m, int opt_level, const std::string& ll_du
   module->setDataLayout(tm->createDataLayout());
   module->setTargetTriple(tm->getTargetTriple().getTriple());
   add_packed_entry(*module);
+  // The kernel's parts (lower_parts.cpp) are internal: only the two entry points are exported.
+  for (llvm::Function& f : *module)
+    if (!f.isDeclaration() && f.getName() != "kernel" && f.getName() != "_mlir_kernel")
+      f.setLinkage(llvm::GlobalValue::InternalLinkage);
   if (entry != "kernel") {
     module->getFunction("kernel")->setName(entry);
     module->getFunction("_mlir_kernel")->setName("_mlir_" + entry);

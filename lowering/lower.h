@@ -64,22 +64,45 @@ const LowerTable& lower_table();
 
 /// An eqn operand: the value of a var, or a literal as a scalar constant at the insertion point.
 Operand operand_of(LowerCtx& c, const Program& p, const std::vector<mlir::Value>& values, const Atom& a);
-/// Lowers p's eqns in order at the insertion point, reading and filling `values` (indexed by var);
-/// `out_buffer(var)` is the kernel output buffer a library call may write var into, or null.
-void lower_eqns(LowerCtx& c, const Program& p, std::vector<mlir::Value>& values,
+/// Lowers `eqns` (p's, or a run of them) in order at the insertion point, reading and filling
+/// `values` (indexed by p's vars); `out_buffer(var)` is the output buffer a library call may write
+/// var into, or null.
+void lower_eqns(LowerCtx& c, const Program& p, std::span<const Eqn> eqns, std::vector<mlir::Value>& values,
                 const std::function<mlir::Value(int32_t)>& out_buffer);
 /// Lowers a closed sub-program (a control-flow branch or body) at the insertion point on the given
 /// input tensors; returns its outputs as tensors. c.loc is restored afterwards.
 std::vector<mlir::Value> lower_subprogram(LowerCtx& c, const Program& p, std::span<const mlir::Value> inputs);
 
-/// Builds the module: func @kernel(memref args...) with the body on tensors.
-mlir::OwningOpRef<mlir::ModuleOp> lower_program(mlir::MLIRContext& ctx, const Program& p, const CompileOptions& options);
+/// Builds the module: func @kernel(memref args...) with the body on tensors. `in_parts`: a large
+/// program with library calls may become a @kernel that calls one function per part
+/// (lower_parts.cpp); the GPU pipeline wants the single function.
+mlir::OwningOpRef<mlir::ModuleOp> lower_program(mlir::MLIRContext& ctx, const Program& p, const CompileOptions& options,
+                                                bool in_parts = false);
+
+/// A function of the module made of a run of p's eqns: its memref arguments are the buffers of
+/// `ins` (vars of p) and then of `outs`, which it writes.
+struct FunctionView {
+  std::span<const Eqn> eqns;
+  std::vector<int32_t> ins;
+  std::vector<Atom> outs;
+};
+/// Appends to c.module an empty function `name` (an entry block without ops) of f's signature.
+mlir::func::FuncOp add_function(LowerCtx& c, const Program& p, const FunctionView& f, const std::string& name);
+/// Appends to c.module the function `name` computing f (its body on tensors, as lower_program's).
+mlir::func::FuncOp lower_function(LowerCtx& c, const Program& p, const FunctionView& f, const std::string& name);
+/// Builds @kernel (of `whole`'s signature) as calls to one function per part of p, if p is worth
+/// cutting (lower_parts.cpp); false (and nothing built) otherwise.
+bool lower_in_parts(LowerCtx& c, const Program& p, const FunctionView& whole);
+/// The attribute that marks those part functions (the inliner leaves their calls alone).
+inline constexpr const char* kPartAttr = "fx.part";
 
 // ---- types ----------------------------------------------------------------------------------------
 mlir::Type storage_type(mlir::MLIRContext* ctx, DType d);
 /// The type arithmetic happens in: f32 for the 16-bit floats, the storage type otherwise.
 mlir::Type compute_type(mlir::MLIRContext* ctx, DType d);
 mlir::RankedTensorType tensor_type(mlir::MLIRContext* ctx, const AbstractArray& a);
+/// The memref a function passes `a` in (memref<1xT> for an array without elements).
+mlir::MemRefType buffer_type(mlir::MLIRContext* ctx, const AbstractArray& a);
 
 // ---- scalars (inside linalg bodies) ---------------------------------------------------------------
 /// Storage value -> compute value (extends f16/bf16 to f32) and back.
@@ -117,6 +140,8 @@ struct LibraryArg {
   int64_t value = 0;
   int buffer = -1;
 };
+/// Whether e is lowered to a library call (the elementwise code on each side cannot fuse across it).
+bool is_library_call(const Eqn& e);
 /// Calls the C function `symbol(int64_t* args)` (runtime/library_calls.h) with `layout` on the
 /// buffers of `ins` and of fresh outputs of types `outs`; returns the outputs as tensors.
 std::vector<mlir::Value> library_call(LowerCtx& c, const std::string& symbol, std::span<const mlir::Value> ins,

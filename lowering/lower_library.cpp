@@ -173,6 +173,8 @@ std::vector<Value> call_reference_kernel(LowerCtx& c, const Eqn& e, std::span<co
 
 }  // namespace
 
+bool is_library_call(const Eqn& e) { return lower_table()[size_t(e.prim)] == &call_reference_kernel; }
+
 void add_library_lowerings(LowerTable& t) {
   t[size_t(Prim::sort)] = &call_reference_kernel;
   t[size_t(Prim::polygamma)] = &call_reference_kernel;

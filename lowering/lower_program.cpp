@@ -39,6 +39,13 @@ RankedTensorType tensor_type(MLIRContext* ctx, const AbstractArray& a) {
   return RankedTensorType::get(a.shape.dims(), storage_type(ctx, a.dtype));
 }
 
+// Arrays without elements are passed as memref<1xT> (the bare-pointer ABI cannot lower a zero-size
+// memref type; the runtime's buffers are never null): nothing reads or writes them.
+MemRefType buffer_type(MLIRContext* ctx, const AbstractArray& a) {
+  Type elem = storage_type(ctx, a.dtype);
+  return a.size() == 0 ? MemRefType::get({1}, elem) : MemRefType::get(a.shape.dims(), elem);
+}
+
 // ---- scalars --------------------------------------------------------------------------------------
 Value to_compute(OpBuilder& b, Location l, Value v, DType d) {
   if (d == DType::float16 || d == DType::bfloat16) return b.create<arith::ExtFOp>(l, b.getF32Type(), v);
@@ -230,10 +237,10 @@ Operand operand_of(LowerCtx& c, const Program& p, const std::vector<Value>& valu
   return Operand{v, lit.aval(), true};
 }
 
-void lower_eqns(LowerCtx& c, const Program& p, std::vector<Value>& values,
+void lower_eqns(LowerCtx& c, const Program& p, std::span<const Eqn> eqns, std::vector<Value>& values,
                 const std::function<Value(int32_t)>& out_buffer) {
   MLIRContext* ctx = c.b.getContext();
-  for (const Eqn& e : p.eqns) {
+  for (const Eqn& e : eqns) {
     // Sub-programs (control flow) are checked here: the top level was checked before any IR.
     if (!has_lowering(e.prim)) no_lowering(p, e);
     c.loc = eqn_location(ctx, e);
@@ -254,44 +261,37 @@ std::vector<Value> lower_subprogram(LowerCtx& c, const Program& p, std::span<con
   const Location outer = c.loc;
   std::vector<Value> values(p.types.size());
   for (size_t i = 0; i < inputs.size(); ++i) values[size_t(p.invars[i])] = inputs[i];
-  lower_eqns(c, p, values, [](int32_t) { return Value(); });
+  lower_eqns(c, p, p.eqns, values, [](int32_t) { return Value(); });
   c.loc = outer;
   std::vector<Value> results;
   for (const Atom& a : p.outvars) results.push_back(as_tensor(c, operand_of(c, p, values, a)));
   return results;
 }
 
-OwningOpRef<ModuleOp> lower_program(MLIRContext& ctx, const Program& original, const CompileOptions& options) {
-  const Program& p = original;
-  ctx.getOrLoadDialect<complex::ComplexDialect>();  // complex64/complex128 (lower_complex.cpp)
-  OpBuilder b(&ctx);
-  OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
-  // Every eqn must have a rule before any IR is built, so the error names the first offender.
-  for (const Eqn& e : p.eqns)
-    if (!has_lowering(e.prim)) no_lowering(p, e);
-
+func::FuncOp add_function(LowerCtx& c, const Program& p, const FunctionView& f, const std::string& name) {
+  MLIRContext* ctx = c.b.getContext();
   SmallVector<Type> arg_types;
-  std::vector<int32_t> in_vars(p.invars.begin(), p.invars.end());
-  in_vars.insert(in_vars.end(), p.constvars.begin(), p.constvars.end());
-  // Arrays without elements are passed as memref<1xT> (the bare-pointer ABI cannot lower a
-  // zero-size memref type; the runtime's buffers are never null): nothing reads or writes them.
-  auto arg_type = [&](const AbstractArray& t) {
-    Type elem = storage_type(&ctx, t.dtype);
-    return t.size() == 0 ? MemRefType::get({1}, elem) : MemRefType::get(t.shape.dims(), elem);
-  };
-  for (int32_t v : in_vars) arg_types.push_back(arg_type(p.type(v)));
-  for (const Atom& a : p.outvars) arg_types.push_back(arg_type(p.aval(a)));
-  b.setInsertionPointToEnd(module->getBody());
-  auto fn = b.create<func::FuncOp>(b.getUnknownLoc(), "kernel", b.getFunctionType(arg_types, {}));
-  Block* entry = fn.addEntryBlock();
+  for (int32_t v : f.ins) arg_types.push_back(buffer_type(ctx, p.type(v)));
+  for (const Atom& a : f.outs) arg_types.push_back(buffer_type(ctx, p.aval(a)));
+  OpBuilder::InsertionGuard guard(c.b);
+  c.b.setInsertionPointToEnd(c.module.getBody());
+  auto fn = c.b.create<func::FuncOp>(c.b.getUnknownLoc(), name, c.b.getFunctionType(arg_types, {}));
+  fn.addEntryBlock();
+  return fn;
+}
+
+func::FuncOp lower_function(LowerCtx& c, const Program& p, const FunctionView& f, const std::string& name) {
+  OpBuilder& b = c.b;
+  func::FuncOp fn = add_function(c, p, f, name);
+  Block* entry = &fn.getBody().front();
+  OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(entry);
 
-  LowerCtx c{b, *module, b.getUnknownLoc(), options.matmul};
-  c.num_threads = options.num_threads;
+  c.loc = b.getUnknownLoc();
   std::vector<Value> values(p.types.size());
-  for (size_t i = 0; i < in_vars.size(); ++i) {
-    const AbstractArray& t = p.type(in_vars[i]);
-    values[size_t(in_vars[i])] =
+  for (size_t i = 0; i < f.ins.size(); ++i) {
+    const AbstractArray& t = p.type(f.ins[i]);
+    values[size_t(f.ins[i])] =
         t.size() == 0 ? empty(c, t)
                       : Value(b.create<bufferization::ToTensorOp>(c.loc, entry->getArgument(unsigned(i)), /*restrict=*/true,
                                                                   /*writable=*/false));
@@ -299,30 +299,46 @@ OwningOpRef<ModuleOp> lower_program(MLIRContext& ctx, const Program& original, c
 
   // Outputs that only the caller reads: library calls may write them in place (c.out_buffers).
   std::vector<int> reads(p.types.size(), 0), out_slot(p.types.size(), -1);
-  for (const Eqn& e : p.eqns)
+  for (const Eqn& e : f.eqns)
     for (const Atom& a : e.inputs)
       if (!a.is_literal()) ++reads[size_t(a.var)];
-  for (size_t i = 0; i < p.outvars.size(); ++i) {
-    const Atom& a = p.outvars[i];
+  for (size_t i = 0; i < f.outs.size(); ++i) {
+    const Atom& a = f.outs[i];
     if (a.is_literal()) continue;
     ++reads[size_t(a.var)];
     out_slot[size_t(a.var)] = int(i);
   }
-  lower_eqns(c, p, values, [&](int32_t v) {
+  lower_eqns(c, p, f.eqns, values, [&](int32_t v) {
     if (out_slot[size_t(v)] >= 0 && reads[size_t(v)] == 1 && p.type(v).size() > 0)
-      return Value(entry->getArgument(unsigned(in_vars.size()) + unsigned(out_slot[size_t(v)])));
+      return Value(entry->getArgument(unsigned(f.ins.size()) + unsigned(out_slot[size_t(v)])));
     return Value();
   });
 
   c.loc = b.getUnknownLoc();
-  for (size_t i = 0; i < p.outvars.size(); ++i) {
-    if (p.aval(p.outvars[i]).size() == 0) continue;
-    Value t = as_tensor(c, operand_of(c, p, values, p.outvars[i]));
+  for (size_t i = 0; i < f.outs.size(); ++i) {
+    if (p.aval(f.outs[i]).size() == 0) continue;
+    Value t = as_tensor(c, operand_of(c, p, values, f.outs[i]));
     b.create<bufferization::MaterializeInDestinationOp>(c.loc, TypeRange{}, t,
-                                                        entry->getArgument(unsigned(in_vars.size() + i)),
+                                                        entry->getArgument(unsigned(f.ins.size() + i)),
                                                         /*restrict=*/true, /*writable=*/true);
   }
   b.create<func::ReturnOp>(c.loc);
+  return fn;
+}
+
+OwningOpRef<ModuleOp> lower_program(MLIRContext& ctx, const Program& p, const CompileOptions& options, bool in_parts) {
+  ctx.getOrLoadDialect<complex::ComplexDialect>();  // complex64/complex128 (lower_complex.cpp)
+  OpBuilder b(&ctx);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
+  // Every eqn must have a rule before any IR is built, so the error names the first offender.
+  for (const Eqn& e : p.eqns)
+    if (!has_lowering(e.prim)) no_lowering(p, e);
+
+  LowerCtx c{b, *module, b.getUnknownLoc(), options.matmul};
+  c.num_threads = options.num_threads;
+  FunctionView whole{p.eqns, {p.invars.begin(), p.invars.end()}, p.outvars};
+  whole.ins.insert(whole.ins.end(), p.constvars.begin(), p.constvars.end());
+  if (!in_parts || !lower_in_parts(c, p, whole)) lower_function(c, p, whole, "kernel");
   return module;
 }
 

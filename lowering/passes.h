@@ -11,6 +11,9 @@ void register_group_elementwise_pass();
 void register_fuse_elementwise_pass();
 /// fx-scalarize-rank0 (scalarize_rank0.cpp): generics without loops -> scalar code.
 void register_scalarize_rank0_pass();
+/// fx-inline-helpers (inline_helpers.cpp): calls to private helpers inlined, those to kernel
+/// parts (lower_parts.cpp) kept.
+void register_inline_helpers_pass();
 /// fx-lower-copies (lower_copies.cpp): memref.copy -> vector loops (or scalar ones).
 void register_lower_copies_pass();
 /// fx-vectorize-complex (vectorize_complex.cpp): elementwise generics on complex memrefs ->

@@ -55,8 +55,9 @@ const char* const kFusionPasses =
 namespace {
 
 // After it: hoist vector accumulators out of loops (on tensors, or they bounce through memory),
-// bufferize, free the temporaries (inline+symbol-dce remove the dealloc helper that the bare-pointer
-// ABI cannot lower), approximate the math, and lower everything to the LLVM dialect.
+// bufferize, free the temporaries (inlining and symbol-dce remove the dealloc helper that the
+// bare-pointer ABI cannot lower; fx-inline-helpers keeps a kernel's parts apart, lower_parts.cpp),
+// approximate the math, and lower everything to the LLVM dialect.
 const char* kBufferizeAndLower =
     "canonicalize,cse,"
     "loop-invariant-subset-hoisting,"
@@ -64,7 +65,7 @@ const char* kBufferizeAndLower =
     "empty-tensor-to-alloc-tensor,"
     "one-shot-bufferize{allow-return-allocs-from-loops},"
     "canonicalize,cse,canonicalize,"
-    "buffer-deallocation-pipeline,inline{default-pipeline=},symbol-dce,canonicalize,"
+    "buffer-deallocation-pipeline,fx-inline-helpers,symbol-dce,canonicalize,"
     "@THREADS@"
     "func.func(fx-lower-copies),"
     "convert-complex-to-standard,"  // complex.* -> arith/math on the parts (lower_complex.cpp)
@@ -163,7 +164,7 @@ class CpuPipeline : PipelineState {
   void lower() {
     profiler::Scope prof("mlir", "lower to MLIR");
     auto t = Clock::now();
-    module_ = lower_program(session_.context, program_, options_);  // throws CompileError itself
+    module_ = lower_program(session_.context, program_, options_, /*in_parts=*/true);  // throws CompileError itself
     dump_module("input.mlir");
     if (failed(verify(*module_))) fail("verifying the lowered module");
     lower_ms_ = ms_since(t);
@@ -248,7 +249,10 @@ class CpuPipeline : PipelineState {
     OwningOpRef<ModuleOp> td = parseSourceString<ModuleOp>(script, &session_.context);
     if (!td) return false;
     auto entry = transform::detail::findTransformEntryPoint(*module_, *td);
-    return entry && succeeded(transform::applyTransformNamedSequence(*module_, entry, *td, transform::TransformOptions()));
+    // Without the expensive checks: they compare every live handle with each transformed op, quadratic
+    // in a module with thousands of generics (the scripts are generated, not user-written).
+    return entry && succeeded(transform::applyTransformNamedSequence(*module_, entry, *td,
+                                                                     transform::TransformOptions().enableExpensiveChecks(false)));
   }
 
   std::string dump_path(const char* suffix) const {

@@ -394,6 +394,12 @@ std::string tile_and_vectorize_script(ModuleOp module, int num_threads) {
   std::ostringstream s;
   s << "module attributes {transform.with_named_sequence} {\n"
        "transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n";
+  // One match and a split into one handle per generic, in the order of the walk above (a match per
+  // generic walked the whole module each time: quadratic in a kernel with thousands of them).
+  s << "  %all = transform.structured.match ops{[\"linalg.generic\"]} in %root : (!transform.any_op) -> !transform.any_op\n";
+  s << "  ";
+  for (size_t i = 0; i < generics.size(); ++i) s << (i ? ", " : "") << "%g" << i;
+  s << " = transform.split_handle %all : " << handle_types(generics.size()) << "\n";
   int64_t tag = 0;
   for (linalg::GenericOp g : generics) {
     Plan plan = plan_for(g, num_threads);
@@ -403,8 +409,6 @@ std::string tile_and_vectorize_script(ModuleOp module, int num_threads) {
     bool any = false;
     for (int64_t x : plan.tile) any = any || x != 0;
     if (!any) continue;
-    s << "  %g" << t << " = transform.structured.match ops{[\"linalg.generic\"]} attributes {fx_tag = " << t
-      << " : i64} in %root : (!transform.any_op) -> !transform.any_op\n";
     std::string op = "%g" + t;
     if (plan.swap) {
       s << "  %x" << t << " = transform.structured.interchange " << op
