@@ -300,6 +300,15 @@ std::vector<LinearCase> linear_cases() {
                  return fx::linalg::triangular_solve(tri, a[0], {.left_side = false, .lower = false, .transpose_a = true});
                },
                {f64({2, 3}, 37)}});
+  // cholesky_linear: cholesky's JVP (and, transposed, its VJP) at a fixed factor, linear in x.
+  fx::Array chol = fx::linalg::cholesky(to_array(host({3, 3}, {4, 1, -1, 1, 3, 0.5, -1, 0.5, 5}), fx::float64));
+  for (bool adjoint : {false, true})
+    r.push_back({adjoint ? "cholesky_linear(l, x) adjoint" : "cholesky_linear(l, x)", P::cholesky_linear,
+                 [chol, adjoint](const Arrays& a) {
+                   return fx::bind1(P::cholesky_linear, {chol, a[0]}, fx::Params{{"adjoint", adjoint}},
+                                    std::source_location::current());
+                 },
+                 {f64({3, 3}, 38)}});
   add_windowed_cases(r);
   add_complex_cases(r);
   return r;
