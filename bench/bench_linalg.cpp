@@ -15,8 +15,8 @@
 // is named), eager calls, FLUXION_LINALG-style forcing through set_linalg_kernels: the crossovers
 // prims/linalg.cpp uses.
 //
-// Run: build/bench/fluxion_bench_linalg [repeats] [sweep [op]] (sweep: only the sweep, of the ops
-// whose name starts with `op` if given).
+// Run: build/bench/fluxion_bench_linalg [repeats] [sweep [op] | gp] (sweep: only the sweep, of the
+// ops whose name starts with `op` if given; gp: only the GP row).
 #include <fluxion.h>
 
 #include <lapacke.h>
@@ -177,6 +177,7 @@ int main(int argc, char** argv) {
   std::vector<double> batch_out(size_t(batch * n * n));
 
   if (argc > 2 && std::string_view(argv[2]) == "sweep") return sweep(argc > 3 ? argv[3] : ""), 0;
+  if (argc > 2 && std::string_view(argv[2]) == "gp") return gp_row(2000), 0;
   auto chol = fx::jit([](const fx::Array& m) { return la::cholesky(m); });
   row("cholesky 256 x 64x64", best_ms([&] { chol(spd).block_until_ready(); }), best_ms([&] {
         for (int b = 0; b < batch; ++b) {

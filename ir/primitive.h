@@ -45,7 +45,7 @@ namespace fluxion {
   X(dot_general, "dot_general")                                                                    \
   /* matrix decompositions and solves, batched over leading dims (prims/linalg.cpp) */             \
   X(cholesky, "cholesky") X(triangular_solve, "triangular_solve") X(lu, "lu") X(qr, "qr")          \
-  X(eigh, "eigh") X(svd, "svd")                                                                    \
+  X(eigh, "eigh") X(svd, "svd") X(cholesky_linear, "cholesky_linear")                             \
   /* convolution (prims/conv.cpp) */                                                               \
   X(conv_general_dilated, "conv_general_dilated")                                                  \
   /* windowed reductions and the max-pool gradient (prims/reduce_window.cpp) */                     \

@@ -184,7 +184,8 @@ void add_library_lowerings(LowerTable& t) {
                  Prim::all_to_all, Prim::axis_index})
     t[size_t(p)] = &call_reference_kernel;
   // The matrix decompositions and solves (prims/linalg.cpp, linalg_spectral.cpp): Eigen's.
-  for (Prim p : {Prim::cholesky, Prim::triangular_solve, Prim::lu, Prim::qr, Prim::eigh, Prim::svd})
+  for (Prim p : {Prim::cholesky, Prim::triangular_solve, Prim::lu, Prim::qr, Prim::eigh, Prim::svd,
+                 Prim::cholesky_linear})
     t[size_t(p)] = &call_reference_kernel;
   // FFTW (prims/fft_kernel.cpp): the plan cached per transform shape, as eagerly.
   t[size_t(Prim::fft)] = &call_reference_kernel;

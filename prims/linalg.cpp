@@ -146,12 +146,15 @@ std::atomic<LinalgKernels>& kernels_setting() {
 // 2000 x 2000, one thread 172 against Eigen's 234 ms, two threads 90 ms); one right-hand side
 // (a matrix-vector solve, memory-bound) is 4-6x faster on Eigen at every size.
 constexpr int64_t kTrsmFrom = 1024, kTrsmRhsFrom = 256;
+// cholesky's derivative map: OpenBLAS's (the adjoint blocked, on its threads) from this size.
+constexpr int64_t kCholeskyLinearFrom = 256;
 bool lapack_wins(const LinalgBlock& b) {
   switch (b.op) {
     case LinalgOp::cholesky: return std::max(b.m, b.n) >= 256;
     case LinalgOp::eigh: return std::max(b.m, b.n) >= 192;
     case LinalgOp::svd: return std::max(b.m, b.n) >= 256;
     case LinalgOp::triangular_solve: return b.n >= kTrsmFrom && (b.left ? b.cols : b.rows) >= kTrsmRhsFrom;
+    case LinalgOp::cholesky_linear: return b.n >= kCholeskyLinearFrom;
     case LinalgOp::qr: case LinalgOp::lu: break;
   }
   return false;
@@ -247,14 +250,14 @@ void cholesky_kernel(std::span<const View> in, std::span<const View> out, const 
   run_each_matrix(blk, batch_count(in[0].shape()), in, {blk.n * blk.n}, out, {blk.n * blk.n});
 }
 
-// dL = L Phi(L^-1 sym(dA) L^-T), Phi: the lower triangle with its diagonal halved.
-std::vector<Array> cholesky_jvp(Arrays, Arrays t, Arrays out, const Params&, SourceLoc) {
-  const Array& l = out[0];
-  Array da = lax::mul(lax::add(t[0], mT(t[0])), lax::scalar_like(t[0], 0.5));
-  Array x = triangular_solve(l, da, true, true, false, false);  // L^-1 dA
-  Array y = triangular_solve(l, x, false, true, true, false);   // (L^-1 dA) L^-T
-  Array phi = lax::mul(y, lax::sub(triangle_mask(y.aval(), true, 0), lax::mul(eye_like(y.aval()), lax::scalar_like(y, 0.5))));
-  return {mm(l, phi)};
+Array cholesky_linear(const Array& l, const Array& x, bool adjoint, SourceLoc loc) {
+  return bind1(Prim::cholesky_linear, {l, x}, Params{{"adjoint", adjoint}}, loc);
+}
+
+// dL = L Phi(L^-1 sym(dA) L^-T), Phi: the lower triangle with its diagonal halved -- one primitive,
+// cholesky_linear, so that reverse mode transposes it into its adjoint's kernel (below).
+std::vector<Array> cholesky_jvp(Arrays, Arrays t, Arrays out, const Params&, SourceLoc loc) {
+  return {cholesky_linear(out[0], t[0], false, loc)};
 }
 
 const Registration cholesky_registration = PrimitiveRules{
@@ -263,6 +266,65 @@ const Registration cholesky_registration = PrimitiveRules{
     .kernel = &cholesky_kernel,
     .jvp = &cholesky_jvp,
     .batch = &batch_leading<Prim::cholesky>,
+    .reads = Reads::whole,
+};
+
+// ---- cholesky_linear(l, x)[adjoint]: cholesky's derivative at its factor l, linear in x --------------
+// adjoint = false: the tangent map T(x) = L Phi(L^-1 sym(x) L^-T) (cholesky's JVP);
+// adjoint = true:  its adjoint C(x) = sym(L^-T Phi(L^T tril(x)) L^-1) (cholesky's VJP), whose
+// large-matrix kernel is Murray's blocked reverse-mode Cholesky (prims/linalg_lapack.cpp, about
+// 2n^3/3 flops where the closed form transposed op by op costs 4n^3). Each transposes into the other.
+std::vector<AbstractArray> cholesky_linear_shape(std::span<const AbstractArray> in, const Params& params) {
+  if (in.size() != 2) rule_error(ErrorKind::Type, "expects 2 operands (l, x)");
+  if (!params.has("adjoint")) rule_error(ErrorKind::Value, "expects the param adjoint");
+  check_matrix(in[0], "l", true);
+  if (!in[1].same_type(in[0])) rule_error(ErrorKind::Type, "l and x must have one type, got " + in[0].str() + " and " + in[1].str());
+  return {in[1]};
+}
+
+void cholesky_linear_kernel(std::span<const View> in, std::span<const View> out, const Params& params) {
+  LinalgBlock blk = block_of(LinalgOp::cholesky_linear, in[0].dtype());
+  blk.transpose_a = params.get_bool("adjoint");
+  blk.n = in[0].shape()[size_t(in[0].shape().rank() - 1)];
+  run_each_matrix(blk, batch_count(in[0].shape()), in, {blk.n * blk.n, blk.n * blk.n}, out, {blk.n * blk.n});
+}
+
+// With E the tangent of l, x's dx and y the output (derivations in docs/linalg.md):
+//   T: dy = T(dx - 2 E L^-1 sym(x)) + E L^-1 y        C: dy = C(dx + L^-T E^T x) - 2 sym(L^-T E^T y)
+std::vector<Array> cholesky_linear_jvp(Arrays in, Arrays t, Arrays out, const Params& p, SourceLoc loc) {
+  const Array &l = in[0], &x = in[1], &y = out[0];
+  const bool adjoint = p.get_bool("adjoint");
+  if (is_zero(t[0])) return {cholesky_linear(l, t[1], adjoint, loc)};
+  const Array& e = t[0];
+  auto solve_l = [&](const Array& b, bool transpose) { return triangular_solve(l, b, true, true, transpose, false); };
+  auto sym = [](const Array& a) { return lax::mul(lax::add(a, mT(a)), lax::scalar_like(a, 0.5)); };
+  auto plus_dx = [&](const Array& a) { return is_zero(t[1]) ? a : lax::add(t[1], a); };
+  if (!adjoint) {
+    Array dx = plus_dx(lax::mul(mm(e, solve_l(sym(x), false)), lax::scalar_like(x, -2.0)));
+    return {lax::add(cholesky_linear(l, dx, false, loc), mm(e, solve_l(y, false)))};
+  }
+  Array et = mT(e);
+  Array dx = plus_dx(solve_l(mm(et, x), true));
+  return {lax::sub(cholesky_linear(l, dx, true, loc), lax::mul(sym(solve_l(mm(et, y), true)), lax::scalar_like(y, 2.0)))};
+}
+
+std::vector<Array> cholesky_linear_transpose(Arrays ct, std::span<const LinearArg> a, const Params& p, SourceLoc loc) {
+  if (a[0].linear) throw TypeError("TypeError: transpose of cholesky_linear at " + loc.str() + ": not linear in l");
+  if (is_zero(ct[0])) return {Array(), Array()};
+  return {Array(), cholesky_linear(a[0].value, ct[0], !p.get_bool("adjoint"), loc)};
+}
+
+constexpr KernelParam kCholeskyLinearParams[] = {{"adjoint", true}};
+
+const Registration cholesky_linear_registration = PrimitiveRules{
+    .prim = Prim::cholesky_linear,
+    .shape = &cholesky_linear_shape,
+    .kernel = &cholesky_linear_kernel,
+    .kernel_params = kCholeskyLinearParams,
+    .jvp = &cholesky_linear_jvp,
+    .transpose = &cholesky_linear_transpose,
+    .linear = {.operands = 0b10},
+    .batch = &batch_leading<Prim::cholesky_linear>,
     .reads = Reads::whole,
 };
 

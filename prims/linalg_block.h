@@ -11,7 +11,7 @@
 
 namespace fluxion::linalg_rules {
 
-enum class LinalgOp : int32_t { cholesky, triangular_solve, lu, qr, eigh, svd };
+enum class LinalgOp : int32_t { cholesky, triangular_solve, lu, qr, eigh, svd, cholesky_linear };
 
 /// Row-major, contiguous operands and outputs of one matrix (float32, or float64 if is_double).
 ///   cholesky          a [n, n] -> out[0] = L [n, n]; failed if a is not positive definite
@@ -23,6 +23,9 @@ enum class LinalgOp : int32_t { cholesky, triangular_solve, lu, qr, eigh, svd };
 ///   qr                a [m, n] -> out[0] = q [m, k], out[1] = r [k, n] (k = cols of q)
 ///   eigh              a [n, n] -> out[0] = v [n, n], out[1] = w [n] ascending
 ///   svd               a [m, n] -> out[0] = u [m, ku], out[1] = s [min(m, n)], out[2] = vt [kv, n]
+///   cholesky_linear   a = L [n, n] (lower, a cholesky factor), b = x [n, n] -> out[0] [n, n]:
+///                     L Phi(L^-1 sym(x) L^-T) (the tangent map), or with transpose_a its adjoint
+///                     sym(L^-T Phi(L^T tril(x)) L^-1); Phi: the lower triangle, diagonal halved
 struct LinalgBlock {
   LinalgOp op;
   bool is_double;

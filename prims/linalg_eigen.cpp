@@ -1,6 +1,6 @@
 // The matrix kernels of the linear-algebra primitives for one x86-64 level (prims/linalg_block.h):
 // Eigen's LLT, triangular solves, PartialPivLU, HouseholderQR, SelfAdjointEigenSolver and BDCSVD
-// on one matrix. runtime/meson.build compiles this file once per level with that level's -march and
+// on one matrix, and cholesky's derivative map. runtime/meson.build compiles this file once per level with that level's -march and
 // FLUXION_ISA_LEVEL set, and Eigen's namespace is renamed per level (prims/eigen_level.h).
 #include "prims/eigen_level.h"
 #include "prims/linalg_block.h"
@@ -102,6 +102,34 @@ void svd(LinalgBlock& b) {
   Map<T>(out<T>(b, 2), b.rows, b.n) = f.matrixV().transpose();
 }
 
+// cholesky's derivative at L as a linear map (prims/linalg_block.h), by its closed form: two
+// triangular solves and a triangular product. Small matrices only (large ones take OpenBLAS's
+// blocked kernel, prims/linalg_lapack.cpp), so the temporaries are cheap.
+template <class T>
+void cholesky_linear(LinalgBlock& b) {
+  ConstMap<T> l(static_cast<const T*>(b.a), b.n, b.n), x(static_cast<const T*>(b.b), b.n, b.n);
+  Map<T> result(out<T>(b, 0), b.n, b.n);
+  const auto lower = l.template triangularView<Eigen::Lower>();
+  const auto upper = l.transpose().template triangularView<Eigen::Upper>();
+  auto phi = [](Matrix<T>& y) {
+    y.template triangularView<Eigen::StrictlyUpper>().setZero();
+    y.diagonal() *= T(0.5);
+  };
+  if (!b.transpose_a) {  // L Phi(L^-1 sym(x) L^-T)
+    Matrix<T> y = T(0.5) * (x + x.transpose());
+    lower.solveInPlace(y);
+    upper.template solveInPlace<Eigen::OnTheRight>(y);
+    phi(y);
+    result.noalias() = lower * y;
+    return;
+  }
+  Matrix<T> p = upper * Matrix<T>(x.template triangularView<Eigen::Lower>());  // sym(L^-T Phi(L^T tril(x)) L^-1)
+  phi(p);
+  upper.solveInPlace(p);
+  lower.template solveInPlace<Eigen::OnTheRight>(p);
+  result = T(0.5) * (p + p.transpose());
+}
+
 template <class T>
 void run(LinalgBlock& b) {
   switch (b.op) {
@@ -111,6 +139,7 @@ void run(LinalgBlock& b) {
     case LinalgOp::qr: return qr<T>(b);
     case LinalgOp::eigh: return eigh<T>(b);
     case LinalgOp::svd: return svd<T>(b);
+    case LinalgOp::cholesky_linear: return cholesky_linear<T>(b);
   }
 }
 

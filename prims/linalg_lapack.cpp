@@ -59,10 +59,10 @@ void orgqr(int m, int n, int k, double* a, const double* tau, double* w, int lw,
   dorgqr_(&m, &n, &k, a, &m, tau, w, &lw, info);
 }
 void syevd(int n, float* a, float* w, float* work, int lw, int* iw, int liw, int* info) {
-  ssyevd_("V", "U", &n, a, &n, w, work, &lw, iw, &liw, info, 1, 1);
+  ssyevd_("V", "L", &n, a, &n, w, work, &lw, iw, &liw, info, 1, 1);
 }
 void syevd(int n, double* a, double* w, double* work, int lw, int* iw, int liw, int* info) {
-  dsyevd_("V", "U", &n, a, &n, w, work, &lw, iw, &liw, info, 1, 1);
+  dsyevd_("V", "L", &n, a, &n, w, work, &lw, iw, &liw, info, 1, 1);
 }
 void gesdd(char job, int m, int n, float* a, float* s, float* u, int ldu, float* vt, int ldvt, float* w, int lw, int* iw,
            int* info) {
@@ -72,13 +72,31 @@ void gesdd(char job, int m, int n, double* a, double* s, double* u, int ldu, dou
            int* iw, int* info) {
   dgesdd_(&job, &m, &n, a, &m, s, u, &ldu, vt, &ldvt, w, &lw, iw, info, 1);
 }
+// b [m, n] (leading dim ldb, n if 0) = op(a)^-1 b or b op(a)^-1.
 void trsm(CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_TRANSPOSE t, CBLAS_DIAG d, int m, int n, const float* a, int lda,
-          float* b) {
-  cblas_strsm(CblasRowMajor, side, uplo, t, d, m, n, 1.f, a, lda, b, n);
+          float* b, int ldb = 0) {
+  cblas_strsm(CblasRowMajor, side, uplo, t, d, m, n, 1.f, a, lda, b, ldb ? ldb : n);
 }
 void trsm(CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_TRANSPOSE t, CBLAS_DIAG d, int m, int n, const double* a, int lda,
-          double* b) {
-  cblas_dtrsm(CblasRowMajor, side, uplo, t, d, m, n, 1.0, a, lda, b, n);
+          double* b, int ldb = 0) {
+  cblas_dtrsm(CblasRowMajor, side, uplo, t, d, m, n, 1.0, a, lda, b, ldb ? ldb : n);
+}
+
+void trmm(CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_TRANSPOSE t, int m, int n, const float* a, int lda, float* b, int ldb) {
+  cblas_strmm(CblasRowMajor, side, uplo, t, CblasNonUnit, m, n, 1.f, a, lda, b, ldb);
+}
+void trmm(CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_TRANSPOSE t, int m, int n, const double* a, int lda, double* b,
+          int ldb) {
+  cblas_dtrmm(CblasRowMajor, side, uplo, t, CblasNonUnit, m, n, 1.0, a, lda, b, ldb);
+}
+// c -= alpha op(a) b (all row-major; k: the contracted size).
+void gemm_sub(CBLAS_TRANSPOSE ta, int m, int n, int k, float alpha, const float* a, int lda, const float* b, int ldb,
+              float* c, int ldc) {
+  cblas_sgemm(CblasRowMajor, ta, CblasNoTrans, m, n, k, -alpha, a, lda, b, ldb, 1.f, c, ldc);
+}
+void gemm_sub(CBLAS_TRANSPOSE ta, int m, int n, int k, double alpha, const double* a, int lda, const double* b, int ldb,
+              double* c, int ldc) {
+  cblas_dgemm(CblasRowMajor, ta, CblasNoTrans, m, n, k, -alpha, a, lda, b, ldb, 1.0, c, ldc);
 }
 
 template <class T>
@@ -169,13 +187,15 @@ void qr(LinalgBlock& b) {
   transpose_into(f.data(), k, m, out<T>(b, 0));  // column-major [m, k] is row-major [k, m]
 }
 
-// syevd on a's row-major lower triangle (column-major upper); the eigenvectors come back as
-// columns of a column-major matrix, i.e. rows of the row-major output: transposed in place.
+// syevd('L') on a column-major copy of a (a transposing copy, so its lower triangle is a's); the
+// eigenvectors come back as columns of a column-major matrix, i.e. rows of the row-major output:
+// transposed in place. ('L', whose sytrd reduces from the top, measured 1-3% faster than 'U' on the
+// row-major lower triangle as it lies, 512 x 512, one and two threads: docs/linalg.md.)
 template <class T>
 void eigh(LinalgBlock& b) {
   const int n = int(b.n);
   T* v = out<T>(b, 0);
-  std::memcpy(v, in_a<T>(b), size_t(n) * size_t(n) * sizeof(T));
+  transpose_into(in_a<T>(b), n, n, v);
   int info = 0, iquery = 0;
   T query = 0;
   syevd(n, v, out<T>(b, 1), &query, -1, &iquery, -1, &info);
@@ -206,6 +226,96 @@ void svd(LinalgBlock& b) {
   if (info != 0) return fail<T>(b, {int64_t(m) * b.cols, p, b.rows * int64_t(n)});
 }
 
+// ---- cholesky_linear: cholesky's derivative at L (prims/linalg_block.h) ------------------------------
+// Phi in place on a [n, n] (leading dim ld): the upper triangle zeroed, the diagonal halved.
+template <class T>
+void phi_in_place(T* a, int64_t n, int64_t ld) {
+  for (int64_t i = 0; i < n; ++i) {
+    std::fill(a + i * ld + i + 1, a + i * ld + n, T(0));
+    a[i * ld + i] *= T(0.5);
+  }
+}
+// a [n, n] = sym(a) = (a + a^T) / 2 in place, tile by tile (as transpose_in_place).
+template <class T>
+void symmetrize_in_place(T* a, int64_t n) {
+  for (int64_t i0 = 0; i0 < n; i0 += kTile)
+    for (int64_t j0 = i0; j0 < n; j0 += kTile)
+      for (int64_t i = i0; i < std::min(i0 + kTile, n); ++i)
+        for (int64_t j = std::max(j0, i + 1); j < std::min(j0 + kTile, n); ++j)
+          a[i * n + j] = a[j * n + i] = T(0.5) * (a[i * n + j] + a[j * n + i]);
+}
+
+// The tangent map L Phi(L^-1 sym(x) L^-T): two triangular solves and a triangular product.
+template <class T>
+void cholesky_tangent(LinalgBlock& b) {
+  const int n = int(b.n);
+  T* y = out<T>(b, 0);
+  std::memcpy(y, b.b, size_t(n) * size_t(n) * sizeof(T));
+  symmetrize_in_place(y, n);
+  trsm(CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, n, n, in_a<T>(b), n, y);
+  trsm(CblasRight, CblasLower, CblasTrans, CblasNonUnit, n, n, in_a<T>(b), n, y);
+  phi_in_place(y, n, n);
+  trmm(CblasLeft, CblasLower, CblasNoTrans, n, n, in_a<T>(b), n, y, n);
+}
+
+// The adjoint sym(L^-T Phi(L^T tril(x)) L^-1) of one diagonal block [k, k] of L (leading dim ld),
+// by its closed form, into s [k, k] (leading dim k); `g`: the block's cotangent (its lower triangle
+// is read).
+template <class T>
+void cholesky_adjoint_block(const T* l, const T* g, int k, int ld, T* s) {
+  for (int i = 0; i < k; ++i)
+    for (int j = 0; j < k; ++j) s[i * k + j] = j <= i ? g[i * ld + j] : T(0);
+  trmm(CblasLeft, CblasLower, CblasTrans, k, k, l, ld, s, k);
+  phi_in_place(s, k, k);
+  trsm(CblasLeft, CblasLower, CblasTrans, CblasNonUnit, k, k, l, ld, s);
+  trsm(CblasRight, CblasLower, CblasNoTrans, CblasNonUnit, k, k, l, ld, s);
+  symmetrize_in_place(s, k);
+}
+
+// The adjoint sym(L^-T Phi(L^T tril(x)) L^-1), by reverse mode through the blocked left-looking
+// Cholesky (Murray 2016, "Differentiation of the Cholesky decomposition", section 4): about
+// 2n^3/3 flops, all but the diagonal blocks in matrix products, where the closed form costs 3-4n^3
+// (a product with L^T and two n x n triangular solves). The forward algorithm, block J of rows
+// and columns with the rows above it `before` and those below it `after`:
+//   R = L[J, before], B = L[after, before]; D = chol(A[J, J] - R R^T); C = (A[after, J] - B R^T) D^-T.
+// Backwards over the blocks, with g holding the cotangents of L's lower triangle and ending as
+// those of A's lower triangle (off-diagonal entries counted for both mirror entries of sym(A)):
+//   Cbar = Cbar D^-1; Dbar -= Cbar^T C; Bbar -= Cbar R; Rbar -= Cbar^T B;
+//   Dbar = adjoint of chol on the block, S (symmetric); Rbar -= 2 S R.
+// Finally sym: the output's entry (i, j) off the diagonal is half g's (max(i, j), min(i, j)).
+constexpr int kAdjointBlock = 128;
+template <class T>
+void cholesky_adjoint(LinalgBlock& b) {
+  const int n = int(b.n);
+  const T* l = in_a<T>(b);
+  T* g = out<T>(b, 0);
+  std::memcpy(g, b.b, size_t(n) * size_t(n) * sizeof(T));
+  std::unique_ptr<T[]> s = workspace<T>(size_t(kAdjointBlock) * kAdjointBlock);
+  for (int j = (n - 1) / kAdjointBlock * kAdjointBlock; j >= 0; j -= kAdjointBlock) {
+    const int k = std::min(kAdjointBlock, n - j), after = j + k, r = n - after;
+    const T *d = l + size_t(j) * n + j, *rows_r = l + size_t(j) * n;
+    T *dbar = g + size_t(j) * n + j, *rbar = g + size_t(j) * n;
+    if (r > 0) {
+      const T *c = l + size_t(after) * n + j, *rows_b = l + size_t(after) * n;
+      T *cbar = g + size_t(after) * n + j, *bbar = g + size_t(after) * n;
+      trsm(CblasRight, CblasLower, CblasNoTrans, CblasNonUnit, r, k, d, n, cbar, n);
+      gemm_sub(CblasTrans, k, k, r, T(1), cbar, n, c, n, dbar, n);
+      if (j > 0) {
+        gemm_sub(CblasNoTrans, r, j, k, T(1), cbar, n, rows_r, n, bbar, n);
+        gemm_sub(CblasTrans, k, j, r, T(1), cbar, n, rows_b, n, rbar, n);
+      }
+    }
+    cholesky_adjoint_block(d, dbar, k, n, s.get());
+    if (j > 0) gemm_sub(CblasNoTrans, k, j, k, T(2), s.get(), k, rows_r, n, rbar, n);
+    for (int i = 0; i < k; ++i)  // the block's cotangents of A's lower triangle: S's, doubled off the diagonal
+      for (int c = 0; c <= i; ++c) dbar[size_t(i) * n + c] = (c == i ? T(1) : T(2)) * s[i * k + c];
+  }
+  for (int64_t i0 = 0; i0 < n; i0 += kTile)  // sym: each lower entry halved into both places, tile by tile
+    for (int64_t j0 = 0; j0 <= i0; j0 += kTile)
+      for (int64_t i = i0; i < std::min<int64_t>(i0 + kTile, n); ++i)
+        for (int64_t c = j0; c < std::min(j0 + kTile, i); ++c) g[i * n + c] = g[c * n + i] = T(0.5) * g[i * n + c];
+}
+
 template <class T>
 void run(LinalgBlock& b) {
   switch (b.op) {
@@ -214,6 +324,7 @@ void run(LinalgBlock& b) {
     case LinalgOp::qr: return qr<T>(b);
     case LinalgOp::eigh: return eigh<T>(b);
     case LinalgOp::svd: return svd<T>(b);
+    case LinalgOp::cholesky_linear: return b.transpose_a ? cholesky_adjoint<T>(b) : cholesky_tangent<T>(b);
     case LinalgOp::lu: break;  // has_lapack_kernel(lu) is false: Eigen's PartialPivLU gives its pivots
   }
 }

@@ -335,10 +335,57 @@ void add_spectral_ops(std::vector<OpInfo>& t) {
                     reconstruct_ref, {one({3, 3}, 77), one({4, 2}, 79), one({2, 2, 3}, 81)}));
 }
 
+// cholesky_linear, the primitive of cholesky's JVP (adjoint = false) and VJP (adjoint = true), at
+// the factor l of x[0]'s SPD matrix, against its closed forms on the host: L Phi(L^-1 sym(x) L^-T)
+// and sym(L^-T Phi(L^T tril(x)) L^-1). Differentiating it in l (JVP, second order) checks its own
+// derivative rule.
+Mat phi(Mat a, int64_t n) {  // the lower triangle, diagonal halved
+  for (int64_t i = 0; i < n; ++i) {
+    a[size_t(i * n + i)] *= 0.5;
+    for (int64_t j = i + 1; j < n; ++j) a[size_t(i * n + j)] = 0;
+  }
+  return a;
+}
+Mat symmetric_part(const Mat& a, int64_t n) {
+  Mat s = a, t = transposed(a, n, n);
+  for (size_t i = 0; i < s.size(); ++i) s[i] = 0.5 * (s[i] + t[i]);
+  return s;
+}
+Mat cholesky_linear_ref(const Mat& a, const Mat& x, int64_t n, bool adjoint) {
+  const Mat l = cholesky(spd(a, n), n), lt = transposed(l, n, n);
+  if (!adjoint) {
+    Mat z = gauss(l, symmetric_part(x, n), n, n);             // L^-1 sym(x)
+    Mat y = transposed(gauss(l, transposed(z, n, n), n, n), n, n);  // z L^-T
+    return matmul(l, phi(y, n), n, n, n);
+  }
+  Mat lower_x = x;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = i + 1; j < n; ++j) lower_x[size_t(i * n + j)] = 0;
+  Mat w = gauss(lt, phi(matmul(lt, lower_x, n, n, n), n), n, n);  // L^-T Phi(L^T tril(x))
+  return symmetric_part(transposed(gauss(lt, transposed(w, n, n), n, n), n, n), n);  // sym(w L^-1)
+}
+void add_cholesky_linear_ops(std::vector<OpInfo>& t) {
+  for (bool adjoint : {false, true})
+    t.push_back(entry(adjoint ? "cholesky_linear adjoint (cholesky's VJP)" : "cholesky_linear (cholesky's JVP)",
+                      [adjoint](const auto& x) {
+                        fx::Array l = fx::linalg::cholesky(spd_of(x[0]));
+                        return fx::bind1(fx::Prim::cholesky_linear, {l, x[1]}, fx::Params{{"adjoint", adjoint}},
+                                         std::source_location::current());
+                      },
+                      [adjoint](const auto& xs, fx::DType) {
+                        const int64_t n = last(xs[0]);
+                        return per_matrix(xs, {n, n}, [n, adjoint](const Mat& a, const Mat& x) {
+                          return cholesky_linear_ref(a, x, n, adjoint);
+                        });
+                      },
+                      {two({3, 3}, {3, 3}, 91), two({2, 4, 4}, {2, 4, 4}, 93)}));
+}
+
 }  // namespace
 
 void add_decomposition_ops(std::vector<OpInfo>& t) {
   add_factor_ops(t);
+  add_cholesky_linear_ops(t);
   add_solve_ops(t);
   add_spectral_ops(t);
 }

@@ -191,3 +191,39 @@ TEST_CASE("linalg kernels: a batch split over threads gives every matrix the res
       !std::getenv("FLUXION_NUM_THREADS"))
     CHECK(rules::linalg_batches_split() >= split_before + 6);  // the six batched calls
 }
+
+// cholesky's VJP is cholesky_linear's adjoint, on OpenBLAS Murray's blocked reverse-mode Cholesky
+// (prims/linalg_lapack.cpp): both kernels, and fx::vjp through cholesky, against the closed form that
+// transposing the JVP op by op gave before, sym(L^-T Phi(L^T tril(g)) L^-1) -- on sizes of one
+// block, exactly one, and several with a ragged last one. The tangent map likewise.
+TEST_CASE("cholesky's derivative map: blocked adjoint and both kernels equal the closed forms") {
+  for (fx::DType d : {fx::float64, fx::float32}) {
+    for (int64_t n : {5, 128, 200, 300}) {
+      CAPTURE(n);
+      CAPTURE(std::string(fx::dtype_name(d)));
+      fx::Array sq = fx::random::normal(fx::random::key(uint64_t(n)), {n, n}, d);
+      fx::Array spd = fx::matmul(sq, mT(sq)) + fx::eye(n, d) * double(n);
+      fx::Array l = la::cholesky(spd);
+      fx::Array g = fx::random::normal(fx::random::key(uint64_t(n + 1)), {n, n}, d);  // its upper triangle is ignored
+      fx::Array rows = fx::expand_dims(fx::arange(n), -1), cols = fx::arange(n);
+      auto phi = [&](const fx::Array& a) { return fx::where(rows > cols, a, fx::where(rows == cols, a * 0.5, a * 0.0)); };
+      auto sym = [](const fx::Array& a) { return (a + mT(a)) * 0.5; };
+      auto solve_l = [&](const fx::Array& b, bool transpose) { return la::triangular_solve(l, b, {.transpose_a = transpose}); };
+      // Closed forms: the adjoint sym(L^-T Phi(L^T tril(g)) L^-1); the tangent L Phi(L^-1 sym(g) L^-T).
+      fx::Array adjoint = sym(mT(solve_l(mT(solve_l(phi(fx::matmul(mT(l), fx::where(rows >= cols, g, g * 0.0))), true)), true)));
+      fx::Array tangent = fx::matmul(l, phi(mT(solve_l(mT(solve_l(sym(g), false)), false))));
+      const double scale = fx::max(fx::abs(adjoint)).item<double>() + fx::max(fx::abs(tangent)).item<double>();
+      const double tol = (d == fx::float64 ? 1e-12 : 1e-4) * scale * double(n);
+      for (rules::LinalgKernels k : {rules::LinalgKernels::eigen, rules::LinalgKernels::lapack}) {
+        for (bool adj : {false, true}) {
+          fx::Array r = with_kernels(k, [&] {
+            return fx::bind1(fx::Prim::cholesky_linear, {l, g}, fx::Params{{"adjoint", adj}}, std::source_location::current());
+          });
+          CHECK(max_abs_diff(r, adj ? adjoint : tangent) < tol);
+        }
+        fx::Array by_vjp = with_kernels(k, [&] { return fx::vjp([](const fx::Array& a) { return la::cholesky(a); }, spd).second(g); });
+        CHECK(max_abs_diff(by_vjp, adjoint) < tol);
+      }
+    }
+  }
+}

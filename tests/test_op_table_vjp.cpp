@@ -230,6 +230,19 @@ void add_windowed_cases(std::vector<LinearCase>& r) {
                  {f64(prim == P::select_and_gather_add ? fx::Shape{5, 4} : fx::Shape{5, 2}, 42)}});
 }
 
+// cholesky_linear: cholesky's JVP (and, transposed, its VJP) at a fixed factor, linear in x.
+void add_cholesky_linear_cases(std::vector<LinearCase>& r) {
+  using P = fx::Prim;
+  fx::Array chol = fx::linalg::cholesky(to_array(host({3, 3}, {4, 1, -1, 1, 3, 0.5, -1, 0.5, 5}), fx::float64));
+  for (bool adjoint : {false, true})
+    r.push_back({adjoint ? "cholesky_linear(l, x) adjoint" : "cholesky_linear(l, x)", P::cholesky_linear,
+                 [chol, adjoint](const Arrays& a) {
+                   return fx::bind1(P::cholesky_linear, {chol, a[0]}, fx::Params{{"adjoint", adjoint}},
+                                    std::source_location::current());
+                 },
+                 {f64({3, 3}, 38)}});
+}
+
 std::vector<LinearCase> linear_cases() {
   using P = fx::Prim;
   fx::Array c23 = f64({2, 3}, 101), c34 = f64({3, 4}, 102), c42 = f64({4, 2}, 103), c234 = f64({2, 3, 4}, 104);
@@ -300,6 +313,7 @@ std::vector<LinearCase> linear_cases() {
                  return fx::linalg::triangular_solve(tri, a[0], {.left_side = false, .lower = false, .transpose_a = true});
                },
                {f64({2, 3}, 37)}});
+  add_cholesky_linear_cases(r);
   add_windowed_cases(r);
   add_complex_cases(r);
   return r;
