@@ -153,7 +153,8 @@ std::vector<Value> reduce_rule(LowerCtx& c, const Eqn& e, std::span<const Operan
   const Shape& shape = in[0].aval.shape;
   const Merged m = merge_dims(shape, axes);
   const int mrank = m.shape.rank();
-  const bool inner_run = !m.axes.empty() && m.axes.back() == mrank - 1;
+  // A full reduction keeps its dims: it has its own fused form, and the GPU pipeline maps it as it is.
+  const bool inner_run = !m.axes.empty() && m.axes.back() == mrank - 1 && int(m.axes.size()) < mrank;
   int64_t inner_dims = 0;  // reduced dims at the end of the operand, merged into its last dim
   while (inner_dims < shape.rank() && std::find(axes.begin(), axes.end(), shape.rank() - 1 - inner_dims) != axes.end())
     ++inner_dims;

@@ -526,36 +526,6 @@ TEST_CASE("jit: softmax and layernorm rows are tiled and fused, and match eager"
   std::filesystem::remove_all(dir);
 }
 
-// Reductions over several innermost dims run on the merged row; over the innermost dims and dims
-// further out (batch-norm statistics: NCHW over N, H, W) as a row reduction and then the rest
-// (lowering/lower_reduce.cpp). Every form, with a fused producer, against eager.
-TEST_CASE("jit: reductions over merged innermost dims and in two stages match eager") {
-  struct Case {
-    fx::Shape shape;
-    std::vector<int64_t> axes;
-  };
-  const std::vector<Case> cases{{{6, 5, 4, 3}, {2, 3}}, {{6, 5, 4, 3}, {0, 2, 3}}, {{6, 5, 4, 3}, {0, 1, 3}},
-                                {{6, 5, 4, 3}, {1, 2, 3}}, {{3, 7, 33}, {0, 2}},      {{2, 3, 4, 5, 6}, {0, 1, 3, 4}},
-                                {{6, 5, 4, 3}, {0, 2}},    {{5, 0, 3}, {0, 2}}};
-  for (const Case& k : cases) {
-    CAPTURE(k.shape.str());
-    fx::Array x = fx::sin(fx::array(ramp(k.shape.numel(), -9, 9), k.shape));
-    fx::Axes axes(k.axes);
-    auto f = [&](const fx::Array& x) {
-      fx::Array y = x * x - 0.25f;
-      return std::make_tuple(fx::sum(y, axes), fx::max(y, axes), fx::min(y, axes),
-                             fx::sum(fx::astype(y, fx::bfloat16), axes), fx::sum(fx::astype(y * 8.f, fx::int32), axes));
-    };
-    auto [s, mx, mn, sb, si] = fx::jit(f)(x);
-    auto [s0, mx0, mn0, sb0, si0] = f(x);
-    check_same<float>(s, s0, 1e-5);
-    check_same<float>(mx, mx0);
-    check_same<float>(mn, mn0);
-    check_same<float>(fx::astype(sb, fx::float32), fx::astype(sb0, fx::float32), 1e-2);
-    check_same<int32_t>(si, si0);
-  }
-}
-
 // A reduction whose input is read across rows (sum over the rows of a transposed matrix) is
 // compiled with its loops interchanged (rows outer, contiguous columns in vectors).
 TEST_CASE("jit: reductions of transposed inputs (interchanged loops) match eager") {
