@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "../examples/heat_rk4.h"
 #include "lowering/compile_cuda.h"
 #include "models.h"
 
@@ -237,23 +238,7 @@ void bench_scaling() {
 }
 
 // ---- spectral ------------------------------------------------------------------------------------------
-constexpr int64_t kSpectralPoints = 64;
-
-fx::Array second_derivative(const fx::Array& u) {
-  fx::Array k = fx::fft::rfftfreq(kSpectralPoints, 1.0 / kSpectralPoints, fx::float64);
-  return fx::fft::irfft(fx::fft::rfft(u) * (-k * k), kSpectralPoints);
-}
-
-fx::Array heat_loss(const fx::Array& nu, int steps) {
-  const double dt = 0.5 / steps;
-  auto rhs = [&](const fx::Array& u) { return nu * second_derivative(u); };
-  fx::Array u = fx::sin(fx::arange(0.0, 2 * M_PI, 2 * M_PI / kSpectralPoints, fx::float64));
-  for (int i = 0; i < steps; ++i) {
-    fx::Array k1 = rhs(u), k2 = rhs(u + 0.5 * dt * k1), k3 = rhs(u + 0.5 * dt * k2), k4 = rhs(u + dt * k3);
-    u = u + dt / 6 * (k1 + 2.0 * k2 + 2.0 * k3 + k4);
-  }
-  return 0.5 * fx::mean(fx::square(u));
-}
+constexpr int64_t kSpectralPoints = 64;  // example::heat_rk4_loss's grid, horizon 0.5
 
 // The best of 20 runs of p compiled fresh, in microseconds.
 double best_run_us(const fx::Program& p, const std::vector<fx::Array>& in) {
@@ -274,7 +259,7 @@ void bench_spectral() {
   std::printf("grad(grad) of an unrolled RK4 spectral solver (rfft -> multiply -> irfft per right-hand side)\n");
   const std::vector<fx::Array> nu{fx::scalar(0.1)};
   for (int steps : {5, 10, 20, 40}) {
-    const fx::Program p = fx::make_ir(fx::grad(fx::grad([steps](const fx::Array& v) { return heat_loss(v, steps); })))(nu[0]);
+    const fx::Program p = fx::make_ir(fx::grad(fx::grad([steps](const fx::Array& v) { return example::heat_rk4_loss(v, kSpectralPoints, steps, 0.5); })))(nu[0]);
     char label[128];
     std::snprintf(label, sizeof label, "%d steps (%zu eqns), in parts", steps, p.eqns.size());
     print_split(label, compile_fresh(p));

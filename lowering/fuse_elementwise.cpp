@@ -7,7 +7,6 @@
 #include <mlir/Pass/Pass.h>
 #include <mlir/Transforms/GreedyPatternRewriteDriver.h>
 
-#include <iterator>
 
 #include "lowering/op_cost.h"
 #include "lowering/passes.h"
@@ -57,10 +56,11 @@ void clone_broadcasts_per_user(Operation* root) {
     OpBuilder b(g->getContext());
     b.setInsertionPointAfter(g);
     SmallVector<OpOperand*> users;
-    for (OpOperand& use : g->getResult(0).getUses())
+    bool others = false;  // a user that is not a generic keeps the original; else the first generic does
+    for (OpOperand& use : g->getResult(0).getUses()) {
       if (isa<linalg::GenericOp>(use.getOwner())) users.push_back(&use);
-    // The first fusable user keeps the original (and non-generic users share it).
-    const bool others = users.size() < size_t(std::distance(g->getResult(0).use_begin(), g->getResult(0).use_end()));
+      else others = true;
+    }
     for (size_t i = others ? 0 : 1; i < users.size(); ++i) users[i]->set(b.clone(*g)->getResult(0));
   }
 }

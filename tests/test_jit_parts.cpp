@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 #include <fluxion.h>
 
+#include "examples/heat_rk4.h"
 #include "tests/test_helpers.h"
 
 #include <cmath>
@@ -21,24 +22,6 @@ namespace fx = fluxion;
 namespace {
 
 constexpr int64_t kPoints = 32;
-
-// u'' by the spectrum: rfft, times -k^2, irfft (two library calls).
-fx::Array second_derivative(const fx::Array& u) {
-  fx::Array k = fx::fft::rfftfreq(kPoints, 1.0 / kPoints, fx::float64);
-  return fx::fft::irfft(fx::fft::rfft(u) * (-k * k), kPoints);
-}
-
-// u_t = nu u_xx by `steps` unrolled RK4 steps, then a loss: 8 FFTs a step.
-fx::Array heat_loss(const fx::Array& nu, int steps) {
-  const double dt = 0.2 / steps;
-  auto rhs = [&](const fx::Array& u) { return nu * second_derivative(u); };
-  fx::Array u = fx::sin(fx::arange(0.0, 2 * M_PI, 2 * M_PI / kPoints, fx::float64));
-  for (int i = 0; i < steps; ++i) {
-    fx::Array k1 = rhs(u), k2 = rhs(u + 0.5 * dt * k1), k3 = rhs(u + 0.5 * dt * k2), k4 = rhs(u + dt * k3);
-    u = u + dt / 6 * (k1 + 2.0 * k2 + 2.0 * k3 + k4);
-  }
-  return 0.5 * fx::mean(fx::square(u));
-}
 
 // Compiles `run` with FLUXION_DUMP set to a fresh directory; whether the input module was cut.
 template <class F>
@@ -67,7 +50,7 @@ bool compiled_in_parts(const std::string& name, F run) {
 TEST_CASE("jit: the second derivative of an unrolled spectral solver (hundreds of FFTs, in parts) matches eager") {
   const int steps = 6;
   auto d2 = [&](const fx::Array& nu) {
-    return fx::grad(fx::grad([&](const fx::Array& n) { return heat_loss(n, steps); }))(nu);
+    return fx::grad(fx::grad([&](const fx::Array& n) { return example::heat_rk4_loss(n, kPoints, steps, 0.2); }))(nu);
   };
   fx::Array nu = fx::scalar(0.1), got;
   CHECK(compiled_in_parts("spectral", [&] { got = fx::jit(d2)(nu); }));
