@@ -48,19 +48,19 @@ bool bf16_columns(DType x, DType w, DType out, int isa) {
 
 // Runs a float convolution with a GEMM form, or returns false (integers, empty operands). Where
 // bf16_columns, the columns and the kernel stay bfloat16 -- gathered and packed at half the bytes --
-// for the AVX512-BF16 GEMM, whose float32 products are rounded once at the end. Other float16 and
-// bfloat16 operands (and a preferred_element_type output) are computed in float32 -- as the
-// reference kernel accumulates them -- through widened copies, rounded once at the end.
+// for the AVX512-BF16 GEMM, whose float32 sums are rounded once as they are stored. Other float16
+// and bfloat16 operands (and a preferred_element_type output) are computed in float32 -- as the
+// reference kernel accumulates them -- through widened copies, rounded once the same way.
 bool fast_conv(std::span<const View> in, const View& out, const Params& params, int isa, int threads) {
   const DType d = in[0].dtype(), od = out.dtype();
   if (!is_float(d) || !is_float(od)) return false;
   const conv::ConvGeometry g = conv::conv_geometry(in[0].shape(), in[1].shape(), conv::conv_params(params));
   if (out.size() == 0 || g.ci * g.k_size() == 0) return false;
   if (bf16_columns(d, in[1].dtype(), od, isa)) {
-    thread_local Scratch<float> y_buf;
-    float* ys = od == DType::float32 ? out.as<float>() : y_buf.get(out.size());
-    run_conv_form(static_cast<const uint16_t*>(in[0].data), static_cast<const uint16_t*>(in[1].data), ys, g, isa, threads);
-    if (od != DType::float32) narrow_from_f32(ys, od, out.data, out.size(), isa, threads);
+    const uint16_t* x = static_cast<const uint16_t*>(in[0].data);
+    const uint16_t* w = static_cast<const uint16_t*>(in[1].data);
+    if (od == DType::float32) run_conv_form(x, w, out.as<float>(), g, isa, threads);
+    else run_conv_form(x, w, od, out.data, g, isa, threads);
     return true;
   }
   auto run = [&](auto tag) {
@@ -69,7 +69,6 @@ bool fast_conv(std::span<const View> in, const View& out, const Params& params, 
     thread_local Scratch<T> x_buf, w_buf, y_buf;  // the copies in T: megabytes, kept by the calling thread
     const T* xs = d == t ? in[0].as<T>() : x_buf.get(in[0].size());
     const T* ws = d == t ? in[1].as<T>() : w_buf.get(in[1].size());
-    T* ys = od == t ? out.as<T>() : y_buf.get(out.size());
     if (d != t) {
       if constexpr (std::is_same_v<T, float>) {  // 16-bit operands: the parallel widening of runtime/matmul.h
         widen_to_f32(d, in[0].data, x_buf.data.get(), in[0].size(), isa, threads);
@@ -78,10 +77,12 @@ bool fast_conv(std::span<const View> in, const View& out, const Params& params, 
         widen_into(in[0], x_buf.data.get()), widen_into(in[1], w_buf.data.get());
       }
     }
+    if constexpr (std::is_same_v<T, float>) {
+      if (od != t) return run_conv_form(xs, ws, od, out.data, g, isa, threads);  // 16-bit results, rounded as stored
+    }
+    T* ys = od == t ? out.as<T>() : y_buf.get(out.size());
     run_conv_form(xs, ws, ys, g, isa, threads);
-    if (od == t) return;
-    if constexpr (std::is_same_v<T, float>) narrow_from_f32(ys, od, out.data, out.size(), isa, threads);
-    else narrow_into(ys, out);
+    if (od != t) narrow_into(ys, out);
   };
   if (d == DType::float64 || od == DType::float64) run(double{});
   else run(float{});

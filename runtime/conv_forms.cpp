@@ -41,6 +41,7 @@ namespace {
 
 std::atomic<uint64_t> g_runs[4];
 std::atomic<uint64_t> g_from_input;
+std::atomic<uint64_t> g_rounded_as_stored;
 
 // How the GEMM forms cut their work: a product should have about kWideColumns columns (or inner
 // dimension, by feature) -- at the deep stages' 8x8 and 4x4 outputs one image gives only 64 or 16,
@@ -83,6 +84,12 @@ struct ConvRun {
   int isa, threads;
   RowRuns runs = row_runs(table, g.k_size(), g.out_size());
   bool by_runs = long_runs(runs, table);
+  // Where set (float32 results of 16-bit convolutions), the results are rounded once to
+  // `narrow_dtype` (bfloat16 or float16) into `narrow`, laid out as y, as they are stored -- from
+  // the products' blocks while those are in cache -- instead of written to y in float32 and rounded
+  // by a pass of their own over the whole output.
+  void* narrow = nullptr;
+  DType narrow_dtype = DType::float32;
 
   int64_t groups() const { return std::max(g.groups, g.batch_groups); }
   int64_t o_per() const { return g.o / groups(); }
@@ -132,18 +139,32 @@ struct ConvRun {
     return direct;
   }
 
+  // Stores the P results `src` of output feature o of image n (at the positions yoff, or contiguous
+  // where `direct`), rounded where `narrow`.
+  void store_row(const Acc* src, int64_t n, int64_t o, bool direct) const {
+    const int64_t P = g.out_size(), at = n * g.y_n + o * g.y_c;
+    if constexpr (std::is_same_v<Acc, float>) {
+      if (narrow) {
+        uint16_t* dst = static_cast<uint16_t*>(narrow) + at;
+        thread_local Scratch<uint16_t> row;
+        uint16_t* rounded = direct ? dst : row.get(P);
+        narrow_from_f32(src, narrow_dtype, rounded, P, isa, 1);
+        if (!direct)
+          for (int64_t p = 0; p < P; ++p) dst[yoff[size_t(p)]] = rounded[p];
+        return;
+      }
+    }
+    Acc* dst = y + at;
+    if (direct) std::copy(src, src + P, dst);
+    else
+      for (int64_t p = 0; p < P; ++p) dst[yoff[size_t(p)]] = src[p];
+  }
+
   // Stores a product's [O_g, (image j, position p)] block `out` (rows of length ld) into the output
   // features [o0, o0 + O_g) of images [n0, n0 + nn).
   void store(const Acc* out, int64_t ld, int64_t n0, int64_t nn, int64_t o0, bool direct) const {
-    const int64_t P = g.out_size();
     for (int64_t j = 0; j < nn; ++j)
-      for (int64_t o = 0; o < o_per(); ++o) {
-        const Acc* src = out + o * ld + j * P;
-        Acc* dst = y + (n0 + j) * g.y_n + (o0 + o) * g.y_c;
-        if (direct) std::copy(src, src + P, dst);
-        else
-          for (int64_t p = 0; p < P; ++p) dst[yoff[size_t(p)]] = src[p];
-      }
+      for (int64_t o = 0; o < o_per(); ++o) store_row(out + o * ld + j * g.out_size(), n0 + j, o0 + o, direct);
   }
 
   // cols[r * ld + p] for rows r = (i, k) of the input features [c0, c0 + ci) of image n_in.
@@ -200,7 +221,7 @@ struct ConvRun {
       thread_local Scratch<Acc> out_buf;
       const int64_t ld = nn * P;
       const T* wg = packed + o0 * rows;
-      const bool in_place = nn == 1 && direct;
+      const bool in_place = nn == 1 && direct && !narrow;
       Acc* out = in_place ? y + n0 * g.y_n + o0 * g.y_c : out_buf.get(o_per() * ld);
       if (!pr.base.empty()) {
         const MatmulBlock b{o_per(), ld, rows, wg, rows, false, nullptr, 0, false, out, ld};
@@ -315,17 +336,19 @@ struct ConvRun {
         for (int64_t i = 0; i < rows * g.o; ++i) sum[i] += out[i];
       }
     });
+    const bool direct = direct_output();
+    std::vector<Acc> row(static_cast<size_t>(P));
     for (int64_t b = 0; b < B; ++b)
-      for (int64_t p = 0; p < P; ++p)
-        for (int64_t o = 0; o < g.o; ++o) {
+      for (int64_t o = 0; o < g.o; ++o) {
+        for (int64_t p = 0; p < P; ++p) {
           const int64_t i = (b * P + p) * g.o + o;
-          Acc v = sums[0][i];
-          for (int64_t part = 1; part < parts; ++part) v += sums[size_t(part)][i];
-          y[b * g.y_n + o * g.y_c + yoff[size_t(p)]] = v;
+          row[size_t(p)] = sums[0][i];
+          for (int64_t part = 1; part < parts; ++part) row[size_t(p)] += sums[size_t(part)][i];
         }
+        store_row(row.data(), b, o, direct);
+      }
   }
 };
-
 
 // The GEMM form of a float convolution: by feature when the window has more than twice the output's
 // positions (the kernel gradient; at 4x4 -> 3x3, K = 16 and P = 9, im2col over blocks of images was
@@ -348,31 +371,44 @@ ConvAlgorithm conv_form(const conv::ConvGeometry& g) {
   return ConvAlgorithm::im2col;
 }
 
-// Runs the GEMM form conv_form chooses for `g`: y = the convolution of x and w.
+// Runs the GEMM form conv_form chooses for `g`: y = the convolution of x and w, or its rounding to
+// `narrow_dtype` into `narrow` where that is set.
 template <class T, class Acc>
-void run_form(const T* x, const T* w, Acc* y, const conv::ConvGeometry& g, int isa, int threads) {
+void run_form(const T* x, const T* w, Acc* y, const conv::ConvGeometry& g, int isa, int threads, void* narrow = nullptr,
+              DType narrow_dtype = DType::float32) {
   ConvRun<T, Acc> r{x, w, y, g, conv::window_offsets(g), conv::kernel_offsets(g), conv::output_offsets(g), isa, threads};
+  r.narrow = narrow, r.narrow_dtype = narrow_dtype;
   const ConvAlgorithm form = conv_form(g);
   if (form == ConvAlgorithm::im2col_by_feature) r.im2col_by_feature();
   else if (form == ConvAlgorithm::col2im) r.col2im();
   else r.im2col();
   count_conv_run(form);
+  if (narrow) g_rounded_as_stored.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace
 
 uint64_t conv_runs(ConvAlgorithm a) { return g_runs[int(a)].load(std::memory_order_relaxed); }
 uint64_t conv_products_from_input() { return g_from_input.load(std::memory_order_relaxed); }
+uint64_t conv_rounded_as_stored() { return g_rounded_as_stored.load(std::memory_order_relaxed); }
 void count_conv_run(ConvAlgorithm a) { g_runs[int(a)].fetch_add(1, std::memory_order_relaxed); }
 
 void run_conv_form(const float* x, const float* w, float* y, const conv::ConvGeometry& g, int isa, int threads) {
   run_form(x, w, y, g, isa, threads);
+}
+void run_conv_form(const float* x, const float* w, DType out_dtype, void* out, const conv::ConvGeometry& g, int isa,
+                   int threads) {
+  run_form(x, w, static_cast<float*>(nullptr), g, isa, threads, out, out_dtype);
 }
 void run_conv_form(const double* x, const double* w, double* y, const conv::ConvGeometry& g, int isa, int threads) {
   run_form(x, w, y, g, isa, threads);
 }
 void run_conv_form(const uint16_t* x, const uint16_t* w, float* y, const conv::ConvGeometry& g, int isa, int threads) {
   run_form(x, w, y, g, isa, threads);
+}
+void run_conv_form(const uint16_t* x, const uint16_t* w, DType out_dtype, void* out, const conv::ConvGeometry& g, int isa,
+                   int threads) {
+  run_form(x, w, static_cast<float*>(nullptr), g, isa, threads, out, out_dtype);
 }
 
 }  // namespace fluxion::runtime

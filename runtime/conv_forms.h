@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 
+#include "ir/dtype.h"
 #include "prims/conv_geometry.h"
 #include "runtime/conv.h"
 
@@ -16,6 +17,13 @@ namespace fluxion::runtime {
 void run_conv_form(const float* x, const float* w, float* y, const conv::ConvGeometry& g, int isa, int threads);
 void run_conv_form(const double* x, const double* w, double* y, const conv::ConvGeometry& g, int isa, int threads);
 void run_conv_form(const uint16_t* x, const uint16_t* w, float* y, const conv::ConvGeometry& g, int isa, int threads);
+
+/// The same with float32 accumulation and the results rounded once to `out_dtype` (bfloat16 or
+/// float16) into `out`, as each block of them is stored.
+void run_conv_form(const float* x, const float* w, DType out_dtype, void* out, const conv::ConvGeometry& g, int isa,
+                   int threads);
+void run_conv_form(const uint16_t* x, const uint16_t* w, DType out_dtype, void* out, const conv::ConvGeometry& g, int isa,
+                   int threads);
 
 /// Counts a convolution that took `a` (conv_runs reads the counts).
 void count_conv_run(ConvAlgorithm a);

@@ -164,10 +164,17 @@ TEST_CASE("conv paths: bfloat16 columns against the widened float32 convolution"
     CHECK(rt::conv_runs(c.forward) > runs);
     CHECK((rt::matmul_bf16_blocks_computed() + rt::conv_products_from_input() > blocks + windows) == native);
     CHECK((rt::conv_products_from_input() > windows) == (native && packed_from_input));
-    // A bfloat16 result: the same sums rounded once, within a bfloat16 ulp of the rounded reference.
+    // A bfloat16 result: the same sums rounded once, within a bfloat16 ulp of the rounded reference
+    // -- and, rounded as each block is stored, bit for bit the float32 result rounded afterwards.
+    const uint64_t rounded = rt::conv_rounded_as_stored();
     const fx::Array got16 = fx::jit(conv(std::nullopt))(x, w);
+    CHECK(rt::conv_rounded_as_stored() > rounded);
     CHECK(got16.dtype() == fx::bfloat16);
     CHECK(rel_diff(got16, want) < 1e-2);
+    CHECK(test_helpers::max_abs_diff(got16, fx::astype(got, fx::bfloat16)) == 0);
+    // float16 operands (widened to float32, whatever the target) round their results the same way.
+    const fx::Array xh = fx::astype(x, fx::float16), wh = fx::astype(w, fx::float16);
+    CHECK(test_helpers::max_abs_diff(fx::jit(conv(std::nullopt))(xh, wh), fx::astype(fx::jit(conv(fx::float32))(xh, wh), fx::float16)) == 0);
   };
   for (const Bf16Case& b : cases) forward(b.c, b.from_input);
   // Forward and both gradients against the eager reference (bfloat16 all the way).
