@@ -51,11 +51,14 @@ constexpr int64_t kWideColumns = 512;
 constexpr int64_t kColumnBudget = int64_t(1) << 21;
 
 // Images per GEMM when each brings `cols` columns of `rows` rows, leaving every thread a block and
-// evening the blocks out.
+// evening the blocks out, their count a multiple of the threads': at 4x4 outputs and 512 features,
+// 128 images made 5 blocks of 26, one thread computing 3 and the other 2 while it waited (a
+// per-parallel-region profile of the ResNet-18 step, docs/nn.md); now 6 of 22 (the last 18).
 int64_t images_per_block(int64_t images, int64_t cols, int64_t rows, int threads) {
   int64_t nb = std::min(kWideColumns / std::max<int64_t>(1, cols), kColumnBudget / std::max<int64_t>(1, rows * cols));
   nb = std::clamp<int64_t>(nb, 1, std::max<int64_t>(1, (images + threads - 1) / std::max(threads, 1)));
-  const int64_t blocks = (images + nb - 1) / nb;
+  int64_t blocks = (images + nb - 1) / nb;
+  if (threads > 1 && blocks > threads) blocks = (blocks + threads - 1) / threads * threads;
   return (images + blocks - 1) / blocks;
 }
 
