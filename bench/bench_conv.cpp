@@ -272,6 +272,7 @@ void bench_shape(int64_t batch, const ConvShape& s, int threads, bool bf16) {
   const ConvAlgorithm forms[] = {ConvAlgorithm::im2col, ConvAlgorithm::im2col_by_feature, ConvAlgorithm::col2im};
   uint64_t runs0[3];
   for (int i = 0; i < 3; ++i) runs0[i] = fx::runtime::conv_runs(forms[i]);
+  const uint64_t from_input0 = fx::runtime::conv_products_from_input();
   for (Row& r : rows) r.best.assign(r.sides.size(), 1e300);
   const int rounds = g_repeats;
   g_repeats = 1;
@@ -282,6 +283,8 @@ void bench_shape(int64_t batch, const ConvShape& s, int threads, bool bf16) {
               double(fx::runtime::conv_runs(forms[0]) - runs0[0]) / rounds,
               double(fx::runtime::conv_runs(forms[1]) - runs0[1]) / rounds,
               double(fx::runtime::conv_runs(forms[2]) - runs0[2]) / rounds);
+  std::printf("  im2col products packed straight from the input per round: %.1f\n",
+              double(fx::runtime::conv_products_from_input() - from_input0) / rounds);
   std::printf("  %-26s", "ms (speed: baseline / fluxion)");
   for (const char* n : names) std::printf(" %16s", n);
   std::printf(" %9s\n", "GFLOP/s");

@@ -1,12 +1,17 @@
-// The bfloat16 GEMM on AVX512-BF16 (runtime/gemm_bf16.h), in the usual packed form: B is packed
-// kBf16Depth x kBf16ColBlock at a time, A kBf16RowBlock x kBf16Depth at a time, both in the layout
-// `vdpbf16ps` reads -- each 32-bit word a pair of bfloat16 values at k = 2q and 2q + 1 (the second
-// zero when k is odd), so one instruction does two steps of k. A panel of B holds kBf16Cols such
-// words per pair of k (two registers), a panel of A kBf16Rows (broadcast one at a time). Columns
-// and rows beyond the matrix are packed as zeros and never stored.
+// The AVX-512 tile GEMMs (runtime/gemm_bf16.h), in the usual packed form: B is packed kTileSteps
+// x kTileColBlock words at a time, A kTileRowBlock x kTileSteps at a time, both in the layout the
+// tile reads -- per step of k, kTileCols words of B (two registers) and kTileRows words of A
+// (broadcast one at a time). A bfloat16 word is the pair of values at k = 2q and 2q + 1 (the second
+// zero when k is odd), so that one `vdpbf16ps` does two values of k; a float32 word is one value,
+// for one FMA. Columns and rows beyond the matrix are packed as zeros and never stored. The
+// blocking loop, the packing and the tiles are templates over the element type E: uint16_t
+// (bfloat16 bits) or float.
 //
 // Only the functions below carry the AVX-512 target: the file is compiled with the library's own
-// flags, so nothing it shares with other objects (inline library functions) gets AVX-512 code.
+// flags, so nothing it shares with other objects (inline library functions) gets AVX-512 code. The
+// float32 instantiations carry the AVX512-BF16 feature in their target too (one attribute for the
+// templates) but use none of its intrinsics, the only way GCC 12 emits its instructions, so they
+// run on every AVX-512 host.
 #include "runtime/gemm_bf16.h"
 
 #include <cstring>
@@ -24,12 +29,16 @@ namespace fluxion::runtime {
 
 namespace {
 
-#define FLUXION_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+#define FLUXION_TILE_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
 int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
+// Values of k per 32-bit word of the packed operands.
+template <class E>
+constexpr int64_t kPerWord = int64_t(4 / sizeof(E));
+
 // The first n (0-16) lanes.
-FLUXION_BF16_TARGET __mmask16 lanes(int64_t n) { return __mmask16(n >= 16 ? 0xffffu : (1u << (n < 0 ? 0 : n)) - 1u); }
+FLUXION_TILE_TARGET __mmask16 lanes(int64_t n) { return __mmask16(n >= 16 ? 0xffffu : (1u << (n < 0 ? 0 : n)) - 1u); }
 
 // vpermt2w indices that interleave two registers of 32 bfloat16 values a and b: word e of the
 // result is a[e / 2] for even e, b[e / 2] for odd e, over e < 32 (lo) and 32 <= e < 64 (hi).
@@ -41,27 +50,37 @@ struct Interleave {
 };
 constexpr Interleave kInterleave;
 
-// Packs `width` columns (of W <= 32, the rest zero) of k-major bfloat16 data -- element (p, j) at
-// src[p * ld + j], p < depth -- into dst[q * W + j] = (element (2q, j), element (2q + 1, j)): two
-// rows of 32 columns in two registers, interleaved by one vpermt2w per 16 pairs.
-FLUXION_BF16_TARGET void pack_k_major(const uint16_t* src, int64_t ld, int64_t depth, int64_t width, int64_t W,
-                                      uint32_t* dst) {
-  const __m512i lo = _mm512_load_si512(kInterleave.index), hi = _mm512_load_si512(kInterleave.index + 32);
-  const __mmask32 valid = width >= 32 ? ~__mmask32(0) : (__mmask32(1) << width) - 1;
+// Packs `width` columns (of W <= 32, the rest zero) of k-major data -- element (p, j) at
+// src[p * ld + j], p < depth -- into dst[q * W + j] = the word of step q of column j. float32: a
+// row of 32 columns is two registers, stored as they are. bfloat16: two rows of 32 columns in two
+// registers, interleaved by one vpermt2w per 16 pairs.
+template <class E>
+FLUXION_TILE_TARGET void pack_k_major(const E* src, int64_t ld, int64_t depth, int64_t width, int64_t W, uint32_t* dst) {
   const __mmask16 store_lo = lanes(W), store_hi = lanes(W - 16);
-  for (int64_t q = 0; 2 * q < depth; ++q, dst += W) {
-    const uint16_t* r0 = src + 2 * q * ld;
-    const __m512i a = _mm512_maskz_loadu_epi16(valid, r0);
-    const __m512i b = 2 * q + 1 < depth ? _mm512_maskz_loadu_epi16(valid, r0 + ld) : _mm512_setzero_si512();
-    _mm512_mask_storeu_epi32(dst, store_lo, _mm512_permutex2var_epi16(a, lo, b));
-    if (W > 16) _mm512_mask_storeu_epi32(dst + 16, store_hi, _mm512_permutex2var_epi16(a, hi, b));
+  if constexpr (sizeof(E) == 4) {
+    const __mmask16 valid_lo = lanes(width), valid_hi = lanes(width - 16);
+    for (int64_t q = 0; q < depth; ++q, dst += W) {
+      const E* r = src + q * ld;
+      _mm512_mask_storeu_epi32(dst, store_lo, _mm512_maskz_loadu_epi32(valid_lo, r));
+      if (W > 16) _mm512_mask_storeu_epi32(dst + 16, store_hi, _mm512_maskz_loadu_epi32(valid_hi, r + 16));
+    }
+  } else {
+    const __m512i lo = _mm512_load_si512(kInterleave.index), hi = _mm512_load_si512(kInterleave.index + 32);
+    const __mmask32 valid = width >= 32 ? ~__mmask32(0) : (__mmask32(1) << width) - 1;
+    for (int64_t q = 0; 2 * q < depth; ++q, dst += W) {
+      const E* r0 = src + 2 * q * ld;
+      const __m512i a = _mm512_maskz_loadu_epi16(valid, r0);
+      const __m512i b = 2 * q + 1 < depth ? _mm512_maskz_loadu_epi16(valid, r0 + ld) : _mm512_setzero_si512();
+      _mm512_mask_storeu_epi32(dst, store_lo, _mm512_permutex2var_epi16(a, lo, b));
+      if (W > 16) _mm512_mask_storeu_epi32(dst + 16, store_hi, _mm512_permutex2var_epi16(a, hi, b));
+    }
   }
 }
 
 // Transposes the 16 x 16 32-bit words of r: word c of out[i] = word i of r[c]. Per group of four
 // rows, two rounds of unpacks transpose each 128-bit lane's 4 x 4 words; two rounds of 128-bit lane
 // shuffles then transpose the four groups' lanes.
-FLUXION_BF16_TARGET void transpose16x16(const __m512i r[16], __m512i out[16]) {
+FLUXION_TILE_TARGET void transpose16x16(const __m512i r[16], __m512i out[16]) {
   __m512i u[4][4];  // u[group][e]: lane l holds column 4l + e of the group's four rows
   for (int grp = 0; grp < 4; ++grp) {
     const __m512i* g = r + 4 * grp;
@@ -82,53 +101,55 @@ FLUXION_BF16_TARGET void transpose16x16(const __m512i r[16], __m512i out[16]) {
   }
 }
 
-// The same panel from k-contiguous data -- element (p, j) at src[j * ld + p] -- where a pair is
-// already one 32-bit word in memory: 16 pairs of 16 rows at a time by a register transpose (the
+// The same panel from k-contiguous data -- element (p, j) at src[j * ld + p] -- where a word is
+// already one 32-bit word in memory: 16 words of 16 rows at a time by a register transpose (the
 // kernel gradient's columns are k-contiguous, and a word at a time packed them at a third of the
-// product's time), the last pairs a word at a time.
-FLUXION_BF16_TARGET void pack_k_contiguous(const uint16_t* src, int64_t ld, int64_t depth, int64_t width, int64_t W,
-                                           uint32_t* dst) {
-  const int64_t pairs = (depth + 1) / 2, whole = depth / 2;
+// product's time), the last words one at a time.
+template <class E>
+FLUXION_TILE_TARGET void pack_k_contiguous(const E* src, int64_t ld, int64_t depth, int64_t width, int64_t W, uint32_t* dst) {
+  constexpr int64_t per = kPerWord<E>;
+  const int64_t steps = (depth + per - 1) / per, whole = depth / per;
   int64_t q0 = 0;
   for (; q0 + 16 <= whole; q0 += 16)
     for (int64_t j0 = 0; j0 < W; j0 += 16) {
       __m512i r[16], t[16];
       for (int i = 0; i < 16; ++i)
-        r[i] = j0 + i < width ? _mm512_loadu_si512(src + (j0 + i) * ld + 2 * q0) : _mm512_setzero_si512();
+        r[i] = j0 + i < width ? _mm512_loadu_si512(src + (j0 + i) * ld + per * q0) : _mm512_setzero_si512();
       transpose16x16(r, t);
       const __mmask16 store = lanes(W - j0);
       for (int c = 0; c < 16; ++c) _mm512_mask_storeu_epi32(dst + (q0 + c) * W + j0, store, t[c]);
     }
   for (int64_t j = 0; j < W; ++j) {
-    const uint16_t* row = src + j * ld;
-    for (int64_t q = q0; q < pairs; ++q) {
+    const E* row = src + j * ld;
+    for (int64_t q = q0; q < steps; ++q) {
       uint32_t word = 0;
-      if (j < width && q < whole) std::memcpy(&word, row + 2 * q, 4);
-      else if (j < width) word = row[depth - 1];  // odd depth: the last pair's second value is zero
+      if (j < width && q < whole) std::memcpy(&word, row + per * q, 4);
+      else if (j < width) word = uint32_t(row[depth - 1]);  // bfloat16, odd depth: the last pair's second value is zero
       dst[q * W + j] = word;
     }
   }
 }
 
-// Packs `extent` columns (of B; rows of A) in panels of W, each (depth + 1) / 2 * W words: element
-// (p, j) at src[j * ld + p] when `k_contiguous`, else at src[p * ld + j].
-void pack_panels(const uint16_t* src, int64_t ld, bool k_contiguous, int64_t depth, int64_t extent, int64_t W, uint32_t* dst) {
-  const int64_t pairs = (depth + 1) / 2;
+// Packs `extent` columns (of B; rows of A) in panels of W, each `steps` x W words: element (p, j)
+// at src[j * ld + p] when `k_contiguous`, else at src[p * ld + j].
+template <class E>
+void pack_panels(const E* src, int64_t ld, bool k_contiguous, int64_t depth, int64_t extent, int64_t W, uint32_t* dst) {
+  const int64_t steps = (depth + kPerWord<E> - 1) / kPerWord<E>;
   for (int64_t j = 0; j < extent; j += W) {
     const int64_t width = min64(W, extent - j);
-    if (k_contiguous) pack_k_contiguous(src + j * ld, ld, depth, width, W, dst + j * pairs);
-    else pack_k_major(src + j, ld, depth, width, W, dst + j * pairs);
+    if (k_contiguous) pack_k_contiguous(src + j * ld, ld, depth, width, W, dst + j * steps);
+    else pack_k_major(src + j, ld, depth, width, W, dst + j * steps);
   }
 }
 
-// out[rows x cols] (= or +=, `add`) the R x kBf16Cols tile of a packed A panel (kBf16Rows words
-// per pair of k, of which the first R are used) and a packed B panel over `pairs` pairs of k:
-// 2 R float32 accumulators, each pair of k one broadcast of A's word per row and two vdpbf16ps.
-// Full panels take R = kBf16Rows (24 accumulators); a last panel of at most 4 or 8 rows takes
-// R = 4 or 8 -- at 64 rows, the 64-feature convolutions' products, 12-row tiles computed 72 rows,
-// 12.5% of them zeros.
-template <int R>
-FLUXION_BF16_TARGET void tile(int64_t pairs, const uint32_t* a, const uint32_t* b, float* out, int64_t ld, int64_t rows,
+// out[rows x cols] (= or +=, `add`) the R x kTileCols tile of a packed A panel (kTileRows words
+// per step of k, of which the first R are used) and a packed B panel over `steps` steps of k:
+// 2 R float32 accumulators, each step one broadcast of A's word per row and two vdpbf16ps
+// (bfloat16) or FMAs (float32). Full panels take R = kTileRows (24 accumulators); a last panel of
+// at most 4 or 8 rows takes R = 4 or 8 -- at 64 rows, the 64-feature convolutions' products,
+// 12-row tiles computed 72 rows, 12.5% of them zeros.
+template <class E, int R>
+FLUXION_TILE_TARGET void tile(int64_t steps, const uint32_t* a, const uint32_t* b, float* out, int64_t ld, int64_t rows,
                               int64_t cols, bool add) {
   // The output tile's lines, fetched while the products run: a product whose output outgrows L2
   // (1024 x 1024 float32) otherwise waits for them at every store, at half the speed.
@@ -139,13 +160,24 @@ FLUXION_BF16_TARGET void tile(int64_t pairs, const uint32_t* a, const uint32_t* 
   __m512 acc[R][2];
 #pragma GCC unroll 12
   for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
-  for (int64_t q = 0; q < pairs; ++q, a += kBf16Rows, b += kBf16Cols) {
-    const __m512bh b0 = (__m512bh)_mm512_loadu_si512(b), b1 = (__m512bh)_mm512_loadu_si512(b + 16);
+  for (int64_t q = 0; q < steps; ++q, a += kTileRows, b += kTileCols) {
+    if constexpr (sizeof(E) == 4) {
+      const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
 #pragma GCC unroll 12
-    for (int i = 0; i < R; ++i) {
-      const __m512bh ai = (__m512bh)_mm512_set1_epi32(int(a[i]));
-      acc[i][0] = _mm512_dpbf16_ps(acc[i][0], ai, b0);
-      acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ai, b1);
+      for (int i = 0; i < R; ++i) {
+        float ai;
+        std::memcpy(&ai, a + i, 4);
+        acc[i][0] = _mm512_fmadd_ps(_mm512_set1_ps(ai), b0, acc[i][0]);
+        acc[i][1] = _mm512_fmadd_ps(_mm512_set1_ps(ai), b1, acc[i][1]);
+      }
+    } else {
+      const __m512bh b0 = (__m512bh)_mm512_loadu_si512(b), b1 = (__m512bh)_mm512_loadu_si512(b + 16);
+#pragma GCC unroll 12
+      for (int i = 0; i < R; ++i) {
+        const __m512bh ai = (__m512bh)_mm512_set1_epi32(int(a[i]));
+        acc[i][0] = _mm512_dpbf16_ps(acc[i][0], ai, b0);
+        acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ai, b1);
+      }
     }
   }
   const __mmask16 m0 = lanes(cols), m1 = lanes(cols - 16);
@@ -160,108 +192,141 @@ FLUXION_BF16_TARGET void tile(int64_t pairs, const uint32_t* a, const uint32_t* 
   }
 }
 
-// The 32 values of row r of a panel (Bf16WindowRuns) of `image` whose first half is half-panel
-// `half` of `halves` per kernel offset: one masked load per half. An address may lie outside the
-// input where the mask excludes it: a masked load does not touch the excluded lanes.
-FLUXION_BF16_TARGET __m512i window_row(const Bf16WindowRuns& c, const uint16_t* image, int64_t halves, int64_t half, int64_t r) {
+// The 16 values of a run of row r of a panel (WindowRuns) of `image`: run s = (k, half-panel) and
+// the row's input feature. An address may lie outside the input where the mask excludes it: a
+// masked load does not touch the excluded lanes.
+template <class E>
+FLUXION_TILE_TARGET auto window_run(const WindowRuns& c, const E* image, int64_t s, int64_t r) {
+  const uintptr_t at = reinterpret_cast<uintptr_t>(image + r / c.k_size * c.feature_stride) + uintptr_t(c.run_base[s] * int64_t(sizeof(E)));
+  const __mmask16 mask = __mmask16(c.run_mask[s]);
+  if constexpr (sizeof(E) == 4) return _mm512_maskz_loadu_epi32(mask, reinterpret_cast<const void*>(at));
+  else return _mm256_maskz_loadu_epi16(mask, reinterpret_cast<const void*>(at));
+}
+
+// The 32 bfloat16 values of row r of a panel whose first half is half-panel `half` of `halves`.
+FLUXION_TILE_TARGET __m512i window_row(const WindowRuns& c, const uint16_t* image, int64_t halves, int64_t half, int64_t r) {
   const int64_t s = r % c.k_size * halves + half;
-  const uintptr_t row = reinterpret_cast<uintptr_t>(image + r / c.k_size * c.feature_stride);
-  const __m256i lo = _mm256_maskz_loadu_epi16(__mmask16(c.run_mask[s]), reinterpret_cast<const void*>(row + uintptr_t(c.run_base[s] * 2)));
-  const __m256i hi =
-      _mm256_maskz_loadu_epi16(__mmask16(c.run_mask[s + 1]), reinterpret_cast<const void*>(row + uintptr_t(c.run_base[s + 1] * 2)));
-  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+  return _mm512_inserti64x4(_mm512_castsi256_si512(window_run(c, image, s, r)), window_run(c, image, s + 1, r), 1);
 }
 
 // Packs the panels of B's rows [p0, p0 + depth) and columns [j0, j0 + width) (width a multiple of
-// kBf16Cols) from a convolution's input (Bf16WindowRuns): per pair of rows, four masked loads and the
-// interleave of pack_k_major.
-FLUXION_BF16_TARGET void pack_window_runs(const Bf16WindowRuns& c, int64_t p0, int64_t depth, int64_t j0, int64_t width,
+// kTileCols) from a convolution's input (WindowRuns): per row, two masked loads of a run each,
+// stored as they are (float32) or, per pair of rows, interleaved as pack_k_major does (bfloat16).
+template <class E>
+FLUXION_TILE_TARGET void pack_window_runs(const WindowRuns& c, int64_t p0, int64_t depth, int64_t j0, int64_t width,
                                           uint32_t* dst) {
-  const __m512i lo = _mm512_load_si512(kInterleave.index), hi = _mm512_load_si512(kInterleave.index + 32);
-  const int64_t halves = c.positions / kBf16Runs, pairs = (depth + 1) / 2;
-  for (int64_t j = j0; j < j0 + width; j += kBf16Cols, dst += pairs * kBf16Cols) {
-    const uint16_t* image = c.x + j / c.positions * c.image_stride;
-    const int64_t half = j % c.positions / kBf16Runs;
+  const int64_t halves = c.positions / kWindowRun, steps = (depth + kPerWord<E> - 1) / kPerWord<E>;
+  for (int64_t j = j0; j < j0 + width; j += kTileCols, dst += steps * kTileCols) {
+    const E* image = static_cast<const E*>(c.x) + j / c.positions * c.image_stride;
+    const int64_t half = j % c.positions / kWindowRun;
     uint32_t* d = dst;
-    for (int64_t q = 0; q < pairs; ++q, d += kBf16Cols) {
-      const __m512i a = window_row(c, image, halves, half, p0 + 2 * q);
-      const __m512i b = 2 * q + 1 < depth ? window_row(c, image, halves, half, p0 + 2 * q + 1) : _mm512_setzero_si512();
-      _mm512_storeu_si512(d, _mm512_permutex2var_epi16(a, lo, b));
-      _mm512_storeu_si512(d + 16, _mm512_permutex2var_epi16(a, hi, b));
+    if constexpr (sizeof(E) == 4) {
+      for (int64_t r = p0; r < p0 + depth; ++r, d += kTileCols) {
+        const int64_t s = r % c.k_size * halves + half;
+        _mm512_storeu_si512(d, window_run(c, image, s, r));
+        _mm512_storeu_si512(d + 16, window_run(c, image, s + 1, r));
+      }
+    } else {
+      const __m512i lo = _mm512_load_si512(kInterleave.index), hi = _mm512_load_si512(kInterleave.index + 32);
+      for (int64_t q = 0; q < steps; ++q, d += kTileCols) {
+        const __m512i a = window_row(c, image, halves, half, p0 + 2 * q);
+        const __m512i b = 2 * q + 1 < depth ? window_row(c, image, halves, half, p0 + 2 * q + 1) : _mm512_setzero_si512();
+        _mm512_storeu_si512(d, _mm512_permutex2var_epi16(a, lo, b));
+        _mm512_storeu_si512(d + 16, _mm512_permutex2var_epi16(a, hi, b));
+      }
     }
   }
 }
 
-// The blocked product of gemm_bf16_block, B's panels packed by pack_b(pc, depth, jc, nc, dst).
-template <class PackB>
+// The blocked product of gemm_bf16_block / gemm_f32_block over elements E, B's panels packed by
+// pack_b_panels(pc, depth, jc, nc, dst).
+template <class E, class PackB>
 void product(const MatmulBlock& b, PackB pack_b_panels, uint32_t* pack_a, uint32_t* pack_b) {
-  const uint16_t* lhs = static_cast<const uint16_t*>(b.lhs);
+  constexpr int64_t per = kPerWord<E>;
+  const E* lhs = static_cast<const E*>(b.lhs);
   float* out = static_cast<float*>(b.out);
   if (b.k == 0) {
     for (int64_t i = 0; i < b.m; ++i) std::memset(out + i * b.out_stride, 0, size_t(b.n) * 4);
     return;
   }
-  // Blocks of k evened out (an even size, at most kBf16Depth): k = 576, the 64-feature 3x3
-  // convolutions', takes two blocks of 288 rather than 512 and a last pass of 64 over the output.
-  const int64_t blocks = (b.k + kBf16Depth - 1) / kBf16Depth, step = ((b.k + blocks - 1) / blocks + 1) / 2 * 2;
+  // Blocks of k evened out (whole words, at most kTileSteps): k = 576 in bfloat16, the 64-feature
+  // 3x3 convolutions', takes two blocks of 288 rather than 512 and a last pass of 64 over the output.
+  const int64_t max_depth = kTileSteps * per, blocks = (b.k + max_depth - 1) / max_depth;
+  const int64_t step = ((b.k + blocks - 1) / blocks + per - 1) / per * per;
   for (int64_t pc = 0; pc < b.k; pc += step) {
-    const int64_t depth = min64(step, b.k - pc), pairs = (depth + 1) / 2;
-    for (int64_t jc = 0; jc < b.n; jc += kBf16ColBlock) {
-      const int64_t nc = min64(kBf16ColBlock, b.n - jc);
+    const int64_t depth = min64(step, b.k - pc), steps = (depth + per - 1) / per;
+    for (int64_t jc = 0; jc < b.n; jc += kTileColBlock) {
+      const int64_t nc = min64(kTileColBlock, b.n - jc);
       pack_b_panels(pc, depth, jc, nc, pack_b);
-      for (int64_t ic = 0; ic < b.m; ic += kBf16RowBlock) {
-        const int64_t mc = min64(kBf16RowBlock, b.m - ic);
+      for (int64_t ic = 0; ic < b.m; ic += kTileRowBlock) {
+        const int64_t mc = min64(kTileRowBlock, b.m - ic);
         // Element (i, p) of op(lhs) is lhs[i * ld + p], or lhs[p * ld + i] when transposed.
-        const uint16_t* lhs_block = b.trans_lhs ? lhs + pc * b.lhs_stride + ic : lhs + ic * b.lhs_stride + pc;
-        pack_panels(lhs_block, b.lhs_stride, !b.trans_lhs, depth, mc, kBf16Rows, pack_a);
+        const E* lhs_block = b.trans_lhs ? lhs + pc * b.lhs_stride + ic : lhs + ic * b.lhs_stride + pc;
+        pack_panels(lhs_block, b.lhs_stride, !b.trans_lhs, depth, mc, kTileRows, pack_a);
         // Rows innermost: the packed panel of B stays in L1 while the panels of A stream from L2.
-        for (int64_t jr = 0; jr < nc; jr += kBf16Cols)
-          for (int64_t ir = 0; ir < mc; ir += kBf16Rows) {
-            const int64_t rows = min64(kBf16Rows, mc - ir);
-            auto run = rows > 8 ? tile<int(kBf16Rows)> : rows > 4 ? tile<8> : tile<4>;
-            run(pairs, pack_a + ir * pairs, pack_b + jr * pairs, out + (ic + ir) * b.out_stride + jc + jr, b.out_stride, rows,
-                min64(kBf16Cols, nc - jr), pc > 0);
+        for (int64_t jr = 0; jr < nc; jr += kTileCols)
+          for (int64_t ir = 0; ir < mc; ir += kTileRows) {
+            const int64_t rows = min64(kTileRows, mc - ir);
+            auto run = rows > 8 ? tile<E, int(kTileRows)> : rows > 4 ? tile<E, 8> : tile<E, 4>;
+            run(steps, pack_a + ir * steps, pack_b + jr * steps, out + (ic + ir) * b.out_stride + jc + jr, b.out_stride, rows,
+                min64(kTileCols, nc - jr), pc > 0);
           }
       }
     }
   }
 }
 
+// The product with B packed from op(rhs).
+template <class E>
+void product_of_operands(const MatmulBlock& b, uint32_t* pack_a, uint32_t* pack_b) {
+  const E* rhs = static_cast<const E*>(b.rhs);
+  auto pack_rhs = [&](int64_t pc, int64_t depth, int64_t jc, int64_t nc, uint32_t* dst) {
+    // Element (p, j) of op(rhs) is rhs[p * ld + j], or rhs[j * ld + p] when transposed.
+    const E* block = b.trans_rhs ? rhs + jc * b.rhs_stride + pc : rhs + pc * b.rhs_stride + jc;
+    pack_panels(block, b.rhs_stride, b.trans_rhs, depth, nc, kTileCols, dst);
+  };
+  product<E>(b, pack_rhs, pack_a, pack_b);
+}
+
+// The product with B packed from a convolution's input.
+template <class E>
+void product_of_window(const MatmulBlock& b, const WindowRuns& cols, uint32_t* pack_a, uint32_t* pack_b) {
+  auto pack_cols = [&](int64_t pc, int64_t depth, int64_t jc, int64_t nc, uint32_t* dst) {
+    pack_window_runs<E>(cols, pc, depth, jc, nc, dst);
+  };
+  product<E>(b, pack_cols, pack_a, pack_b);
+}
+
 }  // namespace
 
-Bf16Packs bf16_pack_scratch() {
-  thread_local std::vector<uint32_t> pack_a(kBf16PackA + 16), pack_b(kBf16PackB + 16);
+TilePacks tile_pack_scratch() {
+  thread_local std::vector<uint32_t> pack_a(kTilePackA + 16), pack_b(kTilePackB + 16);
   auto aligned = [](std::vector<uint32_t>& v) {
     return reinterpret_cast<uint32_t*>((reinterpret_cast<uintptr_t>(v.data()) + 63) & ~uintptr_t(63));
   };
   return {aligned(pack_a), aligned(pack_b)};
 }
 
-void gemm_bf16_block(const MatmulBlock& b, uint32_t* pack_a, uint32_t* pack_b) {
-  const uint16_t* rhs = static_cast<const uint16_t*>(b.rhs);
-  auto pack_rhs = [&](int64_t pc, int64_t depth, int64_t jc, int64_t nc, uint32_t* dst) {
-    // Element (p, j) of op(rhs) is rhs[p * ld + j], or rhs[j * ld + p] when transposed.
-    const uint16_t* block = b.trans_rhs ? rhs + jc * b.rhs_stride + pc : rhs + pc * b.rhs_stride + jc;
-    pack_panels(block, b.rhs_stride, b.trans_rhs, depth, nc, kBf16Cols, dst);
-  };
-  product(b, pack_rhs, pack_a, pack_b);
-}
+void gemm_bf16_block(const MatmulBlock& b, uint32_t* pack_a, uint32_t* pack_b) { product_of_operands<uint16_t>(b, pack_a, pack_b); }
+void gemm_f32_block(const MatmulBlock& b, uint32_t* pack_a, uint32_t* pack_b) { product_of_operands<float>(b, pack_a, pack_b); }
 
-void gemm_bf16_window_block(const MatmulBlock& b, const Bf16WindowRuns& cols, uint32_t* pack_a, uint32_t* pack_b) {
-  auto pack_cols = [&](int64_t pc, int64_t depth, int64_t jc, int64_t nc, uint32_t* dst) {
-    pack_window_runs(cols, pc, depth, jc, nc, dst);
-  };
-  product(b, pack_cols, pack_a, pack_b);
+void gemm_bf16_window_block(const MatmulBlock& b, const WindowRuns& cols, uint32_t* pack_a, uint32_t* pack_b) {
+  product_of_window<uint16_t>(b, cols, pack_a, pack_b);
+}
+void gemm_f32_window_block(const MatmulBlock& b, const WindowRuns& cols, uint32_t* pack_a, uint32_t* pack_b) {
+  product_of_window<float>(b, cols, pack_a, pack_b);
 }
 
 }  // namespace fluxion::runtime
 
-#else  // not x86-64: no caller (host_has_avx512bf16() is false there)
+#else  // not x86-64: no caller (host_has_avx512bf16() is false and host_isa_level() 1 there)
 
 namespace fluxion::runtime {
 void gemm_bf16_block(const MatmulBlock&, uint32_t*, uint32_t*) {}
-void gemm_bf16_window_block(const MatmulBlock&, const Bf16WindowRuns&, uint32_t*, uint32_t*) {}
-Bf16Packs bf16_pack_scratch() { return {nullptr, nullptr}; }
+void gemm_f32_block(const MatmulBlock&, uint32_t*, uint32_t*) {}
+void gemm_bf16_window_block(const MatmulBlock&, const WindowRuns&, uint32_t*, uint32_t*) {}
+void gemm_f32_window_block(const MatmulBlock&, const WindowRuns&, uint32_t*, uint32_t*) {}
+TilePacks tile_pack_scratch() { return {nullptr, nullptr}; }
 }  // namespace fluxion::runtime
 
 #endif

@@ -52,7 +52,7 @@ constexpr SlabRule kEigenSlabs{16, 16};
 // memory (a fifth of 64 x 576 x 8192, a convolution's im2col product, on one thread), so a wide
 // product of few rows runs in column slabs, each thread packing half of B; row slabs from two row
 // blocks per thread.
-constexpr SlabRule kBf16Slabs{kBf16Cols, 2 * kBf16RowBlock};
+constexpr SlabRule kBf16Slabs{kTileCols, 2 * kTileRowBlock};
 
 // Conversions run in chunks of this many elements, one chunk per task: enough to amortise a task,
 // small enough to split a 512 x 512 operand between two threads.
@@ -211,7 +211,7 @@ void matmul_bf16_native(const Matmul& mm, int isa_level, int threads) {
   Matmul f = mm;
   f.out = f32_out(mm, out_buf);
   in_blocks(f, 2, 4, threads, kBf16Slabs, [](const MatmulBlock& b) {
-    const Bf16Packs packs = bf16_pack_scratch();  // of the thread computing the block (the kernels' OpenMP workers)
+    const TilePacks packs = tile_pack_scratch();  // of the thread computing the block (the kernels' OpenMP workers)
     gemm_bf16_block(b, packs.a, packs.b);
     g_bf16_blocks.fetch_add(1, std::memory_order_relaxed);
   });

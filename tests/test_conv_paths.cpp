@@ -9,6 +9,7 @@
 #include <fluxion.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "lowering/target.h"
@@ -163,10 +164,17 @@ TEST_CASE("conv paths: bfloat16 columns against the widened float32 convolution"
     CHECK(rt::conv_runs(c.forward) > runs);
     CHECK((rt::matmul_bf16_blocks_computed() + rt::conv_products_from_input() > blocks + windows) == native);
     CHECK((rt::conv_products_from_input() > windows) == (native && packed_from_input));
-    // A bfloat16 result: the same sums rounded once, within a bfloat16 ulp of the rounded reference.
+    // A bfloat16 result: the same sums rounded once, within a bfloat16 ulp of the rounded reference
+    // -- and, rounded as each block is stored, bit for bit the float32 result rounded afterwards.
+    const uint64_t rounded = rt::conv_rounded_as_stored();
     const fx::Array got16 = fx::jit(conv(std::nullopt))(x, w);
+    CHECK(rt::conv_rounded_as_stored() > rounded);
     CHECK(got16.dtype() == fx::bfloat16);
     CHECK(rel_diff(got16, want) < 1e-2);
+    CHECK(test_helpers::max_abs_diff(got16, fx::astype(got, fx::bfloat16)) == 0);
+    // float16 operands (widened to float32, whatever the target) round their results the same way.
+    const fx::Array xh = fx::astype(x, fx::float16), wh = fx::astype(w, fx::float16);
+    CHECK(test_helpers::max_abs_diff(fx::jit(conv(std::nullopt))(xh, wh), fx::astype(fx::jit(conv(fx::float32))(xh, wh), fx::float16)) == 0);
   };
   for (const Bf16Case& b : cases) forward(b.c, b.from_input);
   // Forward and both gradients against the eager reference (bfloat16 all the way).
@@ -176,4 +184,53 @@ TEST_CASE("conv paths: bfloat16 columns against the widened float32 convolution"
          kCol2im, kByFeature});
   check({"NCHW 3x3 rows of 32 bfloat16", {3, 6, 4, 32}, {8, 6, 3, 3}, 1, 1, "NCHW", "OIHW", 1, fx::bfloat16, kIm2col,
          kIm2col, kIm2col});
+}
+
+// float32 operands: where the kernel's target and the host are x86-64-v4 (and FLUXION_CONV_F32 is
+// not "eigen"), an im2col product whose panels are runs of the input -- the same geometries as the
+// bfloat16 cases above -- runs the AVX-512 float32 tiles packed straight from the input; elsewhere
+// Eigen's product on gathered columns. Forward and both gradients against the reference either way
+// (the input gradient at stride 1 is an im2col product of the same kind).
+TEST_CASE("conv paths: float32 products packed from the input on AVX-512") {
+  const char* f32 = std::getenv("FLUXION_CONV_F32");
+  const bool tiles = fx::lowering::cpu_target().isa_level >= 4 && rt::host_isa_level() >= 4 &&
+                     !(f32 && std::string(f32) == "eigen");
+  MESSAGE("float32 window products " << std::string(tiles ? "on the AVX-512 tiles" : "on Eigen with columns"));
+  struct F32Case {
+    Case c;
+    bool from_input;
+  };
+  const F32Case cases[] = {
+      {{"f32 NCHW 3x3 rows of 32, odd rows", {2, 5, 6, 32}, {7, 5, 3, 3}, 1, 1, "NCHW", "OIHW", 1, fx::float32, kIm2col,
+        kIm2col, kByFeature}, true},
+      {{"f32 NCHW 3x3 rows of 64, groups 2", {3, 6, 3, 64}, {14, 3, 3, 3}, 1, 1, "NCHW", "OIHW", 2, fx::float32, kIm2col,
+        kIm2col, kIm2col}, true},
+      {{"f32 NCHW 3x3 rows of 16", {2, 5, 4, 16}, {6, 5, 3, 3}, 1, 1, "NCHW", "OIHW", 1, fx::float32, kIm2col, kIm2col,
+        kByFeature}, true},
+      {{"f32 NCHW 1x1 rows of 32", {2, 9, 4, 32}, {4, 9, 1, 1}, 1, 0, "NCHW", "OIHW", 1, fx::float32, kIm2col, kIm2col,
+        kByFeature}, true},
+      {{"f32 NCHW 5x5 rows of 32, padding 2", {1, 4, 5, 32}, {13, 4, 5, 5}, 1, 2, "NCHW", "OIHW", 1, fx::float32, kIm2col,
+        kIm2col, kByFeature}, true},
+      // Many rows (i, k) and output features: k across the tile's depth blocks (64 x 9 = 576), m across
+      // its row block (100 > 96).
+      {{"f32 NCHW 3x3 64 -> 100 features", {2, 64, 2, 32}, {100, 64, 3, 3}, 1, 1, "NCHW", "OIHW", 1, fx::float32, kIm2col,
+        kIm2col, kByFeature}, true},
+      {{"f32 NCHW 3x3 rows of 20", {2, 8, 20, 20}, {12, 8, 3, 3}, 1, 1, "NCHW", "OIHW", 1, fx::float32, kIm2col, kIm2col,
+        kByFeature}, false},
+      {{"f32 NHWC rows of 32", {2, 4, 32, 8}, {3, 3, 8, 6}, 1, 1, "NHWC", "HWIO", 1, fx::float32, kIm2col, kIm2col, kByFeature},
+       false},
+  };
+  for (const F32Case& f : cases) {
+    const Case& c = f.c;
+    CAPTURE(c.label);
+    const fx::Array x = wave(c.x, 0.3, fx::float32), w = wave(c.w, 1.1, fx::float32);
+    const auto dn = fx::conv_dimension_numbers(c.lhs, c.rhs, c.lhs);
+    auto conv = [&](const fx::Array& a, const fx::Array& b) {
+      return fx::conv_general_dilated(a, b, {c.stride, c.stride}, {{c.pad, c.pad}, {c.pad, c.pad}}, {}, {}, dn, c.groups);
+    };
+    const uint64_t windows = rt::conv_products_from_input();
+    CHECK(rel_diff(fx::jit(conv)(x, w), conv(x, w)) < 1e-5);
+    CHECK((rt::conv_products_from_input() > windows) == (tiles && f.from_input));
+    check(c);
+  }
 }

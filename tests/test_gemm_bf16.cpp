@@ -2,7 +2,8 @@
 // operands widened to float32, Eigen's float32 product) on the same bfloat16 values: tails of the
 // register tile and of the cache blocks, odd k, every orientation, batches, one and two threads,
 // float32 and bfloat16 outputs. And which path a product takes: the native kernel only where the
-// CPU and the compile target (FLUXION_CPU) have AVX512-BF16.
+// CPU and the compile target (FLUXION_CPU) have AVX512-BF16. And the kernel's float32 twin against
+// a float64 product.
 #include <doctest/doctest.h>
 #include <fluxion.h>
 
@@ -131,4 +132,50 @@ TEST_CASE("matmul jit: a bfloat16 product takes the AVX512-BF16 kernel only wher
   // 48 exact products of 1/8: every element exactly 6 on either path.
   const std::vector<float> v = got.to_vector<float>();
   CHECK(std::all_of(v.begin(), v.end(), [](float x) { return x == 6.0f; }));
+}
+
+// The float32 twin of the kernel (runtime/gemm_bf16.h's gemm_f32_block: the same blocking, packing
+// and tiles, one FMA per value of k; runtime/conv_forms.cpp runs it on convolution windows) against
+// a float64 product of the same float32 values: each float32 sum is within k roundings of the exact
+// one, 2 (k + 1) * 2^-24 * sum |a b|. Blocks inside a larger output (out_stride > n), every
+// orientation, tails of the tile and of the cache blocks (k across the 256-step depth block).
+TEST_CASE("gemm bf16: the float32 tile kernel matches a float64 product") {
+  if (rt::host_isa_level() < 4) {
+    MESSAGE("skipped: no AVX-512 here");
+    return;
+  }
+  struct Case {
+    int64_t m, k, n;
+  };
+  const Case cases[] = {{1, 1, 1}, {12, 32, 32}, {13, 33, 35}, {5, 7, 3}, {100, 513, 70}, {101, 300, 545},
+                        {3, 0, 4}, {64, 576, 96}, {23, 257, 33}, {21, 17, 9}};
+  for (const Case& c : cases)
+    for (int orient = 0; orient < 4; ++orient) {
+      CAPTURE(c.m);
+      CAPTURE(c.k);
+      CAPTURE(c.n);
+      CAPTURE(orient);
+      const bool ta = orient & 1, tb = orient & 2;
+      std::vector<float> a(size_t(c.m * c.k)), b(size_t(c.k * c.n));
+      for (size_t i = 0; i < a.size(); ++i) a[i] = float(std::sin(0.37 * double(i) + 1));
+      for (size_t i = 0; i < b.size(); ++i) b[i] = float(std::cos(0.29 * double(i) + 2));
+      const int64_t ld = c.n + 5;  // the block's rows inside a wider output
+      std::vector<float> got(size_t(c.m * ld), -7.f);
+      const rt::MatmulBlock blk{c.m, c.n, c.k, a.data(), ta ? c.m : c.k, ta, b.data(), tb ? c.k : c.n, tb, got.data(), ld};
+      const rt::TilePacks packs = rt::tile_pack_scratch();
+      rt::gemm_f32_block(blk, packs.a, packs.b);
+      size_t bad = 0;
+      for (int64_t i = 0; i < c.m; ++i) {
+        for (int64_t j = 0; j < c.n; ++j) {
+          double want = 0, scale = 1e-30;
+          for (int64_t p = 0; p < c.k; ++p) {
+            const double x = a[size_t(ta ? p * c.m + i : i * c.k + p)], y = b[size_t(tb ? j * c.k + p : p * c.n + j)];
+            want += x * y, scale += std::fabs(x * y);
+          }
+          if (!(std::fabs(double(got[size_t(i * ld + j)]) - want) <= 2.0 * double(c.k + 1) * 0x1p-24 * scale)) ++bad;
+        }
+        for (int64_t j = c.n; j < ld; ++j) bad += got[size_t(i * ld + j)] != -7.f;  // nothing stored beyond the block
+      }
+      CHECK(bad == 0);
+    }
 }
