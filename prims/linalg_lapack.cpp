@@ -118,8 +118,10 @@ void fail(LinalgBlock& b, std::initializer_list<int64_t> sizes) {
 }
 // Transposes go tile by tile: element by element, one side is read or written a row apart (4 KiB at
 // 512 doubles), a TLB miss each. The tiles are 8 x 8: rows 4 KiB apart share one set of the 8-way L1
-// cache, so a taller tile evicts its own lines (a 512 x 512 double transpose took 0.52 ms in 32 x 32
-// tiles, 0.14 ms in 8 x 8 ones written a row of dst at a time; memcpy 0.04 ms).
+// cache, so a taller tile evicts its own lines. dst is written a row at a time (its tiles' rows
+// continue where the previous tile's ended, which the hardware prefetcher follows); src's 8 rows of
+// the tile after next are prefetched, as nothing predicts a column walk. 512 x 512 doubles, out of
+// cache: 32 x 32 tiles 0.68 ms, these 0.28-0.34 ms, memcpy 0.15 ms.
 constexpr int64_t kTile = 8;
 // dst [cols, rows] (row-major) = src [rows, cols]^T: a row-major matrix to column-major and back.
 // `lower_only`: only src's lower triangle (i >= j) is copied, to dst's upper one (row-major), i.e.
@@ -127,10 +129,12 @@ constexpr int64_t kTile = 8;
 template <class T>
 void transpose_into(const T* src, int64_t rows, int64_t cols, T* dst, bool lower_only = false) {
   for (int64_t j0 = 0; j0 < cols; j0 += kTile)
-    for (int64_t i0 = lower_only ? j0 : 0; i0 < rows; i0 += kTile)
+    for (int64_t i0 = lower_only ? j0 : 0; i0 < rows; i0 += kTile) {
+      for (int64_t i = i0 + 2 * kTile; i < std::min(i0 + 3 * kTile, rows); ++i) __builtin_prefetch(src + i * cols + j0);
       for (int64_t j = j0; j < std::min(j0 + kTile, cols); ++j)
         for (int64_t i = lower_only ? std::max(i0, j) : i0; i < std::min(i0 + kTile, rows); ++i)
           dst[j * rows + i] = src[i * cols + j];
+    }
 }
 // LAPACK's workspace query answers in the matrix's type.
 template <class T>
