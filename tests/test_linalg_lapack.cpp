@@ -102,6 +102,28 @@ TEST_CASE("linalg kernels: LAPACK and Eigen agree on every op, both precisions, 
   CHECK(rules::linalg_lapack_blocks_computed() > lapack_before);
 }
 
+TEST_CASE("linalg kernels: eigh reads only the lower triangle, on both kernels") {
+  // The primitive itself (fx::linalg::eigh symmetrizes first): the strict upper triangle holds
+  // values that would change the answer if read.
+  for (fx::DType d : {fx::float64, fx::float32}) {
+    for (int64_t n : {5, 33, 64}) {
+      CAPTURE(n);
+      CAPTURE(std::string(fx::dtype_name(d)));
+      fx::Array a = fx::random::normal(fx::random::key(uint64_t(n)), {2, n, n}, d);
+      fx::Array sym = rules::tril(a) + mT(rules::tril(a, -1));  // the symmetric matrix a's lower triangle stands for
+      auto eigh_prim = [&] { return fx::bind(fx::Prim::eigh, {a}, {}, std::source_location::current()); };
+      std::vector<fx::Array> lapack = with_kernels(rules::LinalgKernels::lapack, eigh_prim);
+      std::vector<fx::Array> eigen = with_kernels(rules::LinalgKernels::eigen, eigh_prim);
+      const double tol = tolerance(d) * double(n);
+      CHECK(max_abs_diff(lapack[1], eigen[1]) < tol);
+      for (const std::vector<fx::Array>& vw : {lapack, eigen}) {
+        CHECK(max_abs_diff(fx::matmul(sym, vw[0]), vw[0] * fx::expand_dims(vw[1], -2)) < tol);
+        CHECK(orthonormality_error(vw[0]) < tolerance(d));
+      }
+    }
+  }
+}
+
 TEST_CASE("linalg kernels: LAPACK's failures are NaN as Eigen's (not positive definite, NaN input)") {
   fx::Array bad = fx::array({{1.0, 2.0}, {2.0, 1.0}});
   CHECK_THROWS_AS(with_kernels(rules::LinalgKernels::lapack, [&] { return la::cholesky(bad); }), fx::ValueError);
