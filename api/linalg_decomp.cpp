@@ -148,8 +148,7 @@ std::pair<Array, Array> qr(const ArrayLike& x, bool full_matrices, SourceLoc loc
 std::pair<Array, Array> eigh(const ArrayLike& x, SourceLoc loc) {
   Array a = as_float(x, loc);
   need_matrix("linalg.eigh", a, true, loc);
-  Array sym = multiply(add(a, swap_last(a, loc), loc), 0.5, loc);
-  std::vector<Array> r = bind(Prim::eigh, {sym}, {}, loc);
+  std::vector<Array> r = bind(Prim::eigh, {a}, {}, loc);  // the primitive symmetrizes a itself
   return {r[1], r[0]};
 }
 

@@ -68,6 +68,8 @@ Array mT(const Array& a) {
   return lax::transpose(a, perm);
 }
 
+Array sym(const Array& a) { return lax::mul(lax::add(a, mT(a)), lax::scalar_like(a, 0.5)); }
+
 Array triangle_mask(const AbstractArray& a, bool lower, int64_t k) {
   const int r = a.ndim();
   const Shape square{a.shape[size_t(r - 2)], a.shape[size_t(r - 1)]};
@@ -297,7 +299,6 @@ std::vector<Array> cholesky_linear_jvp(Arrays in, Arrays t, Arrays out, const Pa
   if (is_zero(t[0])) return {cholesky_linear(l, t[1], adjoint, loc)};
   const Array& e = t[0];
   auto solve_l = [&](const Array& b, bool transpose) { return triangular_solve(l, b, true, true, transpose, false); };
-  auto sym = [](const Array& a) { return lax::mul(lax::add(a, mT(a)), lax::scalar_like(a, 0.5)); };
   auto plus_dx = [&](const Array& a) { return is_zero(t[1]) ? a : lax::add(t[1], a); };
   if (!adjoint) {
     Array dx = plus_dx(lax::mul(mm(e, solve_l(sym(x), false)), lax::scalar_like(x, -2.0)));

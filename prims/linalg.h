@@ -58,6 +58,7 @@ uint64_t linalg_batches_split();
 // ---- batched helpers for the rules (operands of equal batch dims) ----------------------------------
 Array mm(const Array& a, const Array& b);  // a @ b over the last two dims
 Array mT(const Array& a);                  // swaps the last two dims
+Array sym(const Array& a);                 // (a + a^T) / 2 over the last two dims
 /// 1 on and below (lower) or on and above the k-th diagonal, else 0, shaped like a's matrices.
 Array triangle_mask(const AbstractArray& a, bool lower, int64_t k);
 Array tril(const Array& a, int64_t k = 0);

@@ -86,7 +86,8 @@ void qr(LinalgBlock& b) {
 
 template <class T>
 void eigh(LinalgBlock& b) {
-  Eigen::SelfAdjointEigenSolver<Matrix<T>> es(Matrix<T>(ConstMap<T>(static_cast<const T*>(b.a), b.n, b.n)));
+  const ConstMap<T> a(static_cast<const T*>(b.a), b.n, b.n);
+  Eigen::SelfAdjointEigenSolver<Matrix<T>> es(Matrix<T>((a + a.transpose()) * T(0.5)));
   Map<T>(out<T>(b, 0), b.n, b.n) = es.eigenvectors();
   VectorMap<T>(out<T>(b, 1), b.n) = es.eigenvalues();
 }

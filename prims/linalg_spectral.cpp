@@ -60,7 +60,9 @@ const Registration qr_registration = PrimitiveRules{
     .reads = Reads::whole,
 };
 
-// ---- eigh(a) = (v, w): a v = v diag(w), w ascending, v orthonormal; a's lower triangle is read ------------
+// ---- eigh(a) = (v, w): s v = v diag(w) for s = (a + a^T) / 2, w ascending, v orthonormal ---------------
+// The primitive symmetrizes its operand itself (jax.lax.linalg.eigh's symmetrize_input, always on):
+// its kernels average a with a^T as they copy it for the solver, cheaper than a program's transpose.
 std::vector<AbstractArray> eigh_shape(std::span<const AbstractArray> in, const Params&) {
   if (in.size() != 1) rule_error(ErrorKind::Type, "expects 1 operand");
   check_matrix(in[0], "the operand", true);
@@ -73,10 +75,11 @@ void eigh_kernel(std::span<const View> in, std::span<const View> out, const Para
   run_each_matrix(blk, batch_count(in[0].shape()), in, {n * n}, out, {n * n, n});
 }
 
-// dw = diag(V^T dA V); dV = V (F o V^T dA V) with F_ij = 1 / (w_j - w_i) (0 where w_j = w_i).
+// With dS = (dA + dA^T) / 2, whose V^T dS V is the symmetric part of V^T dA V:
+// dw = diag(V^T dS V); dV = V (F o V^T dS V) with F_ij = 1 / (w_j - w_i) (0 where w_j = w_i).
 std::vector<Array> eigh_jvp(Arrays, Arrays t, Arrays out, const Params&, SourceLoc) {
   const Array &v = out[0], &w = out[1];
-  Array vt_da_v = mm(mT(v), mm(t[0], v));
+  Array vt_da_v = sym(mm(mT(v), mm(t[0], v)));
   const Shape& sq = v.shape();
   Array f = safe_reciprocal(lax::sub(rows_of(w, sq), cols_of(w, sq)));
   return {mm(v, lax::mul(f, vt_da_v)), diagonal(vt_da_v)};
