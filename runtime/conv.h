@@ -40,7 +40,7 @@ enum class ConvAlgorithm { reference, im2col, im2col_by_feature, col2im };
 /// How many convolutions took `a` in this process (tests check which path compiled code took).
 uint64_t conv_runs(ConvAlgorithm a);
 /// How many bfloat16 im2col products packed their right operand straight from the input
-/// (runtime/gemm_bf16.h, Bf16WindowRuns) instead of from gathered columns.
+/// (runtime/gemm_tiles.h, WindowRuns) instead of from gathered columns.
 uint64_t conv_products_from_input();
 /// How many convolutions with 16-bit results rounded them as each block was stored (all of them
 /// since the rounding pass over the whole float32 output went; tests check the path ran).

@@ -4,8 +4,8 @@
 // element that the window table (prims/conv_geometry.h) locates for each output position. Gathering
 // those input elements into columns turns it into matrix products, which runtime/matmul.h computes
 // with the Eigen build of the kernel's ISA level (bfloat16 operands: the AVX512-BF16 kernel of
-// runtime/gemm_bf16.h on columns gathered in bfloat16, where the target has it). Where an im2col
-// product's panels are runs of the input, the AVX-512 tiles of runtime/gemm_bf16.h (bfloat16, and
+// runtime/gemm_tiles.h on columns gathered in bfloat16, where the target has it). Where an im2col
+// product's panels are runs of the input, the AVX-512 tiles of runtime/gemm_tiles.h (bfloat16, and
 // float32 on x86-64-v4) pack them straight from it, with no columns in between:
 //   im2col             per (block of images b, feature group):
 //                        out[O_g, (b, P)] = W_g[O_g, I K] x cols[I K, (b, P)]
@@ -30,7 +30,7 @@
 #include <utility>
 
 #include "runtime/conv_columns.h"
-#include "runtime/gemm_bf16.h"
+#include "runtime/gemm_tiles.h"
 #include "runtime/matmul.h"
 #include "runtime/openmp.h"
 #include "runtime/scratch.h"
@@ -63,7 +63,7 @@ int64_t images_per_block(int64_t images, int64_t cols, int64_t rows, int threads
 }
 
 // Whether an im2col product over operands of T whose panels are runs packs them straight from the
-// input for the AVX-512 tiles of runtime/gemm_bf16.h: always for bfloat16 (only run where the
+// input for the AVX-512 tiles of runtime/gemm_tiles.h: always for bfloat16 (only run where the
 // AVX512-BF16 GEMM is allowed), for float32 where the kernel's level and the host are x86-64-v4
 // (elsewhere Eigen's product of the level, on gathered columns) -- unless, for measurement
 // (docs/nn.md), FLUXION_CONV_F32=eigen.

@@ -1,5 +1,5 @@
 // runtime::matmul: picks the Eigen build for the call's level (or, for bfloat16 operands, the
-// AVX512-BF16 kernel of runtime/gemm_bf16.h where allowed) and cuts the product into blocks for
+// AVX512-BF16 kernel of runtime/gemm_tiles.h where allowed) and cuts the product into blocks for
 // the threads.
 #include "runtime/matmul.h"
 
@@ -12,7 +12,7 @@
 #include <immintrin.h>
 #endif
 
-#include "runtime/gemm_bf16.h"
+#include "runtime/gemm_tiles.h"
 #include "runtime/matmul_block.h"
 #include "runtime/openmp.h"
 #include "runtime/scratch.h"
@@ -204,7 +204,7 @@ float* f32_out(const Matmul& mm, Scratch<float>& buf) {
   return mm.narrow_out ? buf.get(mm.batch * mm.m * mm.n) : static_cast<float*>(mm.out);
 }
 
-// A bfloat16 product on AVX512-BF16 (runtime/gemm_bf16.h): the operands packed straight from
+// A bfloat16 product on AVX512-BF16 (runtime/gemm_tiles.h): the operands packed straight from
 // bfloat16, float32 accumulators, the output rounded once when it is bfloat16.
 void matmul_bf16_native(const Matmul& mm, int isa_level, int threads) {
   thread_local Scratch<float> out_buf;

@@ -5,7 +5,7 @@
 // AVX2+FMA, AVX-512); a call names the level its kernel was compiled for (lowering/target.h's
 // isa_level, so FLUXION_CPU=x86-64-v3 runs the AVX2 build on an AVX-512 machine) and never gets a
 // level above the host's. bfloat16 operands run a kernel of their own on CPUs with AVX512-BF16
-// (runtime/gemm_bf16.h; native_bf16_for below says when). A large product is cut into row or
+// (runtime/gemm_tiles.h; native_bf16_for below says when). A large product is cut into row or
 // column slabs (or whole batch entries) that the kernels' own OpenMP threads compute
 // (runtime/openmp.h). docs/jit.md has the measurements behind these choices.
 #pragma once
@@ -37,7 +37,7 @@ struct Matmul {
 
 /// Computes `mm` with the build for x86-64 level min(isa_level, host_isa_level()) (at least the
 /// baseline), on up to `threads` threads when it has enough work (matmul.cpp says how much).
-/// bfloat16 operands take the AVX512-BF16 kernel (runtime/gemm_bf16.h) where native_bf16_for(isa_level),
+/// bfloat16 operands take the AVX512-BF16 kernel (runtime/gemm_tiles.h) where native_bf16_for(isa_level),
 /// else the widening path below.
 void matmul(const Matmul& mm, int isa_level, int threads);
 

@@ -1,4 +1,4 @@
-// The AVX-512 tile GEMMs (runtime/gemm_bf16.h), in the usual packed form: B is packed kTileSteps
+// The AVX-512 tile GEMMs (runtime/gemm_tiles.h), in the usual packed form: B is packed kTileSteps
 // x kTileColBlock words at a time, A kTileRowBlock x kTileSteps at a time, both in the layout the
 // tile reads -- per step of k, kTileCols words of B (two registers) and kTileRows words of A
 // (broadcast one at a time). A bfloat16 word is the pair of values at k = 2q and 2q + 1 (the second
@@ -12,7 +12,7 @@
 // float32 instantiations carry the AVX512-BF16 feature in their target too (one attribute for the
 // templates) but use none of its intrinsics, the only way GCC 12 emits its instructions, so they
 // run on every AVX-512 host.
-#include "runtime/gemm_bf16.h"
+#include "runtime/gemm_tiles.h"
 
 #include <cstring>
 #include <vector>

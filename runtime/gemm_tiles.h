@@ -1,4 +1,4 @@
-// The AVX-512 register-tile GEMMs (runtime/gemm_bf16.cpp): the bfloat16 product on AVX512-BF16,
+// The AVX-512 register-tile GEMMs (runtime/gemm_tiles.cpp): the bfloat16 product on AVX512-BF16,
 // where `vdpbf16ps` multiplies the bfloat16 pairs of two registers and adds both products to a
 // float32 lane (32 multiply-adds per instruction against the 16 of a float32 FMA), and its float32
 // twin on AVX-512F with the same tiles, blocking and packing, which runtime/conv_forms.cpp uses for
