@@ -6,13 +6,19 @@
 #include <vector>
 
 #include "ir/program.h"
+#include "ir/settings.h"
 
 namespace fluxion::config {
 
 namespace {
+// Read while the library loads, where an exception would abort: a bad value reads as off here and
+// is raised by check_settings() when the first device is made, before anything runs.
 bool env_on(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v && std::strcmp(v, "0") != 0;
+  try {
+    return toggle_setting(name, false);
+  } catch (const Error&) {
+    return false;
+  }
 }
 }  // namespace
 

@@ -34,6 +34,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "ir/settings.h"
 #include "lowering/passes.h"
 #include "lowering/target.h"
 
@@ -82,7 +83,7 @@ struct VectorLibm {
 const VectorLibm& vector_libm() {
   static const VectorLibm v = [] {
     VectorLibm r;
-    if (const char* e = std::getenv("FLUXION_LIBMVEC"); e && std::string(e) == "0") return r;  // tests the fallback
+    if (!toggle_setting("FLUXION_LIBMVEC", true)) return r;  // tests the fallback
 #if !defined(__x86_64__)
     return r;  // the names below are the x86-64 vector ABI's
 #endif

@@ -40,6 +40,7 @@
 #include <mutex>
 
 #include "ir/error.h"
+#include "ir/settings.h"
 #include "lowering/passes.h"
 #include "lowering/target.h"
 #include "lowering/tiling.h"
@@ -199,13 +200,10 @@ struct PassChoice {
   bool contraction = false;   // the module carries kGeneratedContraction
 };
 
-const char* passes_override() {
-  const char* e = std::getenv("FLUXION_JIT_LLVM_PASSES");
-  return e && *e ? e : nullptr;
-}
+std::optional<std::string> passes_override() { return setting_value("FLUXION_JIT_LLVM_PASSES"); }
 
 std::string llvm_passes(int opt_level, const PassChoice& c) {
-  if (const char* e = passes_override()) return e;
+  if (std::optional<std::string> e = passes_override()) return *e;
   if (opt_level <= 0) return "";
   std::string s = "function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,loop-mssa(licm),gvn,"
                   "instcombine<no-verify-fixpoint>,simplifycfg";

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "ir/error.h"
+#include "ir/settings.h"
 #include "lowering/library_arrays.h"
 #include "lowering/lower.h"
 #include "lowering/target.h"
@@ -24,10 +25,7 @@ namespace {
 // linalg.conv_2d_nchw_fchw on a zero-padded input, which the pipeline generalizes, tiles and
 // vectorizes like any other loop nest, instead of calling the library.
 bool linalg_requested() {
-  static const bool on = [] {
-    const char* v = std::getenv("FLUXION_CONV_LOWERING");
-    return v && std::string(v) == "linalg";
-  }();
+  static const bool on = choice_setting("FLUXION_CONV_LOWERING") == "linalg";
   return on;
 }
 

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "ir/settings.h"
 #include "lowering/lower.h"
 
 namespace fluxion::lowering {
@@ -28,8 +29,7 @@ namespace {
 // dominate (measured in bench/bench_compile.cpp's "spectral" row). FLUXION_KERNEL_PARTS=N sets
 // it; 0 makes every kernel one function (the A/B of that row).
 size_t part_eqns() {
-  const char* e = std::getenv("FLUXION_KERNEL_PARTS");
-  return e && *e ? size_t(std::strtoull(e, nullptr, 10)) : 128;
+  return size_t(integer_setting("FLUXION_KERNEL_PARTS", 128));
 }
 
 // Where each part starts (indices into p.eqns): the first at 0, every next at the first library

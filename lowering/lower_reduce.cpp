@@ -13,6 +13,7 @@
 #include <mlir/Dialect/SCF/IR/SCF.h>
 #include <mlir/Dialect/Vector/IR/VectorOps.h>
 
+#include "ir/settings.h"
 #include "lowering/lower.h"
 #include "lowering/lower_complex.h"
 
@@ -134,10 +135,7 @@ Merged merge_dims(const Shape& s, const IntList& axes) {
 // As one generic the vector lanes ran across the strided kept dim (gathers) on one thread.
 // FLUXION_TWO_STAGE_REDUCE=0 keeps the single generic: the A/B of docs/jit.md (not in the cache key).
 bool two_stage_reductions() {
-  static const bool on = [] {
-    const char* e = std::getenv("FLUXION_TWO_STAGE_REDUCE");
-    return !(e && std::string(e) == "0");
-  }();
+  static const bool on = toggle_setting("FLUXION_TWO_STAGE_REDUCE", true);
   return on;
 }
 

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 
+#include "ir/settings.h"
 #include "lowering/passes.h"
 
 namespace fluxion::lowering {
@@ -62,7 +63,7 @@ mlir::PassManager* pass_manager(const std::string& passes, std::string& diagnost
   static std::map<std::string, std::unique_ptr<mlir::PassManager>> managers;
   // FLUXION_PASS_TIMING: a fresh manager per compile, whose timing report goes to stderr when the
   // next compile replaces it.
-  static const bool timing = std::getenv("FLUXION_PASS_TIMING") != nullptr;
+  static const bool timing = toggle_setting("FLUXION_PASS_TIMING", false);
   std::unique_ptr<mlir::PassManager>& pm = managers[passes];
   if (!pm || timing) {
     auto fresh = std::make_unique<mlir::PassManager>(&mlir_session().context);  // anchored on builtin.module

@@ -26,6 +26,7 @@
 
 #include "ir/error.h"
 #include "ir/profiler.h"
+#include "ir/settings.h"
 #include "lowering/codegen_cpu.h"
 #include "lowering/compile.h"
 #include "lowering/lower.h"
@@ -92,16 +93,10 @@ const char* kBufferizeAndLower =
     "@OPENMP_TO_LLVM@"
     "reconcile-unrealized-casts";
 
-// Whether environment variable `name` is "0": a pass switched off for an A/B.
-bool switched_off(const char* name) {
-  const char* e = std::getenv(name);
-  return e && std::string(e) == "0";
-}
-
 // FLUXION_PLANAR_COMPLEX=0 leaves complex elementwise loops scalar (fx-vectorize-complex off): the
 // A/B of docs/linalg.md.
 bool planar_complex() {
-  static const bool on = !switched_off("FLUXION_PLANAR_COMPLEX");
+  static const bool on = toggle_setting("FLUXION_PLANAR_COMPLEX", true);
   return on;
 }
 
@@ -142,7 +137,7 @@ double ms_since(Clock::time_point t) { return std::chrono::duration<double, std:
 // 64K elements in every array) skip LLVM's optimizer: compile time dominates for them.
 // FLUXION_JIT_LLVM_OPT=0..3 fixes the level for every kernel (compile time against speed).
 int llvm_opt_level(const Program& p) {
-  if (const char* e = std::getenv("FLUXION_JIT_LLVM_OPT")) return std::clamp(std::atoi(e), 0, 3);
+  if (const int64_t level = integer_setting("FLUXION_JIT_LLVM_OPT", -1); level >= 0) return int(level);
   int64_t largest = 0;
   for (const AbstractArray& t : p.types) largest = std::max<int64_t>(largest, t.size());
   return largest < (int64_t(1) << 16) ? 0 : 3;
@@ -150,7 +145,7 @@ int llvm_opt_level(const Program& p) {
 
 // FLUXION_ROW_BLOCKS=0 turns row blocking (row_blocks.h) off: the A/B of docs/performance.md.
 bool row_blocking() {
-  static const bool on = !switched_off("FLUXION_ROW_BLOCKS");
+  static const bool on = toggle_setting("FLUXION_ROW_BLOCKS", true);
   return on;
 }
 

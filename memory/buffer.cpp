@@ -26,10 +26,14 @@ size_t size_class(size_t n) {
 // FLUXION_ALLOCATOR_CACHE_MB, when set: a fixed bound on the cache.
 std::optional<size_t> fixed_limit() {
   static const std::optional<size_t> limit = []() -> std::optional<size_t> {
+    // memory/ sits below ir/settings: a value that is not an integer >= 0 reads as unset here and
+    // is raised by check_settings() when the first device is made.
     const char* s = std::getenv("FLUXION_ALLOCATOR_CACHE_MB");
-    if (!s) return std::nullopt;
-    long mb = std::atol(s);
-    return size_t(mb < 0 ? 0 : mb) << 20;
+    if (!s || !*s) return std::nullopt;
+    char* end = nullptr;
+    const long long mb = std::strtoll(s, &end, 10);
+    if (*end || mb < 0) return std::nullopt;
+    return size_t(mb) << 20;
   }();
   return limit;
 }

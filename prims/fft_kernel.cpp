@@ -3,6 +3,7 @@
 #include <fftw3.h>
 
 #include "ir/error.h"
+#include "ir/settings.h"
 #include "prims/library_threads.h"
 
 #include <complex>
@@ -80,12 +81,7 @@ FLUXION_FFTW_API(double, fftw)
 // about 2x faster transforms at 2^20 points for a planning cost of its own on first use of a shape
 // (docs/linalg.md). Any other value is a ValueError.
 bool measure_plans() {
-  static const bool measure = [] {
-    const char* v = std::getenv("FLUXION_FFT_PLANNER");
-    if (!v || std::string_view(v) == "estimate") return false;
-    if (std::string_view(v) == "measure") return true;
-    throw_error(ErrorKind::Value, std::string("FLUXION_FFT_PLANNER must be \"estimate\" or \"measure\", got \"") + v + "\"");
-  }();
+  static const bool measure = choice_setting("FLUXION_FFT_PLANNER") == "measure";
   return measure;
 }
 // Transforms of at least this many points in all (batch included) are planned for

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ir/settings.h"
 #include "prims/isa_level.h"
 #include "prims/library_threads.h"
 
@@ -129,12 +130,8 @@ std::atomic<uint64_t> g_blocks[kTopLevel + 1];
 std::atomic<uint64_t> g_lapack_blocks;
 
 LinalgKernels kernels_from_env() {
-  const char* v = std::getenv("FLUXION_LINALG");
-  const std::string_view s = v ? v : "auto";
-  if (s == "auto") return LinalgKernels::by_size;
-  if (s == "eigen") return LinalgKernels::eigen;
-  if (s == "lapack") return LinalgKernels::lapack;
-  throw_error(ErrorKind::Value, std::string("FLUXION_LINALG must be \"auto\", \"eigen\" or \"lapack\", got \"") + v + "\"");
+  const std::string s = choice_setting("FLUXION_LINALG").value_or("auto");
+  return s == "eigen" ? LinalgKernels::eigen : s == "lapack" ? LinalgKernels::lapack : LinalgKernels::by_size;
 }
 std::atomic<LinalgKernels>& kernels_setting() {
   static std::atomic<LinalgKernels> k{kernels_from_env()};

@@ -9,6 +9,7 @@
 #include "ir/error.h"
 #include "ir/eval_rules.h"
 #include "ir/profiler.h"
+#include "ir/settings.h"
 #include "lowering/compile.h"
 #include "lowering/object_cache.h"
 #include "lowering/target.h"
@@ -43,6 +44,7 @@ Cache& cache() {
 }  // namespace
 
 std::shared_ptr<const Executable> compile(const Program& p, const Device& device, const std::string& dump_stem) {
+  check_settings();  // before the cache: a bad value is raised, not cached with the program
   std::string key = fingerprint(p, device);
   Cache& c = cache();
   std::shared_ptr<Entry> e;

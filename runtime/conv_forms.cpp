@@ -29,6 +29,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "ir/settings.h"
 #include "runtime/conv_columns.h"
 #include "runtime/gemm_tiles.h"
 #include "runtime/matmul.h"
@@ -69,10 +70,7 @@ int64_t images_per_block(int64_t images, int64_t cols, int64_t rows, int threads
 // (docs/nn.md), FLUXION_CONV_F32=eigen.
 template <class T>
 bool window_tiles(int isa) {
-  static const bool f32_eigen = [] {
-    const char* v = std::getenv("FLUXION_CONV_F32");
-    return v && std::string(v) == "eigen";
-  }();
+  static const bool f32_eigen = choice_setting("FLUXION_CONV_F32") == "eigen";
   if constexpr (std::is_same_v<T, uint16_t>) return true;
   else return std::is_same_v<T, float> && isa >= 4 && host_isa_level() >= 4 && !f32_eigen;
 }
@@ -360,10 +358,7 @@ struct ConvRun {
 // gradient it is), im2col otherwise. For measurement only (docs/nn.md), FLUXION_CONV_FORM=im2col,
 // by_feature or col2im forces a form where it applies (by feature: without groups).
 ConvAlgorithm conv_form(const conv::ConvGeometry& g) {
-  static const std::string forced = [] {
-    const char* v = std::getenv("FLUXION_CONV_FORM");
-    return std::string(v ? v : "");
-  }();
+  static const std::string forced = choice_setting("FLUXION_CONV_FORM").value_or("");
   const bool ungrouped = g.groups == 1 && g.batch_groups == 1;
   if (forced == "im2col") return ConvAlgorithm::im2col;
   if (forced == "col2im") return ConvAlgorithm::col2im;

@@ -15,10 +15,7 @@ namespace fluxion {
 namespace runtime {
 
 int cpu_devices_per_process() {
-  static const int n = [] {
-    const char* s = std::getenv("FLUXION_CPU_DEVICES");
-    return s ? parse_positive_setting("FLUXION_CPU_DEVICES", s, "for one CPU device") : 1;
-  }();
+  static const int n = int(integer_setting("FLUXION_CPU_DEVICES", 1));
   return n;
 }
 

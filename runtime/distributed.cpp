@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ir/error.h"
+#include "ir/settings.h"
 #include "runtime/devices.h"
 
 #ifdef FLUXION_HAVE_MPI
@@ -21,10 +22,7 @@
 namespace fluxion::runtime {
 
 double collective_timeout_s() {
-  static const double t = [] {
-    const char* s = std::getenv("FLUXION_COLLECTIVE_TIMEOUT");
-    return s && std::atof(s) > 0 ? std::atof(s) : 60.0;
-  }();
+  static const double t = seconds_setting("FLUXION_COLLECTIVE_TIMEOUT", 60.0);
   return t;
 }
 

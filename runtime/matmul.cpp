@@ -12,6 +12,7 @@
 #include <immintrin.h>
 #endif
 
+#include "ir/settings.h"
 #include "runtime/gemm_tiles.h"
 #include "runtime/matmul_block.h"
 #include "runtime/openmp.h"
@@ -239,10 +240,7 @@ void matmul_widened(const Matmul& mm, int isa_level, int threads) {
 }
 
 bool native_bf16_for(int isa_level) {
-  static const bool enabled = [] {
-    const char* e = std::getenv("FLUXION_BF16_GEMM");
-    return !(e && std::string(e) == "widen");
-  }();
+  static const bool enabled = choice_setting("FLUXION_BF16_GEMM") != "widen";
   return enabled && isa_level >= 4 && kernel_has_avx512bf16();
 }
 

@@ -5,6 +5,7 @@
 
 #include <fluxion.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "ir/settings.h"
@@ -94,13 +95,22 @@ TEST_CASE("item() under grad names its own line and says the value is an argumen
 }
 
 TEST_CASE("FLUXION_NUM_THREADS and FLUXION_CPU_DEVICES must be positive integers") {
-  using fx::parse_positive_setting;
-  CHECK(parse_positive_setting("FLUXION_NUM_THREADS", "4", "") == 4);
-  CHECK(parse_positive_setting("FLUXION_CPU_DEVICES", "1", "") == 1);
-  for (const char* bad : {"abc", "", "0", "-2", "4x", " 4"}) {
-    CHECK(contains(message_of<fx::ValueError>([&] { parse_positive_setting("FLUXION_NUM_THREADS", bad, "to use every core"); }),
-                   "FLUXION_NUM_THREADS='" + std::string(bad) + "' is not a positive integer (unset it to use every core)"));
-    CHECK(contains(message_of<fx::ValueError>([&] { parse_positive_setting("FLUXION_CPU_DEVICES", bad, "for one CPU device"); }),
+  // Read through the environment as the library reads them (ir/settings.h; every kind of setting
+  // is tested in test_settings.cpp).
+  const char* saved = std::getenv("FLUXION_NUM_THREADS");
+  const std::string old = saved ? saved : "";
+  setenv("FLUXION_NUM_THREADS", "4", 1);
+  CHECK(fx::thread_setting() == 4);
+  for (const char* bad : {"abc", "0", "-2", "4x", " 4"}) {
+    setenv("FLUXION_NUM_THREADS", bad, 1);
+    const std::string m = message_of<fx::ValueError>([] { fx::thread_setting(); });
+    CHECK(contains(m, "FLUXION_NUM_THREADS='" + std::string(bad) + "' is not a positive integer"));
+    CHECK(contains(m, "unset it to use every core"));
+    setenv("FLUXION_CPU_DEVICES", bad, 1);
+    CHECK(contains(message_of<fx::ValueError>([] { fx::integer_setting("FLUXION_CPU_DEVICES", 1); }),
                    "FLUXION_CPU_DEVICES='" + std::string(bad) + "' is not a positive integer"));
+    unsetenv("FLUXION_CPU_DEVICES");
   }
+  if (saved) setenv("FLUXION_NUM_THREADS", old.c_str(), 1);
+  else unsetenv("FLUXION_NUM_THREADS");
 }
