@@ -1,7 +1,7 @@
 // Benchmarks of fx::jit with their baselines measured in the same run (best of N wall-clock runs;
 // this file is compiled with -O3 -march=native -ffast-math, so the hand loops are the fast-math
 // baselines the targets name). Run: build/bench/fluxion_bench_jit [repeats [section...]], sections
-// matmul bf16 softmax mlp fused rowsum softplus cumsum call compile (all when none is named).
+// matmul bf16 softmax mlp batchnorm fused rowsum softplus cumsum call compile (all when none is named).
 #include <fluxion.h>
 
 #include <algorithm>
@@ -354,6 +354,45 @@ void bench_mlp(int threads) {
   std::printf("  GMM log-likelihood: forward %.3f ms, value_and_grad %.3f ms: ratio %.2f\n\n", gfwd_ms, gvg_ms, gvg_ms / gfwd_ms);
 }
 
+// Batch norm (batch statistics) + ReLU at the shapes of ResNet-18's four stages (batch 128): the
+// forward alone, and forward + backward (the gradients of sum(y * dy) with respect to x, scale and
+// bias). Time is counted in passes over x -- its bytes read or written once -- timed as half a
+// 2-thread memcpy of x in the same run. The least a fused layer can do: forward 3 passes (x read for
+// the statistics, read again, y written), with the backward about 6 more (dy and x read for the two
+// sums, read again, dx written).
+void bench_batchnorm(int threads) {
+  const std::vector<std::vector<int64_t>> shapes{{128, 64, 32, 32}, {128, 128, 16, 16}, {128, 256, 8, 8}, {128, 512, 4, 4}};
+  std::printf("batch norm + ReLU, training, f32 (passes over x: time / half a memcpy of x, same run)\n");
+  for (const std::vector<int64_t>& s : shapes) {
+    const int64_t c = s[1];
+    const fx::Array x = filled(fx::Shape(s), -2, 2), dy = filled(fx::Shape(s), -1, 1);
+    const fx::Array g = filled({c}, 0.5, 1.5), b = filled({c}, -0.5, 0.5);
+    const fx::Array rm = fx::zeros({c}, fx::float32), rv = fx::ones({c}, fx::float32);
+    auto layer = [rm, rv](const fx::Array& u, const fx::Array& k, const fx::Array& o) {
+      return fx::nn::relu(fx::nn::batch_norm(u, k, o, rm, rv, true).out);
+    };
+    auto fwd = fx::jit(layer);
+    auto both = fx::jit([layer](const std::vector<fx::Array>& p, const fx::Array& t) {
+      return fx::grad([&](const std::vector<fx::Array>& q) { return fx::sum(layer(q[0], q[1], q[2]) * t); })(p);
+    });
+    const std::vector<fx::Array> p{x, g, b};
+    fx::Array y = fwd(x, g, b);
+    std::vector<fx::Array> d = both(p, dy);
+    const double fwd_ms = best_ms([&] { y = fwd(x, g, b); });
+    const double both_ms = best_ms([&] { d = both(p, dy); });
+    const size_t n = size_t(x.size());
+    std::vector<float> src(n, 1.f), dst(n, 0.f);
+    const double copy_ms = best_ms([&] {
+      parallel(threads, int64_t(n), [&](int64_t lo, int64_t hi) { std::memcpy(dst.data() + lo, src.data() + lo, size_t(hi - lo) * 4); });
+    });
+    const double pass = copy_ms / 2;
+    std::printf("  [%3lld, %3lld, %2lld, %2lld]  forward %7.2f ms (%4.1f passes)  forward + backward %7.2f ms (%4.1f passes)  memcpy %6.2f ms\n",
+                (long long)s[0], (long long)s[1], (long long)s[2], (long long)s[3], fwd_ms, fwd_ms / pass, both_ms,
+                both_ms / pass, copy_ms);
+  }
+  std::printf("\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -383,6 +422,7 @@ int main(int argc, char** argv) {
   if (want(argc, argv, "bf16")) bench_matmul_bf16(threads);
   if (want(argc, argv, "softmax")) bench_softmax(threads);
   if (want(argc, argv, "mlp")) bench_mlp(threads);
+  if (want(argc, argv, "batchnorm")) bench_batchnorm(threads);
 
   // ---- fused y = sin(a*b) + exp(c), 16M f32 -------------------------------------------------------
   if (want(argc, argv, "fused")) {

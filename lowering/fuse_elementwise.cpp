@@ -37,11 +37,22 @@ bool is_broadcast_copy(linalg::GenericOp g) {
   for (utils::IteratorType t : g.getIteratorTypesArray())
     if (t != utils::IteratorType::parallel) return false;
   // Dims dropped, none reordered: a transposed copy stays materialized (its users would read it
-  // across rows; reductions of transposed inputs have their own loop order, docs/jit.md).
+  // across rows; reductions of transposed inputs have their own loop order, docs/jit.md). Unit dims
+  // of the input read at 0 ((0, d1, 0, 0): per-channel values kept as [1, C, 1, 1]) count as
+  // dropped; those broadcasts were 0.67 GB of the ResNet-18 f32 step's writes before this.
   AffineMap in = g.getIndexingMapsArray()[0];
-  if (!in.isProjectedPermutation() || in.getNumResults() >= in.getNumDims()) return false;
-  for (unsigned r = 1; r < in.getNumResults(); ++r)
-    if (in.getDimPosition(r) <= in.getDimPosition(r - 1)) return false;
+  int64_t prev = -1, dims = 0;
+  for (AffineExpr e : in.getResults()) {
+    if (auto c = dyn_cast<AffineConstantExpr>(e)) {
+      if (c.getValue() != 0) return false;
+      continue;
+    }
+    auto d = dyn_cast<AffineDimExpr>(e);
+    if (!d || int64_t(d.getPosition()) <= prev) return false;
+    prev = d.getPosition();
+    ++dims;
+  }
+  if (dims >= int64_t(in.getNumDims())) return false;
   Block& body = g.getRegion().front();
   auto yield = dyn_cast<linalg::YieldOp>(body.front());
   return yield && yield.getNumOperands() == 1 && yield.getOperand(0) == body.getArgument(0);

@@ -179,8 +179,10 @@ class CpuPipeline : PipelineState {
   void tile() {
     profiler::Scope prof("mlir", "tiling and vectorization");
     auto t = Clock::now();
+    untie_empty_tensors(*module_);
     if (row_blocking() && !only_generics(*module_) && block_rows(*module_)) {
       if (failed(verify(*module_))) fail("verifying the row-blocked module");
+      untie_empty_tensors(*module_);  // the blocks' own empties
       dump_module("rowblocks.mlir");
     }
     collapse_short_elementwise_loops(*module_);

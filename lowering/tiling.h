@@ -22,6 +22,11 @@ inline constexpr const char* kGeneratedContraction = "fx.generated_contraction";
 /// bound 4-D, at 1.05x flattened (docs/training.md).
 void collapse_short_elementwise_loops(mlir::ModuleOp module);
 
+/// Gives every use of a tensor.empty an empty of its own, each marked `fx.empty = N` so that CSE
+/// keeps them apart (untie_empties.cpp: one empty shared by several outs or shared_outs made
+/// bufferization copy whole tensors). Returns how many empties it added.
+int64_t untie_empty_tensors(mlir::ModuleOp module);
+
 /// The module's generics, when nothing but generics (and the function's plumbing) computes.
 std::optional<std::vector<mlir::linalg::GenericOp>> only_generics(mlir::ModuleOp module);
 

@@ -1,0 +1,98 @@
+// What the generated loops of a batch-norm layer write: each result of a threaded loop into a
+// buffer of its own (lowering/untie_empties.cpp), and per-channel values broadcast inside their
+// users instead of written out at full size (lowering/fuse_elementwise.cpp). Checked on the dumps
+// and against eager.
+#include <doctest/doctest.h>
+#include <fluxion.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "test_helpers.h"
+
+namespace fx = fluxion;
+using test_helpers::max_abs_diff;
+
+namespace {
+
+std::string read_dump(const std::string& dir, const std::string& suffix) {
+  std::string all;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string p = e.path().string();
+    if (p.size() < suffix.size() || p.compare(p.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
+    std::ifstream in(p);
+    all += std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+  return all;
+}
+
+// scf.forall ops whose shared_outs start from the same tensor twice.
+int foralls_with_tied_outs(const std::string& mlir) {
+  int tied = 0;
+  const std::regex forall(R"(scf\.forall \([^\n]*shared_outs\(([^)]*)\))");
+  for (auto it = std::sregex_iterator(mlir.begin(), mlir.end(), forall); it != std::sregex_iterator(); ++it) {
+    const std::string outs = (*it)[1];
+    const std::regex init(R"(= (%[\w]+))");
+    std::set<std::string> seen;
+    int n = 0;
+    for (auto v = std::sregex_iterator(outs.begin(), outs.end(), init); v != std::sregex_iterator(); ++v, ++n) seen.insert((*v)[1]);
+    tied += int(seen.size()) != n;
+  }
+  return tied;
+}
+
+// Generics that only copy a [1, C, 1, 1] input (read at (0, d1, 0, 0)) into a larger tensor.
+int unit_dim_broadcasts(const std::string& mlir) {
+  const std::regex bcast(R"(linalg\.generic \{indexing_maps = \[#map\d*, #map\d*\][^\n]*ins\(%[\w#]+ : tensor<1x\d+x1x1xf32>\)[^\n]*\n[^\n]*\n\s*linalg\.yield %in : f32)");
+  return int(std::distance(std::sregex_iterator(mlir.begin(), mlir.end(), bcast), std::sregex_iterator()));
+}
+
+}  // namespace
+
+TEST_CASE("jit: a batch-norm layer's loops write each result once, in a buffer of its own, and match eager") {
+  const std::string dir = "/tmp/fluxion_test_buffers_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  // 1M elements: the loops are threaded (scf.forall) with more than one kernel thread.
+  const fx::Shape s{128, 8, 32, 32};
+  const fx::Array x = fx::sin(fx::reshape(fx::linspace(-40.0, 40.0, s.numel(), fx::float32), s)) * 2.f + 0.5f;
+  const fx::Array dy = fx::cos(fx::reshape(fx::linspace(-30.0, 30.0, s.numel(), fx::float32), s));
+  const fx::Array g = fx::linspace(0.5, 1.5, 8, fx::float32), b = fx::linspace(-0.3, 0.3, 8, fx::float32);
+  // Nothing captured: the compiled programs take exactly these arguments.
+  auto layer = [](const fx::Array& u, const fx::Array& k, const fx::Array& o) {
+    const fx::Array rm = fx::zeros({8}, fx::float32), rv = fx::ones({8}, fx::float32);
+    return fx::nn::relu(fx::nn::batch_norm(u, k, o, rm, rv, true).out);
+  };
+  auto grads = [layer](const std::vector<fx::Array>& p, const fx::Array& t) {
+    return fx::grad([&](const std::vector<fx::Array>& q) { return fx::sum(layer(q[0], q[1], q[2]) * t); })(p);
+  };
+  const std::vector<fx::Array> p{x, g, b};
+  // Two kernel threads whatever FLUXION_NUM_THREADS says: the loops must be scf.foralls.
+  fx::runtime::Device dev = fx::runtime::cpu_device();
+  dev.num_threads = 2;
+  dev.name = "cpu-buffers-test";
+  setenv("FLUXION_DUMP", dir.c_str(), 1);
+  const fx::Array y = fx::runtime::compile(fx::make_ir(layer)(x, g, b), dev)->run(std::vector<fx::Array>{x, g, b})[0];
+  const std::vector<fx::Array> d =
+      fx::runtime::compile(fx::make_ir(grads)(p, dy), dev)->run(std::vector<fx::Array>{x, g, b, dy});
+  unsetenv("FLUXION_DUMP");
+  CHECK(max_abs_diff(y, layer(x, g, b)) <= 1e-4);
+  const std::vector<fx::Array> d0 = grads(p, dy);
+  REQUIRE(d.size() == 3);
+  CHECK(max_abs_diff(d[0], d0[0]) <= 1e-4);
+  CHECK(max_abs_diff(d[1], d0[1]) <= 1e-2);  // sums of 128K products, in f32 against f64
+  CHECK(max_abs_diff(d[2], d0[2]) <= 1e-2);
+  const std::string vectorized = read_dump(dir, ".vectorized.mlir"), fused = read_dump(dir, ".fused.mlir");
+  REQUIRE(vectorized.find("scf.forall") != std::string::npos);
+  CHECK(vectorized.find("fx.empty") != std::string::npos);
+  CHECK(foralls_with_tied_outs(vectorized) == 0);
+  CHECK(unit_dim_broadcasts(fused) == 0);
+  std::filesystem::remove_all(dir);
+}
