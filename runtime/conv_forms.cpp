@@ -41,6 +41,7 @@ namespace {
 
 std::atomic<uint64_t> g_runs[4];
 std::atomic<uint64_t> g_from_input;
+std::atomic<uint64_t> g_features_from_input;
 std::atomic<uint64_t> g_rounded_as_stored;
 
 // How the GEMM forms cut their work: a product should have about kWideColumns columns (or inner
@@ -192,23 +193,54 @@ struct ConvRun {
     std::vector<uint16_t> mask;
   };
   PanelRuns panel_runs() const {
-    const int64_t K = g.k_size(), P = g.out_size(), W = kWindowRun;
+    if (!window_tiles<T>(isa) || g.out_size() % kTileCols != 0) return {};
+    return runs_of(table.data(), g.k_size(), g.out_size());
+  }
+  // The runs of kWindowRun entries of `rows` rows of `len` entries of a table t (len a multiple of
+  // kWindowRun) where each reads one run of consecutive input elements, else empty.
+  static PanelRuns runs_of(const int64_t* t, int64_t rows, int64_t len) {
     PanelRuns r;
-    if (!window_tiles<T>(isa) || P % kTileCols != 0) return r;
-    for (int64_t k = 0; k < K; ++k)
-      for (int64_t p0 = 0; p0 < P; p0 += W) {
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t p0 = 0; p0 < len; p0 += kWindowRun) {
         int64_t base = 0;
         uint16_t mask = 0;
-        for (int64_t l = 0; l < W; ++l) {
-          const int64_t t = table[size_t(k * P + p0 + l)];
-          if (t < 0) continue;
-          if (mask == 0) base = t - l;
-          else if (t != base + l) return {};
+        for (int64_t l = 0; l < kWindowRun; ++l) {
+          const int64_t e = t[i * len + p0 + l];
+          if (e < 0) continue;
+          if (mask == 0) base = e - l;
+          else if (e != base + l) return {};
           mask = uint16_t(mask | 1u << l);
         }
         r.base.push_back(base), r.mask.push_back(mask);
       }
     return r;
+  }
+
+  // The by-feature form's runs (FeatureWindows) where its product packs both operands straight from
+  // x and w on the AVX-512 tiles: window rows of runs of kWindowRun up to padding (NCHW at stride 1:
+  // the kernel gradients at ResNet-18's 32x32, 16x16 and 8x8 stages -- at 8x8 a run spans two
+  // image rows, the padding between them where the next row's first element would be), windows of
+  // a multiple of 2 kWindowRun positions and contiguous in w; else empty (columns gathered, kernel
+  // copied).
+  PanelRuns feature_runs(const std::vector<int64_t>& by_position) const {
+    const int64_t K = g.k_size();
+    if (!window_tiles<T>(isa) || K % (2 * kWindowRun) != 0) return {};
+    for (int64_t k = 0; k < K; ++k)
+      if (koff[size_t(k)] != k) return {};
+    return runs_of(by_position.data(), g.out_size(), K);
+  }
+
+  // One part's by-feature product of features [lo, hi) into `sum` ([(b, p), o]) from x and w.
+  void features_from_input(const PanelRuns& fr, int64_t lo, int64_t hi, Acc* sum) const {
+    if constexpr (std::is_same_v<Acc, float> && !std::is_same_v<T, double>) {
+      const FeatureWindows f{x + lo * g.x_c, g.x_n, g.x_c, g.out_size(), g.k_size(), fr.base.data(), fr.mask.data(),
+                             w + lo * g.w_i, g.w_o, g.w_i, hi - lo};
+      const TilePacks packs = tile_pack_scratch();
+      const int64_t rows = g.out_n * g.out_size();
+      if constexpr (std::is_same_v<T, float>) gemm_f32_feature_block(rows, g.o, f, sum, g.o, packs.a, packs.b);
+      else gemm_bf16_feature_block(rows, g.o, f, sum, g.o, packs.a, packs.b);
+      g_features_from_input.fetch_add(1, std::memory_order_relaxed);
+    }
   }
 
   // Per block of images and feature group: out[O_g, (b, P)] = W_g[O_g, I K] x cols[I K, (b, P)],
@@ -312,12 +344,14 @@ struct ConvRun {
     if (int64_t(sum_bufs.size()) < parts) sum_bufs.resize(size_t(parts));
     std::vector<Acc*> sums;
     for (int64_t part = 0; part < parts; ++part) sums.push_back(sum_bufs[size_t(part)].get(rows * g.o));
+    const PanelRuns fr = feature_runs(by_position);
     parallel_chunks(int(parts), parts, [&](int64_t part) {
       thread_local Scratch<T> cols_buf, w_buf;
       thread_local Scratch<Acc> out_buf;
       Acc* sum = sums[size_t(part)];
       const Run* r = pruns.runs.data();
       const int64_t lo = g.c * part / parts, hi = g.c * (part + 1) / parts;
+      if (!fr.base.empty()) return features_from_input(fr, lo, hi, sum);
       for (int64_t c0 = lo; c0 < hi; c0 += cf) {
         const int64_t nc = std::min(cf, hi - c0), ld = nc * K;
         T* cols = cols_buf.get(rows * ld);
@@ -393,6 +427,7 @@ void run_form(const T* x, const T* w, Acc* y, const conv::ConvGeometry& g, int i
 
 uint64_t conv_runs(ConvAlgorithm a) { return g_runs[int(a)].load(std::memory_order_relaxed); }
 uint64_t conv_products_from_input() { return g_from_input.load(std::memory_order_relaxed); }
+uint64_t conv_features_from_input() { return g_features_from_input.load(std::memory_order_relaxed); }
 uint64_t conv_rounded_as_stored() { return g_rounded_as_stored.load(std::memory_order_relaxed); }
 void count_conv_run(ConvAlgorithm a) { g_runs[int(a)].fetch_add(1, std::memory_order_relaxed); }
 

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "lowering/target.h"
@@ -233,4 +234,64 @@ TEST_CASE("conv paths: float32 products packed from the input on AVX-512") {
     CHECK((rt::conv_products_from_input() > windows) == (tiles && f.from_input));
     check(c);
   }
+}
+
+// The by-feature product (the kernel gradient's form) packs both operands straight from the
+// convolution's arrays (conv_features_from_input) where its window rows are runs of 16 input
+// elements up to padding (NCHW at stride 1: ResNet-18's 32x32, 16x16 and 8x8 stages), the window
+// a multiple of 32 positions and the kernel's window contiguous, on the tiles of the operands' dtype (bfloat16 on
+// AVX512-BF16, float32 on x86-64-v4); elsewhere columns are gathered. As forward convolutions with
+// a window of whole image rows (kw = W) and a float32 result: bfloat16 products are exact in
+// float32, so against the float32 convolution of the same values only the summation order differs
+// (float32 tolerance); padding along W masks the runs' ends. Features (images of the kernel
+// gradient) enough that k spans several of the tiles' depth blocks, which cut features apart.
+TEST_CASE("conv paths: by-feature products packed from the arrays") {
+  const int isa = fx::lowering::cpu_target().isa_level;
+  const char* f32 = std::getenv("FLUXION_CONV_F32");
+  const bool bf16_tiles = rt::native_bf16_for(isa);
+  const bool f32_tiles = isa >= 4 && rt::host_isa_level() >= 4 && !(f32 && std::string(f32) == "eigen");
+  struct FeatureCase {
+    const char* label;
+    fx::Shape x, w;
+    int64_t pad_w;
+    bool from_arrays;
+  };
+  const FeatureCase cases[] = {
+      {"rows of 32", {3, 11, 6, 32}, {7, 11, 4, 32}, 0, true},
+      {"rows of 32, padded", {2, 21, 5, 32}, {13, 21, 3, 32}, 1, true},
+      {"rows of 16, padded", {3, 23, 6, 16}, {9, 23, 4, 16}, 2, true},
+      {"rows of 64", {1, 5, 4, 64}, {40, 5, 2, 64}, 0, true},
+      // Window rows of 8 whole image rows: a run of 16 spans two of them, the padding between
+      // them masked where the next row's first element would be.
+      {"rows of 8, padded", {2, 9, 8, 8}, {5, 9, 4, 8}, 1, true},
+      {"window rows of 8 in image rows of 10", {2, 9, 5, 10}, {5, 9, 4, 8}, 0, false},  // a gap: columns
+      {"rows of 20", {2, 9, 4, 20}, {5, 9, 2, 20}, 0, false},                             // 40 positions: columns
+  };
+  for (const FeatureCase& c : cases)
+    for (fx::DType dt : {fx::bfloat16, fx::float32}) {
+      CAPTURE(c.label);
+      CAPTURE(fx::dtype_name(dt));
+      const fx::Array x = wave(c.x, 0.3, dt), w = wave(c.w, 1.1, dt);
+      auto conv = [&](std::optional<fx::DType> out) {
+        return [&, out](const fx::Array& a, const fx::Array& b) {
+          return fx::conv_general_dilated(a, b, {1, 1}, {{0, 0}, {c.pad_w, c.pad_w}}, {}, {}, std::nullopt, 1, 1, out);
+        };
+      };
+      const fx::Array want = conv(std::nullopt)(fx::astype(x, fx::float32), fx::astype(w, fx::float32));
+      const uint64_t runs = rt::conv_runs(kByFeature), packed = rt::conv_features_from_input();
+      const fx::Array got = fx::jit(conv(fx::float32))(x, w);
+      CHECK(rt::conv_runs(kByFeature) > runs);
+      CHECK(rel_diff(got, want) < 1e-5);
+      const bool tiles = dt == fx::bfloat16 ? bf16_tiles : f32_tiles;
+      CHECK((rt::conv_features_from_input() > packed) == (tiles && c.from_arrays));
+    }
+  // The kernel gradients of such convolutions in the jitted gradient, against the eager reference.
+  uint64_t packed = rt::conv_features_from_input();
+  check({"NCHW 3x3 rows of 32, kernel gradient", {9, 6, 4, 32}, {8, 6, 3, 3}, 1, 1, "NCHW", "OIHW", 1, fx::bfloat16,
+         kIm2col, kIm2col, kByFeature});
+  CHECK((rt::conv_features_from_input() > packed) == bf16_tiles);
+  packed = rt::conv_features_from_input();
+  check({"NCHW 3x3 16x16, kernel gradient", {7, 5, 16, 16}, {6, 5, 3, 3}, 1, 1, "NCHW", "OIHW", 1, fx::float32, kIm2col,
+         kIm2col, kByFeature});
+  CHECK((rt::conv_features_from_input() > packed) == f32_tiles);
 }
