@@ -318,22 +318,28 @@ void product_of_window(const MatmulBlock& b, const WindowRuns& cols, uint32_t* p
   product_of_block<E>(b, pack_cols, pack_a, pack_b);
 }
 
-// Packs panels of W of rows [r0, r0 + extent) whose words load(row, q) gives 16 steps at a time
-// (steps [q, q + 16), `steps` a multiple of 16), 16 rows at a time by a register transpose as
-// pack_k_contiguous does; rows beyond the extent are zeros.
+// Packs panels of W of rows [r0, r0 + extent) whose words `load` gives 16 steps at a time, 16 rows
+// at a time by a register transpose as pack_k_contiguous does (`steps` a multiple of 16; rows beyond
+// the extent are zeros): load(load.row(r), load.chunk(q)) is the 16 words of steps [q, q + 16) of
+// row r. The divisions that locate a row and a chunk run once per row and per chunk of a call, not
+// per load (per load they cost more than the packing itself).
 template <class Load>
 FLUXION_TILE_TARGET void pack_by_transpose(const Load& load, int64_t r0, int64_t steps, int64_t extent, int64_t W,
                                            uint32_t* dst) {
   for (int64_t j = 0; j < extent; j += W, dst += steps * W)
-    for (int64_t q0 = 0; q0 < steps; q0 += 16)
-      for (int64_t j0 = 0; j0 < W; j0 += 16) {
+    for (int64_t j0 = 0; j0 < W; j0 += 16) {
+      typename Load::Row rows[16];
+      const int64_t n = min64(16, min64(W - j0, extent - j - j0));
+      for (int64_t i = 0; i < n; ++i) rows[i] = load.row(r0 + j + j0 + i);
+      for (int64_t q0 = 0; q0 < steps; q0 += 16) {
+        const typename Load::Chunk chunk = load.chunk(q0);
         __m512i r[16], t[16];
-        for (int i = 0; i < 16; ++i)
-          r[i] = j0 + i < W && j + j0 + i < extent ? load(r0 + j + j0 + i, q0) : _mm512_setzero_si512();
+        for (int64_t i = 0; i < 16; ++i) r[i] = i < n ? load(rows[i], chunk) : _mm512_setzero_si512();
         transpose16x16(r, t);
         const __mmask16 store = lanes(W - j0);
         for (int c = 0; c < 16; ++c) _mm512_mask_storeu_epi32(dst + (q0 + c) * W + j0, store, t[c]);
       }
+    }
 }
 
 // The loaders of a by-feature product's operands (FeatureWindows) for the values of k from `pc`
@@ -341,30 +347,48 @@ FLUXION_TILE_TARGET void pack_by_transpose(const Load& load, int64_t r0, int64_t
 // bfloat16 values or one of float32 values), and of row o of the kernel, one load.
 template <class E>
 struct FeatureColumns {
+  struct Row {
+    const E* image;  // x's image b
+    int64_t run0;    // the first run of position p
+  };
+  struct Chunk {
+    int64_t feature;  // offset of the chunk's feature c
+    int64_t run;      // its first run within the window
+  };
   const FeatureWindows& f;
   int64_t pc;
+  Row row(int64_t r) const {
+    return {static_cast<const E*>(f.x) + r / f.positions * f.x_row, r % f.positions * (f.k_size / kWindowRun)};
+  }
+  Chunk chunk(int64_t q) const {
+    const int64_t kk = pc + q * kPerWord<E>;
+    return {kk / f.k_size * f.x_feature, kk % f.k_size / kWindowRun};
+  }
   FLUXION_TILE_TARGET __m512i run(const E* image, int64_t s) const {
     const uintptr_t at = reinterpret_cast<uintptr_t>(image) + uintptr_t(f.run_base[s] * int64_t(sizeof(E)));
     const __mmask16 mask = __mmask16(f.run_mask[s]);
     if constexpr (sizeof(E) == 4) return _mm512_maskz_loadu_epi32(mask, reinterpret_cast<const void*>(at));
     else return _mm512_castsi256_si512(_mm256_maskz_loadu_epi16(mask, reinterpret_cast<const void*>(at)));
   }
-  FLUXION_TILE_TARGET __m512i operator()(int64_t row, int64_t q) const {
-    const int64_t kk = pc + q * kPerWord<E>, k = kk % f.k_size, p = row % f.positions;
-    const E* image = static_cast<const E*>(f.x) + row / f.positions * f.x_row + kk / f.k_size * f.x_feature;
-    const int64_t s = p * (f.k_size / kWindowRun) + k / kWindowRun;
+  FLUXION_TILE_TARGET __m512i operator()(const Row& r, const Chunk& c) const {
+    const E* image = r.image + c.feature;
+    const int64_t s = r.run0 + c.run;
     if constexpr (sizeof(E) == 4) return run(image, s);
     else return _mm512_inserti64x4(run(image, s), _mm512_castsi512_si256(run(image, s + 1)), 1);
   }
 };
 template <class E>
 struct FeatureKernel {
+  using Row = const E*;
+  using Chunk = int64_t;
   const FeatureWindows& f;
   int64_t pc;
-  FLUXION_TILE_TARGET __m512i operator()(int64_t o, int64_t q) const {
+  Row row(int64_t o) const { return static_cast<const E*>(f.w) + o * f.w_row; }
+  Chunk chunk(int64_t q) const {
     const int64_t kk = pc + q * kPerWord<E>;
-    return _mm512_loadu_si512(static_cast<const E*>(f.w) + o * f.w_row + kk / f.k_size * f.w_feature + kk % f.k_size);
+    return kk / f.k_size * f.w_feature + kk % f.k_size;
   }
+  FLUXION_TILE_TARGET __m512i operator()(Row r, Chunk c) const { return _mm512_loadu_si512(r + c); }
 };
 
 // The by-feature product: blocks of k of whole runs (2 kWindowRun values), both operands packed

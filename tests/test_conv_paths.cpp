@@ -295,3 +295,58 @@ TEST_CASE("conv paths: by-feature products packed from the arrays") {
          kIm2col, kByFeature});
   CHECK((rt::conv_features_from_input() > packed) == f32_tiles);
 }
+
+// im2col by tap: where at least 1/8 of the (kernel offset, output position) pairs read padding and
+// the batch is whole panels of 32 images (ResNet-18's 4x4 and 8x8 stages at batch 128), the
+// product runs per kernel offset on columns ordered (position, image) and skips the panels that
+// read only padding (conv_im2col_by_tap), on the tiles of the operands' dtype. Forward with a
+// float32 result against the float32 convolution of the same values (bfloat16 products are exact in
+// float32: the summation order differs, float32 tolerance), and both gradients in the jitted
+// gradient against the eager reference. Input features beyond one block of k (600: two blocks of
+// 300 in bfloat16, three of 200 in float32) split each offset's depth.
+TEST_CASE("conv paths: im2col by tap skips the padding") {
+  const int isa = fx::lowering::cpu_target().isa_level;
+  const char* f32 = std::getenv("FLUXION_CONV_F32");
+  const bool bf16_tiles = rt::native_bf16_for(isa);
+  const bool f32_tiles = isa >= 4 && rt::host_isa_level() >= 4 && !(f32 && std::string(f32) == "eigen");
+  struct TapCase {
+    const char* label;
+    fx::Shape x, w;
+    int64_t stride;
+    bool by_tap;
+  };
+  const TapCase cases[] = {
+      {"4x4, 32 images", {32, 16, 4, 4}, {12, 16, 3, 3}, 1, true},
+      {"8x8, 64 images", {64, 8, 8, 8}, {20, 8, 3, 3}, 1, true},
+      {"8x8 -> 4x4 stride 2", {32, 8, 8, 8}, {24, 8, 3, 3}, 2, true},
+      {"4x4, 600 features", {32, 600, 4, 4}, {8, 600, 3, 3}, 1, true},
+      {"4x4, 24 images", {24, 16, 4, 4}, {12, 16, 3, 3}, 1, false},    // not whole panels
+      {"16x16, 32 images", {32, 4, 16, 16}, {6, 4, 3, 3}, 1, false},   // 8% padding
+  };
+  for (const TapCase& c : cases)
+    for (fx::DType dt : {fx::bfloat16, fx::float32}) {
+      CAPTURE(c.label);
+      CAPTURE(fx::dtype_name(dt));
+      const fx::Array x = wave(c.x, 0.3, dt), w = wave(c.w, 1.1, dt);
+      auto conv = [&](std::optional<fx::DType> out) {
+        return [&, out](const fx::Array& a, const fx::Array& b) {
+          return fx::conv_general_dilated(a, b, {c.stride, c.stride}, {{1, 1}, {1, 1}}, {}, {}, std::nullopt, 1, 1, out);
+        };
+      };
+      const fx::Array want = conv(std::nullopt)(fx::astype(x, fx::float32), fx::astype(w, fx::float32));
+      const uint64_t taps = rt::conv_im2col_by_tap();
+      CHECK(rel_diff(fx::jit(conv(fx::float32))(x, w), want) < 1e-5);
+      const bool tiles = dt == fx::bfloat16 ? bf16_tiles : f32_tiles;
+      CHECK((rt::conv_im2col_by_tap() > taps) == (tiles && c.by_tap));
+    }
+  // The gradients: at stride 1 the input gradient is a 4x4 convolution with padding too, and the
+  // kernel gradient's 4x4 window over the 32 input features (its images) takes the same form.
+  uint64_t taps = rt::conv_im2col_by_tap();
+  check({"4x4 by tap, bfloat16", {32, 32, 4, 4}, {12, 32, 3, 3}, 1, 1, "NCHW", "OIHW", 1, fx::bfloat16, kIm2col, kIm2col,
+         kIm2col});
+  CHECK((rt::conv_im2col_by_tap() >= taps + 4) == bf16_tiles);  // forward (twice), input and kernel gradients
+  taps = rt::conv_im2col_by_tap();
+  check({"4x4 by tap, float32", {32, 32, 4, 4}, {12, 32, 3, 3}, 1, 1, "NCHW", "OIHW", 1, fx::float32, kIm2col, kIm2col,
+         kIm2col});
+  CHECK((rt::conv_im2col_by_tap() >= taps + 4) == f32_tiles);
+}
