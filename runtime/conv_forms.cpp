@@ -277,14 +277,15 @@ struct ConvRun {
 
   // Whether im2col's product runs by tap (gemm_*_tap_block), skipping the products with padding:
   // where the target has the tiles, without groups, a batch of whole panels (images a multiple of
-  // kTileCols), kernel offsets of even blocks of k, and at least 1/8 of the (offset, position) pairs
-  // padding -- ResNet-18's 4x4 and 8x8 stages (31% and 16%, 3x3 windows with padding 1), against 8%
-  // at 16x16, where the input's transposition would cost about what the padding does.
+  // kTileCols), kernel offsets of even blocks of k, and at least 1/4 of the (offset, position) pairs
+  // padding -- ResNet-18's 4x4 stage (31%, 3x3 windows with padding 1; 1.4-1.8x there). At 8x8
+  // (16%) it measured 0.8-1.0x (docs/nn.md): the input's transposition and the per-offset packing
+  // of B cost about what the padding does.
   bool by_tap() const {
     const int64_t per = std::is_same_v<T, uint16_t> ? 2 : 1, parts = (g.ci + kTileSteps * per - 1) / (kTileSteps * per);
     if (!window_tiles<T>(isa) || groups() != 1 || g.out_n % kTileCols != 0 || g.ci % parts != 0 || g.ci / parts % per != 0)
       return false;
-    return std::count(table.begin(), table.end(), int64_t(-1)) * 8 >= int64_t(table.size());
+    return std::count(table.begin(), table.end(), int64_t(-1)) * 4 >= int64_t(table.size());
   }
 
   // im2col by tap: per block of kTileCols images, out[O, (p, b)] = the sum over kernel offsets k of
