@@ -18,8 +18,11 @@
 // product has a long inner dimension, where the first form would multiply by a matrix only P = 9
 // columns wide. The third suits the input gradient of a strided convolution, whose input is the
 // cotangent dilated by the strides: im2col's columns would be mostly the dilation's zeros, while
-// the products of col2im are with the S undilated input positions only. docs/nn.md has the
-// measurements.
+// the products of col2im are with the S undilated input positions only. Where a quarter of im2col's
+// (kernel offset, position) pairs are padding (4x4 outputs, 3x3 windows), its product runs by
+// kernel offset instead and skips them (im2col_by_tap); where the by-feature columns are runs of
+// the input, its product packs both operands straight from the arrays (features_from_input).
+// docs/nn.md has the measurements.
 #include "runtime/conv_forms.h"
 
 #include <algorithm>

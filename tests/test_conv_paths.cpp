@@ -269,8 +269,8 @@ TEST_CASE("conv paths: by-feature products packed from the arrays") {
   };
   for (const FeatureCase& c : cases)
     for (fx::DType dt : {fx::bfloat16, fx::float32}) {
-      CAPTURE(c.label);
-      CAPTURE(fx::dtype_name(dt));
+      const std::string label = std::string(c.label) + " " + std::string(fx::dtype_name(dt));
+      CAPTURE(label);
       const fx::Array x = wave(c.x, 0.3, dt), w = wave(c.w, 1.1, dt);
       auto conv = [&](std::optional<fx::DType> out) {
         return [&, out](const fx::Array& a, const fx::Array& b) {
@@ -317,8 +317,8 @@ TEST_CASE("conv paths: im2col by tap skips the padding") {
   };
   const TapCase cases[] = {
       {"4x4, 32 images", {32, 16, 4, 4}, {12, 16, 3, 3}, 1, true},
-      {"2x2, 64 images", {64, 8, 2, 2}, {20, 8, 3, 3}, 1, true},
-      {"4x4 -> 2x2 stride 2", {32, 8, 4, 4}, {24, 8, 3, 3}, 2, true},
+      {"3x3, 64 images", {64, 8, 3, 3}, {20, 8, 3, 3}, 1, true},     // 40% padding
+      {"6x6 -> 3x3 stride 2", {32, 8, 6, 6}, {24, 8, 3, 3}, 2, false},  // 21%
       {"4x4, 600 features", {32, 600, 4, 4}, {8, 600, 3, 3}, 1, true},
       {"4x4, 24 images", {24, 16, 4, 4}, {12, 16, 3, 3}, 1, false},  // not whole panels
       {"8x8, 32 images", {32, 4, 8, 8}, {6, 4, 3, 3}, 1, false},     // 16% padding
@@ -326,8 +326,8 @@ TEST_CASE("conv paths: im2col by tap skips the padding") {
   };
   for (const TapCase& c : cases)
     for (fx::DType dt : {fx::bfloat16, fx::float32}) {
-      CAPTURE(c.label);
-      CAPTURE(fx::dtype_name(dt));
+      const std::string label = std::string(c.label) + " " + std::string(fx::dtype_name(dt));
+      CAPTURE(label);
       const fx::Array x = wave(c.x, 0.3, dt), w = wave(c.w, 1.1, dt);
       auto conv = [&](std::optional<fx::DType> out) {
         return [&, out](const fx::Array& a, const fx::Array& b) {
