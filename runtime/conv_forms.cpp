@@ -281,7 +281,7 @@ struct ConvRun {
   // Whether im2col's product runs by tap (gemm_*_tap_block), skipping the products with padding:
   // where the target has the tiles, without groups, a batch of whole panels (images a multiple of
   // kTileCols), kernel offsets of even blocks of k, and at least 1/4 of the (offset, position) pairs
-  // padding -- ResNet-18's 4x4 stage (31%, 3x3 windows with padding 1; 1.4-1.8x there). At 8x8
+  // padding -- ResNet-18's 4x4 stage (31%, 3x3 windows with padding 1; 1.4-1.9x there). At 8x8
   // (16%) it measured 0.8-1.0x (docs/nn.md): the input's transposition and the per-offset packing
   // of B cost about what the padding does.
   bool by_tap() const {
