@@ -42,6 +42,13 @@ uint64_t conv_runs(ConvAlgorithm a);
 /// How many bfloat16 im2col products packed their right operand straight from the input
 /// (runtime/gemm_tiles.h, WindowRuns) instead of from gathered columns.
 uint64_t conv_products_from_input();
+/// How many by-feature products (the kernel gradient's form) packed both operands straight from the
+/// convolution's arrays (runtime/gemm_tiles.h, FeatureWindows) instead of gathered columns and a
+/// copied kernel.
+uint64_t conv_features_from_input();
+/// How many im2col convolutions ran their product by kernel offset, skipping the padding
+/// (runtime/gemm_tiles.h, TapColumns).
+uint64_t conv_im2col_by_tap();
 /// How many convolutions with 16-bit results rounded them as each block was stored (all of them
 /// since the rounding pass over the whole float32 output went; tests check the path ran).
 uint64_t conv_rounded_as_stored();

@@ -18,8 +18,11 @@
 // product has a long inner dimension, where the first form would multiply by a matrix only P = 9
 // columns wide. The third suits the input gradient of a strided convolution, whose input is the
 // cotangent dilated by the strides: im2col's columns would be mostly the dilation's zeros, while
-// the products of col2im are with the S undilated input positions only. docs/nn.md has the
-// measurements.
+// the products of col2im are with the S undilated input positions only. Where a quarter of im2col's
+// (kernel offset, position) pairs are padding (4x4 outputs, 3x3 windows), its product runs by
+// kernel offset instead and skips them (im2col_by_tap); where the by-feature columns are runs of
+// the input, its product packs both operands straight from the arrays (features_from_input).
+// docs/nn.md has the measurements.
 #include "runtime/conv_forms.h"
 
 #include <algorithm>
@@ -42,6 +45,8 @@ namespace {
 
 std::atomic<uint64_t> g_runs[4];
 std::atomic<uint64_t> g_from_input;
+std::atomic<uint64_t> g_features_from_input;
+std::atomic<uint64_t> g_by_tap;
 std::atomic<uint64_t> g_rounded_as_stored;
 
 // How the GEMM forms cut their work: a product should have about kWideColumns columns (or inner
@@ -190,23 +195,54 @@ struct ConvRun {
     std::vector<uint16_t> mask;
   };
   PanelRuns panel_runs() const {
-    const int64_t K = g.k_size(), P = g.out_size(), W = kWindowRun;
+    if (!window_tiles<T>(isa) || g.out_size() % kTileCols != 0) return {};
+    return runs_of(table.data(), g.k_size(), g.out_size());
+  }
+  // The runs of kWindowRun entries of `rows` rows of `len` entries of a table t (len a multiple of
+  // kWindowRun) where each reads one run of consecutive input elements, else empty.
+  static PanelRuns runs_of(const int64_t* t, int64_t rows, int64_t len) {
     PanelRuns r;
-    if (!window_tiles<T>(isa) || P % kTileCols != 0) return r;
-    for (int64_t k = 0; k < K; ++k)
-      for (int64_t p0 = 0; p0 < P; p0 += W) {
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t p0 = 0; p0 < len; p0 += kWindowRun) {
         int64_t base = 0;
         uint16_t mask = 0;
-        for (int64_t l = 0; l < W; ++l) {
-          const int64_t t = table[size_t(k * P + p0 + l)];
-          if (t < 0) continue;
-          if (mask == 0) base = t - l;
-          else if (t != base + l) return {};
+        for (int64_t l = 0; l < kWindowRun; ++l) {
+          const int64_t e = t[i * len + p0 + l];
+          if (e < 0) continue;
+          if (mask == 0) base = e - l;
+          else if (e != base + l) return {};
           mask = uint16_t(mask | 1u << l);
         }
         r.base.push_back(base), r.mask.push_back(mask);
       }
     return r;
+  }
+
+  // The by-feature form's runs (FeatureWindows) where its product packs both operands straight from
+  // x and w on the AVX-512 tiles: window rows of runs of kWindowRun up to padding (NCHW at stride 1:
+  // the kernel gradients at ResNet-18's 32x32, 16x16 and 8x8 stages -- at 8x8 a run spans two
+  // image rows, the padding between them where the next row's first element would be), windows of
+  // a multiple of 2 kWindowRun positions and contiguous in w; else empty (columns gathered, kernel
+  // copied).
+  PanelRuns feature_runs(const std::vector<int64_t>& by_position) const {
+    const int64_t K = g.k_size();
+    if (!window_tiles<T>(isa) || K % (2 * kWindowRun) != 0) return {};
+    for (int64_t k = 0; k < K; ++k)
+      if (koff[size_t(k)] != k) return {};
+    return runs_of(by_position.data(), g.out_size(), K);
+  }
+
+  // One part's by-feature product of features [lo, hi) into `sum` ([(b, p), o]) from x and w.
+  void features_from_input(const PanelRuns& fr, int64_t lo, int64_t hi, Acc* sum) const {
+    if constexpr (std::is_same_v<Acc, float> && !std::is_same_v<T, double>) {
+      const FeatureWindows f{x + lo * g.x_c, g.x_n, g.x_c, g.out_size(), g.k_size(), fr.base.data(), fr.mask.data(),
+                             w + lo * g.w_i, g.w_o, g.w_i, hi - lo};
+      const TilePacks packs = tile_pack_scratch();
+      const int64_t rows = g.out_n * g.out_size();
+      if constexpr (std::is_same_v<T, float>) gemm_f32_feature_block(rows, g.o, f, sum, g.o, packs.a, packs.b);
+      else gemm_bf16_feature_block(rows, g.o, f, sum, g.o, packs.a, packs.b);
+      g_features_from_input.fetch_add(1, std::memory_order_relaxed);
+    }
   }
 
   // Per block of images and feature group: out[O_g, (b, P)] = W_g[O_g, I K] x cols[I K, (b, P)],
@@ -238,6 +274,58 @@ struct ConvRun {
       }
       if (!in_place) store(out, ld, n0, nn, o0, direct);
     });
+  }
+
+  // Whether im2col's product runs by tap (gemm_*_tap_block), skipping the products with padding:
+  // where the target has the tiles, without groups, a batch of whole panels (images a multiple of
+  // kTileCols), kernel offsets of even blocks of k, and at least 1/4 of the (offset, position) pairs
+  // padding -- ResNet-18's 4x4 stage (31%, 3x3 windows with padding 1; 1.4-1.9x there). At 8x8
+  // (16%) it measured 0.8-1.0x (docs/nn.md): the input's transposition and the per-offset packing
+  // of B cost about what the padding does.
+  bool by_tap() const {
+    const int64_t per = std::is_same_v<T, uint16_t> ? 2 : 1, parts = (g.ci + kTileSteps * per - 1) / (kTileSteps * per);
+    if (!window_tiles<T>(isa) || groups() != 1 || g.out_n % kTileCols != 0 || g.ci % parts != 0 || g.ci / parts % per != 0)
+      return false;
+    return std::count(table.begin(), table.end(), int64_t(-1)) * 4 >= int64_t(table.size());
+  }
+
+  // im2col by tap: per block of kTileCols images, out[O, (p, b)] = the sum over kernel offsets k of
+  // W_k[O, I] x x_k[I, (p, b)], x_k's column (p, b) being input position s(k, p) of image b -- with
+  // the images innermost, a panel of kTileCols columns is one position p, all padding or none, so
+  // the product skips the padding's panels (at 4x4 outputs and 3x3 windows, 44 of 144 (k, p)) --
+  // from the block's input transposed to [I, (s, b)].
+  void im2col_by_tap() const {
+    const int64_t K = g.k_size(), P = g.out_size(), S = g.in_sp.numel(), nb = kTileCols;
+    const T* packed = packed_kernel(true);  // [O, (k, i)]
+    conv::ConvGeometry rowmajor = g;        // the table with the input's positions numbered 0..S-1
+    rowmajor.x_sp = strides_of(g.in_sp);
+    const std::vector<int64_t> source = conv::window_offsets(rowmajor), xoff = conv::input_offsets(g);
+    const bool direct = direct_output();
+    parallel_chunks(threads, g.out_n / nb, [&](int64_t block) {
+      thread_local Scratch<T> xt_buf;
+      thread_local Scratch<Acc> out_buf, row_buf;
+      const int64_t n0 = block * nb, ld = P * nb;
+      T* xt = xt_buf.get(g.ci * S * nb);
+      for (int64_t i = 0; i < g.ci; ++i)
+        for (int64_t b = 0; b < nb; ++b) {
+          const T* src = x + (n0 + b) * g.x_n + i * g.x_c;
+          for (int64_t s = 0; s < S; ++s) xt[(i * S + s) * nb + b] = src[xoff[size_t(s)]];
+        }
+      Acc* out = out_buf.get(g.o * ld);
+      if constexpr (std::is_same_v<Acc, float> && !std::is_same_v<T, double>) {
+        const TapColumns t{packed, K * g.ci, xt, S * nb, source.data(), K, P, nb, g.ci};
+        const TilePacks packs = tile_pack_scratch();
+        if constexpr (std::is_same_v<T, float>) gemm_f32_tap_block(g.o, t, out, ld, packs.a, packs.b);
+        else gemm_bf16_tap_block(g.o, t, out, ld, packs.a, packs.b);
+      }
+      Acc* row = row_buf.get(P);
+      for (int64_t b = 0; b < nb; ++b)
+        for (int64_t o = 0; o < g.o; ++o) {
+          for (int64_t p = 0; p < P; ++p) row[p] = out[o * ld + p * nb + b];
+          store_row(row, n0 + b, o, direct);
+        }
+    });
+    g_by_tap.fetch_add(1, std::memory_order_relaxed);
   }
 
   // The transposed form, for windows that read a sparse input -- the input gradient of a strided
@@ -310,12 +398,14 @@ struct ConvRun {
     if (int64_t(sum_bufs.size()) < parts) sum_bufs.resize(size_t(parts));
     std::vector<Acc*> sums;
     for (int64_t part = 0; part < parts; ++part) sums.push_back(sum_bufs[size_t(part)].get(rows * g.o));
+    const PanelRuns fr = feature_runs(by_position);
     parallel_chunks(int(parts), parts, [&](int64_t part) {
       thread_local Scratch<T> cols_buf, w_buf;
       thread_local Scratch<Acc> out_buf;
       Acc* sum = sums[size_t(part)];
       const Run* r = pruns.runs.data();
       const int64_t lo = g.c * part / parts, hi = g.c * (part + 1) / parts;
+      if (!fr.base.empty()) return features_from_input(fr, lo, hi, sum);
       for (int64_t c0 = lo; c0 < hi; c0 += cf) {
         const int64_t nc = std::min(cf, hi - c0), ld = nc * K;
         T* cols = cols_buf.get(rows * ld);
@@ -379,6 +469,7 @@ void run_form(const T* x, const T* w, Acc* y, const conv::ConvGeometry& g, int i
   const ConvAlgorithm form = conv_form(g);
   if (form == ConvAlgorithm::im2col_by_feature) r.im2col_by_feature();
   else if (form == ConvAlgorithm::col2im) r.col2im();
+  else if (r.by_tap()) r.im2col_by_tap();
   else r.im2col();
   count_conv_run(form);
   if (narrow) g_rounded_as_stored.fetch_add(1, std::memory_order_relaxed);
@@ -388,6 +479,8 @@ void run_form(const T* x, const T* w, Acc* y, const conv::ConvGeometry& g, int i
 
 uint64_t conv_runs(ConvAlgorithm a) { return g_runs[int(a)].load(std::memory_order_relaxed); }
 uint64_t conv_products_from_input() { return g_from_input.load(std::memory_order_relaxed); }
+uint64_t conv_features_from_input() { return g_features_from_input.load(std::memory_order_relaxed); }
+uint64_t conv_im2col_by_tap() { return g_by_tap.load(std::memory_order_relaxed); }
 uint64_t conv_rounded_as_stored() { return g_rounded_as_stored.load(std::memory_order_relaxed); }
 void count_conv_run(ConvAlgorithm a) { g_runs[int(a)].fetch_add(1, std::memory_order_relaxed); }
 

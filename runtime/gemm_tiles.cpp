@@ -15,6 +15,7 @@
 #include "runtime/gemm_tiles.h"
 
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #if defined(__x86_64__)
@@ -238,42 +239,62 @@ FLUXION_TILE_TARGET void pack_window_runs(const WindowRuns& c, int64_t p0, int64
   }
 }
 
-// The blocked product of gemm_bf16_block / gemm_f32_block over elements E, B's panels packed by
-// pack_b_panels(pc, depth, jc, nc, dst).
-template <class E, class PackB>
-void product(const MatmulBlock& b, PackB pack_b_panels, uint32_t* pack_a, uint32_t* pack_b) {
+// The blocked product out[m x n] (rows `ld` apart) = A B over elements E, k deep, A's panels packed
+// by pack_a_panels(pc, depth, ic, mc, dst) and B's by pack_b_panels(pc, depth, jc, nc, dst), the
+// blocks of k whole multiples of `quantum` values (a multiple of a word's).
+//
+// With a `live` predicate (tap products), a panel of columns for which live(pc, first column) is
+// false reads only zeros in that block of k and is skipped: the output is zeroed first and every
+// block adds, and the blocks of k are at most `max_block` values.
+struct AllLive {
+  bool operator()(int64_t, int64_t) const { return true; }
+};
+template <class E, class PackA, class PackB, class Live = AllLive>
+void product(int64_t m, int64_t n, int64_t k, float* out, int64_t ld, int64_t quantum, PackA pack_a_panels,
+             PackB pack_b_panels, uint32_t* pack_a, uint32_t* pack_b, Live live = {}, int64_t max_block = 0) {
   constexpr int64_t per = kPerWord<E>;
-  const E* lhs = static_cast<const E*>(b.lhs);
-  float* out = static_cast<float*>(b.out);
-  if (b.k == 0) {
-    for (int64_t i = 0; i < b.m; ++i) std::memset(out + i * b.out_stride, 0, size_t(b.n) * 4);
-    return;
+  constexpr bool skips = !std::is_same_v<Live, AllLive>;
+  if (k == 0 || skips) {
+    for (int64_t i = 0; i < m; ++i) std::memset(out + i * ld, 0, size_t(n) * 4);
+    if (k == 0) return;
   }
-  // Blocks of k evened out (whole words, at most kTileSteps): k = 576 in bfloat16, the 64-feature
-  // 3x3 convolutions', takes two blocks of 288 rather than 512 and a last pass of 64 over the output.
-  const int64_t max_depth = kTileSteps * per, blocks = (b.k + max_depth - 1) / max_depth;
-  const int64_t step = ((b.k + blocks - 1) / blocks + per - 1) / per * per;
-  for (int64_t pc = 0; pc < b.k; pc += step) {
-    const int64_t depth = min64(step, b.k - pc), steps = (depth + per - 1) / per;
-    for (int64_t jc = 0; jc < b.n; jc += kTileColBlock) {
-      const int64_t nc = min64(kTileColBlock, b.n - jc);
+  // Blocks of k evened out (at most kTileSteps words): k = 576 in bfloat16, the 64-feature 3x3
+  // convolutions', takes two blocks of 288 rather than 512 and a last pass of 64 over the output.
+  const int64_t max_depth = max_block > 0 ? max_block : kTileSteps * per, blocks = (k + max_depth - 1) / max_depth;
+  const int64_t step = ((k + blocks - 1) / blocks + quantum - 1) / quantum * quantum;
+  for (int64_t pc = 0; pc < k; pc += step) {
+    const int64_t depth = min64(step, k - pc), steps = (depth + per - 1) / per;
+    for (int64_t jc = 0; jc < n; jc += kTileColBlock) {
+      const int64_t nc = min64(kTileColBlock, n - jc);
       pack_b_panels(pc, depth, jc, nc, pack_b);
-      for (int64_t ic = 0; ic < b.m; ic += kTileRowBlock) {
-        const int64_t mc = min64(kTileRowBlock, b.m - ic);
-        // Element (i, p) of op(lhs) is lhs[i * ld + p], or lhs[p * ld + i] when transposed.
-        const E* lhs_block = b.trans_lhs ? lhs + pc * b.lhs_stride + ic : lhs + ic * b.lhs_stride + pc;
-        pack_panels(lhs_block, b.lhs_stride, !b.trans_lhs, depth, mc, kTileRows, pack_a);
+      for (int64_t ic = 0; ic < m; ic += kTileRowBlock) {
+        const int64_t mc = min64(kTileRowBlock, m - ic);
+        pack_a_panels(pc, depth, ic, mc, pack_a);
         // Rows innermost: the packed panel of B stays in L1 while the panels of A stream from L2.
-        for (int64_t jr = 0; jr < nc; jr += kTileCols)
+        for (int64_t jr = 0; jr < nc; jr += kTileCols) {
+          if (skips && !live(pc, jc + jr)) continue;
           for (int64_t ir = 0; ir < mc; ir += kTileRows) {
             const int64_t rows = min64(kTileRows, mc - ir);
             auto run = rows > 8 ? tile<E, int(kTileRows)> : rows > 4 ? tile<E, 8> : tile<E, 4>;
-            run(steps, pack_a + ir * steps, pack_b + jr * steps, out + (ic + ir) * b.out_stride + jc + jr, b.out_stride, rows,
-                min64(kTileCols, nc - jr), pc > 0);
+            run(steps, pack_a + ir * steps, pack_b + jr * steps, out + (ic + ir) * ld + jc + jr, ld, rows,
+                min64(kTileCols, nc - jr), skips || pc > 0);
           }
+        }
       }
     }
   }
+}
+
+// The product of a MatmulBlock, with B packed by pack_b_panels (from op(rhs) or elsewhere).
+template <class E, class PackB>
+void product_of_block(const MatmulBlock& b, PackB pack_b_panels, uint32_t* pack_a, uint32_t* pack_b) {
+  const E* lhs = static_cast<const E*>(b.lhs);
+  auto pack_lhs = [&](int64_t pc, int64_t depth, int64_t ic, int64_t mc, uint32_t* dst) {
+    // Element (i, p) of op(lhs) is lhs[i * ld + p], or lhs[p * ld + i] when transposed.
+    const E* block = b.trans_lhs ? lhs + pc * b.lhs_stride + ic : lhs + ic * b.lhs_stride + pc;
+    pack_panels(block, b.lhs_stride, !b.trans_lhs, depth, mc, kTileRows, dst);
+  };
+  product<E>(b.m, b.n, b.k, static_cast<float*>(b.out), b.out_stride, kPerWord<E>, pack_lhs, pack_b_panels, pack_a, pack_b);
 }
 
 // The product with B packed from op(rhs).
@@ -285,7 +306,7 @@ void product_of_operands(const MatmulBlock& b, uint32_t* pack_a, uint32_t* pack_
     const E* block = b.trans_rhs ? rhs + jc * b.rhs_stride + pc : rhs + pc * b.rhs_stride + jc;
     pack_panels(block, b.rhs_stride, b.trans_rhs, depth, nc, kTileCols, dst);
   };
-  product<E>(b, pack_rhs, pack_a, pack_b);
+  product_of_block<E>(b, pack_rhs, pack_a, pack_b);
 }
 
 // The product with B packed from a convolution's input.
@@ -294,7 +315,118 @@ void product_of_window(const MatmulBlock& b, const WindowRuns& cols, uint32_t* p
   auto pack_cols = [&](int64_t pc, int64_t depth, int64_t jc, int64_t nc, uint32_t* dst) {
     pack_window_runs<E>(cols, pc, depth, jc, nc, dst);
   };
-  product<E>(b, pack_cols, pack_a, pack_b);
+  product_of_block<E>(b, pack_cols, pack_a, pack_b);
+}
+
+// Packs panels of W of rows [r0, r0 + extent) whose words `load` gives 16 steps at a time, 16 rows
+// at a time by a register transpose as pack_k_contiguous does (`steps` a multiple of 16; rows beyond
+// the extent are zeros): load(load.row(r), load.chunk(q)) is the 16 words of steps [q, q + 16) of
+// row r. The divisions that locate a row and a chunk run once per row and per chunk of a call, not
+// per load (per load they cost more than the packing itself).
+template <class Load>
+FLUXION_TILE_TARGET void pack_by_transpose(const Load& load, int64_t r0, int64_t steps, int64_t extent, int64_t W,
+                                           uint32_t* dst) {
+  for (int64_t j = 0; j < extent; j += W, dst += steps * W)
+    for (int64_t j0 = 0; j0 < W; j0 += 16) {
+      typename Load::Row rows[16];
+      const int64_t n = min64(16, min64(W - j0, extent - j - j0));
+      for (int64_t i = 0; i < n; ++i) rows[i] = load.row(r0 + j + j0 + i);
+      for (int64_t q0 = 0; q0 < steps; q0 += 16) {
+        const typename Load::Chunk chunk = load.chunk(q0);
+        __m512i r[16], t[16];
+        for (int64_t i = 0; i < 16; ++i) r[i] = i < n ? load(rows[i], chunk) : _mm512_setzero_si512();
+        transpose16x16(r, t);
+        const __mmask16 store = lanes(W - j0);
+        for (int c = 0; c < 16; ++c) _mm512_mask_storeu_epi32(dst + (q0 + c) * W + j0, store, t[c]);
+      }
+    }
+}
+
+// The loaders of a by-feature product's operands (FeatureWindows) for the values of k from `pc`
+// on: 16 words of row (b, p) of the columns, from runs of the input (two runs of kWindowRun
+// bfloat16 values or one of float32 values), and of row o of the kernel, one load.
+template <class E>
+struct FeatureColumns {
+  struct Row {
+    const E* image;  // x's image b
+    int64_t run0;    // the first run of position p
+  };
+  struct Chunk {
+    int64_t feature;  // offset of the chunk's feature c
+    int64_t run;      // its first run within the window
+  };
+  const FeatureWindows& f;
+  int64_t pc;
+  Row row(int64_t r) const {
+    return {static_cast<const E*>(f.x) + r / f.positions * f.x_row, r % f.positions * (f.k_size / kWindowRun)};
+  }
+  Chunk chunk(int64_t q) const {
+    const int64_t kk = pc + q * kPerWord<E>;
+    return {kk / f.k_size * f.x_feature, kk % f.k_size / kWindowRun};
+  }
+  FLUXION_TILE_TARGET __m512i run(const E* image, int64_t s) const {
+    const uintptr_t at = reinterpret_cast<uintptr_t>(image) + uintptr_t(f.run_base[s] * int64_t(sizeof(E)));
+    const __mmask16 mask = __mmask16(f.run_mask[s]);
+    if constexpr (sizeof(E) == 4) return _mm512_maskz_loadu_epi32(mask, reinterpret_cast<const void*>(at));
+    else return _mm512_castsi256_si512(_mm256_maskz_loadu_epi16(mask, reinterpret_cast<const void*>(at)));
+  }
+  FLUXION_TILE_TARGET __m512i operator()(const Row& r, const Chunk& c) const {
+    const E* image = r.image + c.feature;
+    const int64_t s = r.run0 + c.run;
+    if constexpr (sizeof(E) == 4) return run(image, s);
+    else return _mm512_inserti64x4(run(image, s), _mm512_castsi512_si256(run(image, s + 1)), 1);
+  }
+};
+template <class E>
+struct FeatureKernel {
+  using Row = const E*;
+  using Chunk = int64_t;
+  const FeatureWindows& f;
+  int64_t pc;
+  Row row(int64_t o) const { return static_cast<const E*>(f.w) + o * f.w_row; }
+  Chunk chunk(int64_t q) const {
+    const int64_t kk = pc + q * kPerWord<E>;
+    return kk / f.k_size * f.w_feature + kk % f.k_size;
+  }
+  FLUXION_TILE_TARGET __m512i operator()(Row r, Chunk c) const { return _mm512_loadu_si512(r + c); }
+};
+
+// The by-feature product: blocks of k of whole runs (2 kWindowRun values), both operands packed
+// straight from the convolution's arrays.
+template <class E>
+void product_of_features(int64_t m, int64_t n, const FeatureWindows& f, float* out, int64_t ld, uint32_t* pack_a,
+                         uint32_t* pack_b) {
+  auto pack_cols = [&](int64_t pc, int64_t depth, int64_t ic, int64_t mc, uint32_t* dst) {
+    pack_by_transpose(FeatureColumns<E>{f, pc}, ic, depth / kPerWord<E>, mc, kTileRows, dst);
+  };
+  auto pack_kernel = [&](int64_t pc, int64_t depth, int64_t jc, int64_t nc, uint32_t* dst) {
+    pack_by_transpose(FeatureKernel<E>{f, pc}, jc, depth / kPerWord<E>, nc, kTileCols, dst);
+  };
+  product<E>(m, n, f.features * f.k_size, out, ld, 2 * kWindowRun, pack_cols, pack_kernel, pack_a, pack_b);
+}
+
+// The tap product (TapColumns): per block of k (one tap's depth, or an even part of it), A from
+// the kernel's k-contiguous rows and B's live panels from the transposed input, k-major.
+template <class E>
+void product_of_taps(int64_t m, const TapColumns& t, float* out, int64_t ld, uint32_t* pack_a, uint32_t* pack_b) {
+  const E* w = static_cast<const E*>(t.w);
+  const E* xt = static_cast<const E*>(t.xt);
+  const int64_t parts = (t.depth + kTileSteps * kPerWord<E> - 1) / (kTileSteps * kPerWord<E>), block = t.depth / parts;
+  auto source = [&](int64_t pc, int64_t j) { return t.source[pc / t.depth * t.positions + j / t.images]; };
+  auto pack_w = [&](int64_t pc, int64_t depth, int64_t ic, int64_t mc, uint32_t* dst) {
+    pack_panels(w + ic * t.w_stride + pc, t.w_stride, true, depth, mc, kTileRows, dst);
+  };
+  auto pack_x = [&](int64_t pc, int64_t depth, int64_t jc, int64_t nc, uint32_t* dst) {
+    const int64_t steps = (depth + kPerWord<E> - 1) / kPerWord<E>;
+    for (int64_t j = jc; j < jc + nc; j += kTileCols) {
+      const int64_t s = source(pc, j);
+      if (s >= 0)
+        pack_panels(xt + pc % t.depth * t.xt_stride + s * t.images + j % t.images, t.xt_stride, false, depth, kTileCols,
+                    kTileCols, dst + (j - jc) * steps);
+    }
+  };
+  auto live = [&](int64_t pc, int64_t j) { return source(pc, j) >= 0; };
+  product<E>(m, t.positions * t.images, t.taps * t.depth, out, ld, kPerWord<E>, pack_w, pack_x, pack_a, pack_b, live, block);
 }
 
 }  // namespace
@@ -316,6 +448,20 @@ void gemm_bf16_window_block(const MatmulBlock& b, const WindowRuns& cols, uint32
 void gemm_f32_window_block(const MatmulBlock& b, const WindowRuns& cols, uint32_t* pack_a, uint32_t* pack_b) {
   product_of_window<float>(b, cols, pack_a, pack_b);
 }
+void gemm_bf16_tap_block(int64_t m, const TapColumns& t, float* out, int64_t out_stride, uint32_t* pack_a, uint32_t* pack_b) {
+  product_of_taps<uint16_t>(m, t, out, out_stride, pack_a, pack_b);
+}
+void gemm_f32_tap_block(int64_t m, const TapColumns& t, float* out, int64_t out_stride, uint32_t* pack_a, uint32_t* pack_b) {
+  product_of_taps<float>(m, t, out, out_stride, pack_a, pack_b);
+}
+void gemm_bf16_feature_block(int64_t m, int64_t n, const FeatureWindows& f, float* out, int64_t out_stride, uint32_t* pack_a,
+                             uint32_t* pack_b) {
+  product_of_features<uint16_t>(m, n, f, out, out_stride, pack_a, pack_b);
+}
+void gemm_f32_feature_block(int64_t m, int64_t n, const FeatureWindows& f, float* out, int64_t out_stride, uint32_t* pack_a,
+                            uint32_t* pack_b) {
+  product_of_features<float>(m, n, f, out, out_stride, pack_a, pack_b);
+}
 
 }  // namespace fluxion::runtime
 
@@ -326,6 +472,10 @@ void gemm_bf16_block(const MatmulBlock&, uint32_t*, uint32_t*) {}
 void gemm_f32_block(const MatmulBlock&, uint32_t*, uint32_t*) {}
 void gemm_bf16_window_block(const MatmulBlock&, const WindowRuns&, uint32_t*, uint32_t*) {}
 void gemm_f32_window_block(const MatmulBlock&, const WindowRuns&, uint32_t*, uint32_t*) {}
+void gemm_bf16_feature_block(int64_t, int64_t, const FeatureWindows&, float*, int64_t, uint32_t*, uint32_t*) {}
+void gemm_bf16_tap_block(int64_t, const TapColumns&, float*, int64_t, uint32_t*, uint32_t*) {}
+void gemm_f32_tap_block(int64_t, const TapColumns&, float*, int64_t, uint32_t*, uint32_t*) {}
+void gemm_f32_feature_block(int64_t, int64_t, const FeatureWindows&, float*, int64_t, uint32_t*, uint32_t*) {}
 TilePacks tile_pack_scratch() { return {nullptr, nullptr}; }
 }  // namespace fluxion::runtime
 

@@ -68,4 +68,47 @@ struct WindowRuns {
 void gemm_bf16_window_block(const MatmulBlock& b, const WindowRuns& cols, uint32_t* pack_a, uint32_t* pack_b);
 void gemm_f32_window_block(const MatmulBlock& b, const WindowRuns& cols, uint32_t* pack_a, uint32_t* pack_b);
 
+/// Both operands of a convolution's by-feature product (runtime/conv_forms.cpp: the kernel
+/// gradient's form, out[(b, p), o] = the sum over features c and window positions k of
+/// cols[(b, p), (c, k)] w[o, (c, k)]) read straight from the convolution's arrays instead of from
+/// gathered columns and a copied kernel: with runs of kWindowRun window positions, each one run of
+/// the input (padding masked), s = p * (k_size / kWindowRun) + k / kWindowRun and bit
+/// k % kWindowRun of run_mask[s] set,
+///   cols[(b, p), (c, k)] = x[b * x_row + c * x_feature + run_base[s] + k % kWindowRun], else zero,
+///   w[o, (c, k)]         = w[o * w_row + c * w_feature + k]
+/// over `features` features; k_size is a multiple of 2 kWindowRun (16 steps of k in either dtype).
+struct FeatureWindows {
+  const void* x;
+  int64_t x_row, x_feature, positions, k_size;
+  const int64_t* run_base;
+  const uint16_t* run_mask;
+  const void* w;
+  int64_t w_row, w_feature, features;
+};
+
+/// out[m x n] (float32, `out_stride` apart; m = images x positions, n = output features) = that
+/// product, accumulated in float32 over all features (bfloat16 bits or float32 operands).
+void gemm_bf16_feature_block(int64_t m, int64_t n, const FeatureWindows& f, float* out, int64_t out_stride, uint32_t* pack_a,
+                             uint32_t* pack_b);
+void gemm_f32_feature_block(int64_t m, int64_t n, const FeatureWindows& f, float* out, int64_t out_stride, uint32_t* pack_a,
+                            uint32_t* pack_b);
+
+/// A convolution's im2col product by kernel offset ("tap", runtime/conv_forms.cpp), which skips the
+/// products with the padding: out[m x (positions x images)] (float32) = the sum over the taps k of
+/// W_k x X_k, where W_k is columns [k depth, (k + 1) depth) of the kernel `w` (m rows `w_stride`
+/// apart) and column (p, b) = p * images + b of X_k is column source[k * positions + p] * images + b
+/// of the transposed input `xt` (depth rows `xt_stride` apart), or zeros where that source is
+/// negative: such a panel is skipped. `images` is a multiple of kTileCols; depth's blocks of k are
+/// even parts of it (a multiple of 2 values in bfloat16).
+struct TapColumns {
+  const void* w;
+  int64_t w_stride;
+  const void* xt;
+  int64_t xt_stride;
+  const int64_t* source;
+  int64_t taps, positions, images, depth;
+};
+void gemm_bf16_tap_block(int64_t m, const TapColumns& t, float* out, int64_t out_stride, uint32_t* pack_a, uint32_t* pack_b);
+void gemm_f32_tap_block(int64_t m, const TapColumns& t, float* out, int64_t out_stride, uint32_t* pack_a, uint32_t* pack_b);
+
 }  // namespace fluxion::runtime

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "lowering/target.h"
@@ -111,6 +112,9 @@ TEST_CASE("conv paths: the kernel gradient by blocks of features") {
 // the float32 convolution of the widened values up to summation order (float32 tolerance).
 TEST_CASE("conv paths: bfloat16 columns against the widened float32 convolution") {
   const bool native = rt::native_bf16_for(fx::lowering::cpu_target().isa_level);
+  const char* f32_form = std::getenv("FLUXION_CONV_F32");
+  const bool f32_tiles = fx::lowering::cpu_target().isa_level >= 4 && rt::host_isa_level() >= 4 &&
+                         !(f32_form && std::string(f32_form) == "eigen");
   MESSAGE("bfloat16 convolutions " << std::string(native ? "on bfloat16 columns (AVX512-BF16)" : "widened to float32"));
   // The forward convolutions of these cases, through their `forward` form (the gradient forms are
   // not run here: the two check() calls below run the gradients in bfloat16).
@@ -162,8 +166,9 @@ TEST_CASE("conv paths: bfloat16 columns against the widened float32 convolution"
     CHECK(got.dtype() == fx::float32);
     CHECK(rel_diff(got, want) < 1e-5);
     CHECK(rt::conv_runs(c.forward) > runs);
-    CHECK((rt::matmul_bf16_blocks_computed() + rt::conv_products_from_input() > blocks + windows) == native);
-    CHECK((rt::conv_products_from_input() > windows) == (native && packed_from_input));
+    CHECK((rt::matmul_bf16_blocks_computed() > blocks) == (native && !packed_from_input));
+    // Widened to float32 on x86-64-v4 (FLUXION_CPU=x86-64-v4), the float32 tiles pack from the input.
+    CHECK((rt::conv_products_from_input() > windows) == ((native || f32_tiles) && packed_from_input));
     // A bfloat16 result: the same sums rounded once, within a bfloat16 ulp of the rounded reference
     // -- and, rounded as each block is stored, bit for bit the float32 result rounded afterwards.
     const uint64_t rounded = rt::conv_rounded_as_stored();
@@ -233,4 +238,123 @@ TEST_CASE("conv paths: float32 products packed from the input on AVX-512") {
     CHECK((rt::conv_products_from_input() > windows) == (tiles && f.from_input));
     check(c);
   }
+}
+
+// The by-feature product (the kernel gradient's form) packs both operands straight from the
+// convolution's arrays (conv_features_from_input) where its window rows are runs of 16 input
+// elements up to padding (NCHW at stride 1: ResNet-18's 32x32, 16x16 and 8x8 stages), the window
+// a multiple of 32 positions and the kernel's window contiguous, on the tiles of the operands' dtype (bfloat16 on
+// AVX512-BF16, float32 on x86-64-v4); elsewhere columns are gathered. As forward convolutions with
+// a window of whole image rows (kw = W) and a float32 result: bfloat16 products are exact in
+// float32, so against the float32 convolution of the same values only the summation order differs
+// (float32 tolerance); padding along W masks the runs' ends. Features (images of the kernel
+// gradient) enough that k spans several of the tiles' depth blocks, which cut features apart.
+TEST_CASE("conv paths: by-feature products packed from the arrays") {
+  const int isa = fx::lowering::cpu_target().isa_level;
+  const char* f32 = std::getenv("FLUXION_CONV_F32");
+  const bool bf16_tiles = rt::native_bf16_for(isa);
+  const bool f32_tiles = isa >= 4 && rt::host_isa_level() >= 4 && !(f32 && std::string(f32) == "eigen");
+  struct FeatureCase {
+    const char* label;
+    fx::Shape x, w;
+    int64_t pad_w;
+    bool from_arrays;
+  };
+  const FeatureCase cases[] = {
+      {"rows of 32", {3, 11, 6, 32}, {7, 11, 4, 32}, 0, true},
+      {"rows of 32, padded", {2, 21, 5, 32}, {13, 21, 3, 32}, 1, true},
+      {"rows of 16, padded", {3, 23, 6, 16}, {9, 23, 4, 16}, 2, true},
+      {"rows of 64", {1, 5, 4, 64}, {40, 5, 2, 64}, 0, true},
+      // Window rows of 8 whole image rows: a run of 16 spans two of them, the padding between
+      // them masked where the next row's first element would be.
+      {"rows of 8, padded", {2, 9, 8, 8}, {5, 9, 4, 8}, 1, true},
+      {"window rows of 8 in image rows of 10", {2, 9, 5, 10}, {5, 9, 4, 8}, 0, false},  // a gap: columns
+      {"rows of 20", {2, 9, 4, 20}, {5, 9, 2, 20}, 0, false},                             // 40 positions: columns
+  };
+  for (const FeatureCase& c : cases)
+    for (fx::DType dt : {fx::bfloat16, fx::float32}) {
+      const std::string label = std::string(c.label) + " " + std::string(fx::dtype_name(dt));
+      CAPTURE(label);
+      const fx::Array x = wave(c.x, 0.3, dt), w = wave(c.w, 1.1, dt);
+      auto conv = [&](std::optional<fx::DType> out) {
+        return [&, out](const fx::Array& a, const fx::Array& b) {
+          return fx::conv_general_dilated(a, b, {1, 1}, {{0, 0}, {c.pad_w, c.pad_w}}, {}, {}, std::nullopt, 1, 1, out);
+        };
+      };
+      const fx::Array want = conv(std::nullopt)(fx::astype(x, fx::float32), fx::astype(w, fx::float32));
+      const uint64_t runs = rt::conv_runs(kByFeature), packed = rt::conv_features_from_input();
+      const fx::Array got = fx::jit(conv(fx::float32))(x, w);
+      CHECK(rt::conv_runs(kByFeature) > runs);
+      CHECK(rel_diff(got, want) < 1e-5);
+      // bfloat16 without AVX512-BF16 is widened to float32 and takes the float32 tiles.
+      const bool tiles = dt == fx::bfloat16 ? bf16_tiles || f32_tiles : f32_tiles;
+      CHECK((rt::conv_features_from_input() > packed) == (tiles && c.from_arrays));
+    }
+  // The kernel gradients of such convolutions in the jitted gradient, against the eager reference.
+  uint64_t packed = rt::conv_features_from_input();
+  check({"NCHW 3x3 rows of 32, kernel gradient", {9, 6, 4, 32}, {8, 6, 3, 3}, 1, 1, "NCHW", "OIHW", 1, fx::bfloat16,
+         kIm2col, kIm2col, kByFeature});
+  CHECK((rt::conv_features_from_input() > packed) == (bf16_tiles || f32_tiles));
+  packed = rt::conv_features_from_input();
+  check({"NCHW 3x3 16x16, kernel gradient", {7, 5, 16, 16}, {6, 5, 3, 3}, 1, 1, "NCHW", "OIHW", 1, fx::float32, kIm2col,
+         kIm2col, kByFeature});
+  CHECK((rt::conv_features_from_input() > packed) == f32_tiles);
+}
+
+// im2col by tap: where at least 1/4 of the (kernel offset, output position) pairs read padding and
+// the batch is whole panels of 32 images (ResNet-18's 4x4 stage at batch 128), the
+// product runs per kernel offset on columns ordered (position, image) and skips the panels that
+// read only padding (conv_im2col_by_tap), on the tiles of the operands' dtype. Forward with a
+// float32 result against the float32 convolution of the same values (bfloat16 products are exact in
+// float32: the summation order differs, float32 tolerance), and both gradients in the jitted
+// gradient against the eager reference. Input features beyond one block of k (600: two blocks of
+// 300 in bfloat16, three of 200 in float32) split each offset's depth.
+TEST_CASE("conv paths: im2col by tap skips the padding") {
+  const int isa = fx::lowering::cpu_target().isa_level;
+  const char* f32 = std::getenv("FLUXION_CONV_F32");
+  const bool bf16_tiles = rt::native_bf16_for(isa);
+  const bool f32_tiles = isa >= 4 && rt::host_isa_level() >= 4 && !(f32 && std::string(f32) == "eigen");
+  struct TapCase {
+    const char* label;
+    fx::Shape x, w;
+    int64_t stride;
+    bool by_tap;
+  };
+  const TapCase cases[] = {
+      {"4x4, 32 images", {32, 16, 4, 4}, {12, 16, 3, 3}, 1, true},
+      {"3x3, 64 images", {64, 8, 3, 3}, {20, 8, 3, 3}, 1, true},     // 40% padding
+      {"6x6 -> 3x3 stride 2", {32, 8, 6, 6}, {24, 8, 3, 3}, 2, false},  // 21%
+      {"4x4, 600 features", {32, 600, 4, 4}, {8, 600, 3, 3}, 1, true},
+      {"4x4, 24 images", {24, 16, 4, 4}, {12, 16, 3, 3}, 1, false},  // not whole panels
+      {"8x8, 32 images", {32, 4, 8, 8}, {6, 4, 3, 3}, 1, false},     // 16% padding
+      {"8x8 -> 4x4 stride 2", {32, 8, 8, 8}, {24, 8, 3, 3}, 2, false},
+  };
+  for (const TapCase& c : cases)
+    for (fx::DType dt : {fx::bfloat16, fx::float32}) {
+      const std::string label = std::string(c.label) + " " + std::string(fx::dtype_name(dt));
+      CAPTURE(label);
+      const fx::Array x = wave(c.x, 0.3, dt), w = wave(c.w, 1.1, dt);
+      auto conv = [&](std::optional<fx::DType> out) {
+        return [&, out](const fx::Array& a, const fx::Array& b) {
+          return fx::conv_general_dilated(a, b, {c.stride, c.stride}, {{1, 1}, {1, 1}}, {}, {}, std::nullopt, 1, 1, out);
+        };
+      };
+      const fx::Array want = conv(std::nullopt)(fx::astype(x, fx::float32), fx::astype(w, fx::float32));
+      const uint64_t taps = rt::conv_im2col_by_tap();
+      CHECK(rel_diff(fx::jit(conv(fx::float32))(x, w), want) < 1e-5);
+      // bfloat16 without AVX512-BF16 is widened to float32 and takes the float32 tiles.
+      const bool tiles = dt == fx::bfloat16 ? bf16_tiles || f32_tiles : f32_tiles;
+      CHECK((rt::conv_im2col_by_tap() > taps) == (tiles && c.by_tap));
+    }
+  // The gradients: at stride 1 the input gradient is a 4x4 convolution with padding too, and the
+  // kernel gradient's 4x4 window over the 32 input features (its images) takes the same form.
+  uint64_t taps = rt::conv_im2col_by_tap();
+  check({"4x4 by tap, bfloat16", {32, 32, 4, 4}, {12, 32, 3, 3}, 1, 1, "NCHW", "OIHW", 1, fx::bfloat16, kIm2col, kIm2col,
+         kIm2col});
+  // forward (twice), input and kernel gradients
+  CHECK((rt::conv_im2col_by_tap() >= taps + 4) == (bf16_tiles || f32_tiles));
+  taps = rt::conv_im2col_by_tap();
+  check({"4x4 by tap, float32", {32, 32, 4, 4}, {12, 32, 3, 3}, 1, 1, "NCHW", "OIHW", 1, fx::float32, kIm2col, kIm2col,
+         kIm2col});
+  CHECK((rt::conv_im2col_by_tap() >= taps + 4) == f32_tiles);
 }

@@ -1,12 +1,15 @@
 """The peer table's workloads in PyTorch, eager (no torch.compile), on the CPU.
 
 Run by bench/peers/run.sh: python peers_torch.py [repeats]. Threads: torch.set_num_threads(2).
+`python peers_torch.py N resnet` runs the ResNet-18 rows alone, `python peers_torch.py N layers`
+ResNet-18's convolutions one at a time (bench/bench_conv_layers.cpp's output format).
 Rows without a PyTorch counterpart are skipped (the cached jit call and the compile of a one-op
 function: eager PyTorch has neither; PyTorch has no scan, so the RNN row runs a Python loop of
 1000 steps, which is what a PyTorch user writes). The per-example gradients, the BA Jacobian and
 the k-means direction use torch.func (vmap, grad, jacfwd, jvp).
 """
 import sys
+import time
 import warnings
 from functools import partial
 
@@ -162,6 +165,48 @@ def resnet_rows(timed):
         timed(f"resnet18_step_{precision}", step, [x, y], lambda _: first)
 
 
+# ResNet-18's convolutions (bench/bench_conv_layers.cpp's kLayers): name, c -> o features, hw x hw
+# input, k x k kernel (padding k // 2), stride, runs per training step, input gradient needed.
+LAYERS = [("stem", 3, 64, 32, 3, 1, 1, False), ("s1", 64, 64, 32, 3, 1, 4, True),
+          ("s2_down", 64, 128, 32, 3, 2, 1, True), ("s2_proj", 64, 128, 32, 1, 2, 1, True),
+          ("s2", 128, 128, 16, 3, 1, 3, True), ("s3_down", 128, 256, 16, 3, 2, 1, True),
+          ("s3_proj", 128, 256, 16, 1, 2, 1, True), ("s3", 256, 256, 8, 3, 1, 3, True),
+          ("s4_down", 256, 512, 8, 3, 2, 1, True), ("s4_proj", 256, 512, 8, 1, 2, 1, True),
+          ("s4", 512, 512, 4, 3, 1, 3, True)]
+
+
+def layer_rows(repeats):
+    """Per layer, dtype and part (forward, input gradient, kernel gradient), the best of `repeats`
+    calls, as bench/bench_conv_layers.cpp prints them: "layer NAME DTYPE PART MS COUNT". The
+    gradients are aten.convolution_backward with one output each, as autograd calls it in the step
+    (there with both outputs at once); bfloat16 tensors throughout for bf16 (autocast's)."""
+    print(f"# torch {torch.__version__}, {torch.get_num_threads()} threads, best of {repeats}", flush=True)
+    n = c.RESNET_N
+    for dtype, label in ((torch.bfloat16, "bf16"), (torch.float32, "f32")):
+        for name, ci, co, hw, k, s, count, needs_dx in LAYERS:
+            pad, oh = k // 2, (hw + 2 * (k // 2) - k) // s + 1
+            x = torch.from_numpy(c.pattern((n, ci, hw, hw), -1, 1, 1)).to(dtype)
+            w = torch.from_numpy(c.pattern((co, ci, k, k), -0.1, 0.1, 2)).to(dtype)
+            g = torch.from_numpy(c.pattern((n, co, oh, oh), -1, 1, 3)).to(dtype)
+
+            def backward(mask):
+                return torch.ops.aten.convolution_backward(g, x, w, None, [s, s], [pad, pad], [1, 1], False, [0, 0], 1,
+                                                           mask)
+
+            parts = [("forward", lambda: F.conv2d(x, w, stride=s, padding=pad), count),
+                     ("input_grad", lambda: backward([True, False, False]), count if needs_dx else 0),
+                     ("kernel_grad", lambda: backward([False, True, False]), count)]
+            with torch.no_grad():
+                for part, f, runs in parts:
+                    f()
+                    best = 1e300
+                    for _ in range(repeats):
+                        t = time.perf_counter()
+                        f()
+                        best = min(best, time.perf_counter() - t)
+                    print(f"layer {name} {label} {part} {best * 1e3:.3f} {runs}", flush=True)
+
+
 def tensors(tree):
     if isinstance(tree, (tuple, list)):
         return type(tree)(tensors(a) for a in tree)
@@ -175,6 +220,8 @@ def flat(tree):
 
 
 def main():
+    if sys.argv[2:] == ["layers"]:  # ResNet-18's convolutions one at a time
+        return layer_rows(c.repeats_from_argv())
     rec = c.Recorder("torch", c.repeats_from_argv())
     print(f"# torch {torch.__version__}, {torch.get_num_threads()} threads, eager", flush=True)
 
