@@ -7,7 +7,8 @@
 // (F.conv2d and aten.convolution_backward, 2 threads) and `bench/peers/layers_table.py` joins the
 // two outputs into the table of docs/nn.md, each row weighted by how often one step runs it.
 //
-// Run: build/bench/fluxion_bench_conv_layers [repeats] [f32] [bf16] (both dtypes by default).
+// Run: build/bench/fluxion_bench_conv_layers [repeats] [f32] [bf16] [LAYER...] (both dtypes and all
+// layers by default; naming layers, e.g. s3, times only those -- for a profiler).
 // Output: one line per (layer, dtype, part): "layer NAME DTYPE PART MS COUNT" with COUNT the
 // number of times one training step runs that part (the stem's input gradient is never needed).
 #include <fluxion.h>
@@ -89,15 +90,18 @@ void bench_layer(const Layer& l, fx::DType dt, int repeats) {
 int main(int argc, char** argv) {
   int repeats = 3;
   std::vector<fx::DType> dtypes;
+  std::vector<std::string> only;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "f32") dtypes.push_back(fx::float32);
     else if (a == "bf16") dtypes.push_back(fx::bfloat16);
-    else repeats = std::max(1, std::atoi(a.c_str()));
+    else if (std::atoi(a.c_str()) > 0) repeats = std::atoi(a.c_str());
+    else only.push_back(a);
   }
   if (dtypes.empty()) dtypes = {fx::bfloat16, fx::float32};
   std::printf("# fluxion, %d threads, best of %d\n", fx::runtime::cpu_device().num_threads, repeats);
   for (fx::DType dt : dtypes)
-    for (const Layer& l : kLayers) bench_layer(l, dt, repeats);
+    for (const Layer& l : kLayers)
+      if (only.empty() || std::find(only.begin(), only.end(), l.name) != only.end()) bench_layer(l, dt, repeats);
   return 0;
 }

@@ -300,10 +300,9 @@ struct ConvRun {
     conv::ConvGeometry rowmajor = g;        // the table with the input's positions numbered 0..S-1
     rowmajor.x_sp = strides_of(g.in_sp);
     const std::vector<int64_t> source = conv::window_offsets(rowmajor), xoff = conv::input_offsets(g);
-    const bool direct = direct_output();
     parallel_chunks(threads, g.out_n / nb, [&](int64_t block) {
       thread_local Scratch<T> xt_buf;
-      thread_local Scratch<Acc> out_buf, row_buf;
+      thread_local Scratch<Acc> out_buf;
       const int64_t n0 = block * nb, ld = P * nb;
       T* xt = xt_buf.get(g.ci * S * nb);
       for (int64_t i = 0; i < g.ci; ++i)
@@ -318,14 +317,38 @@ struct ConvRun {
         if constexpr (std::is_same_v<T, float>) gemm_f32_tap_block(g.o, t, out, ld, packs.a, packs.b);
         else gemm_bf16_tap_block(g.o, t, out, ld, packs.a, packs.b);
       }
-      Acc* row = row_buf.get(P);
-      for (int64_t b = 0; b < nb; ++b)
-        for (int64_t o = 0; o < g.o; ++o) {
-          for (int64_t p = 0; p < P; ++p) row[p] = out[o * ld + p * nb + b];
-          store_row(row, n0 + b, o, direct);
-        }
+      store_by_position(out, n0, nb);
     });
     g_by_tap.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  // Stores a tap product's [O, (p, b)] block (the nb images innermost) into images [n0, n0 + nb):
+  // per output feature, its P x nb results rounded in one call where `narrow`, then scattered image
+  // by image. Gathering each (image, feature)'s P results and storing them as a row (store_row)
+  // cost a conversion call per 16 values at 4x4 -- 65536 calls per convolution at batch 128 and 512
+  // features (docs/nn.md).
+  void store_by_position(const Acc* out, int64_t n0, int64_t nb) const {
+    const int64_t ld = g.out_size() * nb;
+    for (int64_t o = 0; o < g.o; ++o) {
+      if constexpr (std::is_same_v<Acc, float>) {
+        if (narrow) {
+          thread_local Scratch<uint16_t> rounded_buf;
+          uint16_t* rounded = rounded_buf.get(ld);
+          narrow_from_f32(out + o * ld, narrow_dtype, rounded, ld, isa, 1);
+          scatter_by_position(rounded, static_cast<uint16_t*>(narrow), n0, nb, o);
+          continue;
+        }
+      }
+      scatter_by_position(out + o * ld, y, n0, nb, o);
+    }
+  }
+  template <class V>
+  void scatter_by_position(const V* src, V* dst, int64_t n0, int64_t nb, int64_t o) const {
+    const int64_t P = g.out_size();
+    for (int64_t b = 0; b < nb; ++b) {
+      V* d = dst + (n0 + b) * g.y_n + o * g.y_c;
+      for (int64_t p = 0; p < P; ++p) d[yoff[size_t(p)]] = src[p * nb + b];
+    }
   }
 
   // The transposed form, for windows that read a sparse input -- the input gradient of a strided

@@ -357,4 +357,10 @@ TEST_CASE("conv paths: im2col by tap skips the padding") {
   check({"4x4 by tap, float32", {32, 32, 4, 4}, {12, 32, 3, 3}, 1, 1, "NCHW", "OIHW", 1, fx::float32, kIm2col, kIm2col,
          kIm2col});
   CHECK((rt::conv_im2col_by_tap() >= taps + 4) == f32_tiles);
+  // Channels last: the results are scattered to positions that are not one row per feature (and
+  // rounded to bfloat16 per output feature's block before that).
+  taps = rt::conv_im2col_by_tap();
+  check({"4x4 by tap, bfloat16 NHWC", {32, 4, 4, 24}, {12, 24, 3, 3}, 1, 1, "NHWC", "OIHW", 1, fx::bfloat16, kIm2col,
+         kIm2col, kIm2col});
+  CHECK((rt::conv_im2col_by_tap() >= taps + 4) == (bf16_tiles || f32_tiles));
 }
