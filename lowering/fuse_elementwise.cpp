@@ -27,6 +27,16 @@ namespace {
 //    takes such runs in linear time first), and one huge loop body is slow for LLVM too.
 constexpr int64_t kMaxFusedCost = 1024;
 
+bool calls_out(Operation* op) {
+  bool found = false;
+  op->walk([&](func::CallOp) { found = true; });
+  return found;
+}
+
+int64_t cost_of(Operation* op) {
+  return op->getNumRegions() == 0 || op->getRegion(0).empty() ? 0 : body_cost(op->getRegion(0).front());
+}
+
 // A generic that only broadcasts its one input (every loop parallel, the body `yield %in`, the
 // input's map drops dims of the loops). One used by several generics is cloned per user
 // first, so that each copy fuses into its user: fusion takes single-use producers only, and a
@@ -58,12 +68,40 @@ bool is_broadcast_copy(linalg::GenericOp g) {
   return yield && yield.getNumOperands() == 1 && yield.getOperand(0) == body.getArgument(0);
 }
 
-void clone_broadcasts_per_user(Operation* root) {
+// A cheap elementwise value (a few arith ops) that reads at most one operand at full size (batch
+// norm's x - mean): recomputed by each user it costs no more reads than reading it back, and it is
+// not written at all. Cloned per user like the broadcasts (a broadcast it reads fuses into it and
+// does not count); x - mean was written in full and read back by the variance's reduction and the
+// normalization.
+constexpr int64_t kMaxRecomputedCost = 8;
+bool is_cheap_to_recompute(linalg::GenericOp g) {
+  if (g.getNumDpsInits() != 1 || g->getNumResults() != 1 || g.getNumReductionLoops() > 0) return false;
+  if (!g.getIndexingMapsArray().back().isIdentity()) return false;
+  if (cost_of(g) > kMaxRecomputedCost || calls_out(g)) return false;
+  if (g.getNumDpsInputs() == 0) return false;  // fills and iotas
+  for (OpOperand& use : g->getResult(0).getUses()) {  // read by generics, not accumulated into
+    auto user = dyn_cast<linalg::GenericOp>(use.getOwner());
+    if (!user || !user.isDpsInput(&use)) return false;
+  }
+  int full = 0;
+  for (OpOperand* in : g.getDpsInputOperands()) {
+    auto def = in->get().getDefiningOp<linalg::GenericOp>();
+    if (def && is_broadcast_copy(def)) continue;  // fuses in: read at its own size
+    AffineMap m = g.getMatchingIndexingMap(in);
+    if (m.getNumResults() != g.getNumLoops()) continue;
+    if (!m.isIdentity()) return false;  // a transposed copy stays shared (above)
+    ++full;
+  }
+  return full <= 1;
+}
+
+// Users first: a clone of a recomputed value adds users to the values it reads, which are cloned
+// for them in turn (and broadcasts, after all of them).
+void clone_per_user(Operation* root, bool (*pred)(linalg::GenericOp)) {
   SmallVector<linalg::GenericOp> shared;
-  root->walk([&](linalg::GenericOp g) {
-    if (is_broadcast_copy(g) && !g->getResult(0).hasOneUse()) shared.push_back(g);
-  });
-  for (linalg::GenericOp g : shared) {
+  root->walk([&](linalg::GenericOp g) { shared.push_back(g); });
+  for (linalg::GenericOp g : llvm::reverse(shared)) {
+    if (!pred(g) || g->getResult(0).hasOneUse()) continue;
     OpBuilder b(g->getContext());
     b.setInsertionPointAfter(g);
     SmallVector<OpOperand*> users;
@@ -76,14 +114,62 @@ void clone_broadcasts_per_user(Operation* root) {
   }
 }
 
-bool calls_out(Operation* op) {
-  bool found = false;
-  op->walk([&](func::CallOp) { found = true; });
-  return found;
+// Inputs read at 0 along unit dims ((0, d1, 0, 0): per-channel values kept as [1, C, 1, 1]) are
+// read through a collapse_shape without those dims: collapseOpIterationDims turns such constant
+// results into dims (LLVM 19: `(d0, d1, d2) -> (d0, d1, d0, d0)`).
+void drop_unit_dims_of_inputs(linalg::GenericOp g, OpBuilder& b) {
+  SmallVector<AffineMap> maps = g.getIndexingMapsArray();
+  for (OpOperand* in : g.getDpsInputOperands()) {
+    AffineMap m = g.getMatchingIndexingMap(in);
+    auto t = dyn_cast<RankedTensorType>(in->get().getType());
+    if (!t) continue;
+    SmallVector<AffineExpr> kept;
+    SmallVector<int64_t> shape;
+    SmallVector<ReassociationIndices> groups;
+    ReassociationIndices pending;
+    bool unit = false, other_constant = false;
+    for (unsigned i = 0; i < m.getNumResults(); ++i) {
+      pending.push_back(int64_t(i));
+      if (auto c = dyn_cast<AffineConstantExpr>(m.getResult(i))) {
+        unit = true;
+        other_constant = other_constant || c.getValue() != 0 || t.getDimSize(i) != 1;
+        continue;
+      }
+      groups.push_back(pending);
+      pending.clear();
+      kept.push_back(m.getResult(i));
+      shape.push_back(t.getDimSize(i));
+    }
+    if (!unit || other_constant) continue;
+    if (!pending.empty() && !groups.empty()) groups.back().append(pending.begin(), pending.end());
+    in->set(b.create<tensor::CollapseShapeOp>(g.getLoc(), RankedTensorType::get(shape, t.getElementType()), in->get(), groups));
+    maps[in->getOperandNumber()] = AffineMap::get(m.getNumDims(), 0, kept, g.getContext());
+  }
+  g.setIndexingMapsAttr(b.getAffineMapArrayAttr(maps));
 }
 
-int64_t cost_of(Operation* op) {
-  return op->getNumRegions() == 0 || op->getRegion(0).empty() ? 0 : body_cost(op->getRegion(0).front());
+// A reduction whose innermost loops are several reduced dims read in order by every operand (the
+// first stage of a two-stage reduction, lower_reduce.cpp, built on the operand's own dims so that
+// its producers fuse into it) runs them as one row: as nested loops it ran 20x slower. Reductions
+// of everything keep their dims (they have their own fused form).
+void merge_inner_reduced_dims(Operation* root) {
+  SmallVector<linalg::GenericOp> candidates;
+  root->walk([&](linalg::GenericOp g) { candidates.push_back(g); });
+  IRRewriter rewriter(root->getContext());
+  for (linalg::GenericOp g : candidates) {
+    SmallVector<utils::IteratorType> it = g.getIteratorTypesArray();
+    ReassociationIndices run;
+    for (int64_t d = int64_t(it.size()) - 1; d >= 0 && it[size_t(d)] == utils::IteratorType::reduction; --d)
+      run.insert(run.begin(), d);
+    if (run.size() < 2 || run.size() == it.size()) continue;
+    SmallVector<ReassociationIndices> folded{run};
+    rewriter.setInsertionPoint(g);
+    drop_unit_dims_of_inputs(g, rewriter);
+    if (!linalg::areDimSequencesPreserved(g.getIndexingMapsArray(), folded)) continue;
+    rewriter.setInsertionPoint(g);
+    FailureOr<linalg::CollapseResult> r = linalg::collapseOpIterationDims(g, folded, rewriter);
+    if (succeeded(r)) rewriter.replaceOp(g, r->results);
+  }
 }
 
 struct FuseElementwisePass : public PassWrapper<FuseElementwisePass, OperationPass<>> {
@@ -100,12 +186,14 @@ struct FuseElementwisePass : public PassWrapper<FuseElementwisePass, OperationPa
       if (consumer && consumer.getNumReductionLoops() > 0 && calls_out(producer)) return false;
       return true;
     };
-    clone_broadcasts_per_user(getOperation());
+    clone_per_user(getOperation(), &is_cheap_to_recompute);
+    clone_per_user(getOperation(), &is_broadcast_copy);
     RewritePatternSet patterns(&getContext());
     linalg::populateElementwiseOpsFusionPatterns(patterns, control);
     linalg::populateEraseUnusedOperandsAndResultsPatterns(patterns);
     linalg::GenericOp::getCanonicalizationPatterns(patterns, &getContext());
     if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns)))) signalPassFailure();
+    merge_inner_reduced_dims(getOperation());
   }
 };
 

@@ -119,6 +119,20 @@ void group(std::vector<linalg::GenericOp>& run) {
   run.clear();
 }
 
+// An elementwise value read only by a reduction (batch norm's (x - mean)^2, dy * xhat) stays out
+// of the groups: alone it fuses into the reduction (fx-fuse-elementwise) and is never written;
+// as one more result of a group it was written in full and read back by the reduction. One that
+// calls out stays in: it would not fuse into a reduction.
+bool feeds_only_a_reduction(linalg::GenericOp g) {
+  if (!g->getResult(0).hasOneUse()) return false;
+  OpOperand& use = *g->getResult(0).use_begin();
+  auto user = dyn_cast<linalg::GenericOp>(use.getOwner());
+  if (!user || user.getNumReductionLoops() == 0 || !user.isDpsInput(&use)) return false;
+  bool calls = false;
+  g.getBody()->walk([&](func::CallOp) { calls = true; });
+  return !calls;
+}
+
 struct GroupElementwisePass : public PassWrapper<GroupElementwisePass, OperationPass<func::FuncOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(GroupElementwisePass)
   StringRef getArgument() const final { return "fx-group-elementwise"; }
@@ -129,23 +143,41 @@ struct GroupElementwisePass : public PassWrapper<GroupElementwisePass, Operation
     getOperation()->walk([&](Block* block) { blocks.push_back(block); });
     for (Block* block : blocks) {
       std::vector<linalg::GenericOp> run;
+      // Values left out of the run (feeds_only_a_reduction) that sit between its members: they
+      // may read members, so they move after the grouped op (their reduction comes after the run).
+      std::vector<Operation*> left_out;
       SmallVector<int64_t> domain;
       int64_t cost = 0;
+      auto flush = [&] {
+        if (run.empty()) return;
+        Operation* last = run.back();
+        Operation* after = last->getNextNode();
+        std::vector<Operation*> to_move;  // those after the last member stay where they are
+        for (Operation* op : left_out)
+          if (op->isBeforeInBlock(last)) to_move.push_back(op);
+        group(run);
+        for (Operation* op : to_move) op->moveBefore(after);
+        left_out.clear();
+      };
       for (Operation& op : llvm::make_early_inc_range(*block)) {
         if (transparent(op)) continue;
         auto g = dyn_cast<linalg::GenericOp>(op);
         if (!g || !is_elementwise(g)) {
-          group(run);
+          flush();
+          continue;
+        }
+        if (feeds_only_a_reduction(g)) {
+          if (!run.empty()) left_out.push_back(g);
           continue;
         }
         SmallVector<int64_t> ranges = g.getStaticLoopRanges();
         const int64_t c = body_cost(*g.getBody());
-        if (!run.empty() && (ranges != domain || cost + c > kMaxGroupCost)) group(run);
+        if (!run.empty() && (ranges != domain || cost + c > kMaxGroupCost)) flush();
         if (run.empty()) domain = ranges, cost = 0;
         run.push_back(g);
         cost += c;
       }
-      group(run);
+      flush();
     }
   }
 };

@@ -158,16 +158,25 @@ std::vector<Value> reduce_rule(LowerCtx& c, const Eqn& e, std::span<const Operan
     ++inner_dims;
   const bool split = two_stage_reductions() && m.axes.size() >= 2;
   // Reduced on the merged dims only where the innermost dims are reduced together (a reduction
-  // over several innermost dims ran 20x slower than over their merged row) or split: the reshape
-  // keeps the reduction's producer from fusing into it.
+  // over several innermost dims ran 20x slower than over their merged row): the reshape keeps the
+  // reduction's producer from fusing into it. A split one keeps the operand's dims (below).
   if (in[0].aval.size() > 0 && inner_run && (inner_dims >= 2 || split)) {
-    Value xm = reshape_to(c, x, shape, AbstractArray{m.shape, d, false});
     if (split) {
-      Value rows = reduce_generic<K>(c, xm, m.shape, d, IntList{mrank - 1});
-      std::vector<int64_t> row_dims = m.shape.dims();
+      // The first stage on the operand's own dims, so that an elementwise producer fuses into it
+      // (a reshape between them blocks fusion); fx-fuse-elementwise merges its innermost reduced
+      // dims into one row after fusion.
+      IntList inner;
+      for (int64_t i = shape.rank() - inner_dims; i < shape.rank(); ++i) inner.push_back(i);
+      Value rows = reduce_generic<K>(c, x, shape, d, inner);
+      std::vector<int64_t> row_dims = m.shape.dims(), outer_dims = shape.dims();
       row_dims.pop_back();
+      outer_dims.resize(size_t(shape.rank() - inner_dims));
+      Type acc_elem = cast<ShapedType>(rows.getType()).getElementType();
+      const DType acc_d = acc_elem == storage_type(ctx, d) ? d : DType::float32;
+      rows = reshape_to(c, rows, Shape(outer_dims), AbstractArray{Shape(row_dims), acc_d, false});
       r = reduce_generic<K>(c, rows, Shape(row_dims), d, IntList(m.axes.begin(), m.axes.end() - 1));
     } else {
+      Value xm = reshape_to(c, x, shape, AbstractArray{m.shape, d, false});
       r = reduce_generic<K>(c, xm, m.shape, d, m.axes);
     }
     Type acc_elem = cast<ShapedType>(r.getType()).getElementType();
