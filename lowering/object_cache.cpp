@@ -1,10 +1,15 @@
 #include "lowering/object_cache.h"
 
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 
@@ -31,6 +36,63 @@ std::string seal(const std::string& object) {
 
 }  // namespace
 
+namespace {
+
+struct BuildIdSearch {
+  uintptr_t address;  // an address inside the binary sought
+  std::string id;
+};
+
+// dl_iterate_phdr's callback: in the object whose loaded segments hold `address`, the
+// NT_GNU_BUILD_ID note's descriptor as hex.
+int find_build_id(dl_phdr_info* info, size_t, void* data) {
+  auto* s = static_cast<BuildIdSearch*>(data);
+  bool inside = false;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    const uintptr_t start = info->dlpi_addr + ph.p_vaddr;
+    if (ph.p_type == PT_LOAD && s->address >= start && s->address < start + ph.p_memsz) inside = true;
+  }
+  if (!inside) return 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_NOTE) continue;
+    const char* p = reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr);
+    const char* end = p + ph.p_memsz;
+    while (p + sizeof(ElfW(Nhdr)) <= end) {
+      const auto* n = reinterpret_cast<const ElfW(Nhdr)*>(p);
+      const char* name = p + sizeof(ElfW(Nhdr));
+      const auto* desc = reinterpret_cast<const unsigned char*>(name + ((n->n_namesz + 3) & ~3u));
+      if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0) {
+        for (uint32_t k = 0; k < n->n_descsz; ++k) {
+          char hex[3];
+          std::snprintf(hex, sizeof hex, "%02x", desc[k]);
+          s->id += hex;
+        }
+        return 1;
+      }
+      p = reinterpret_cast<const char*>(desc) + ((n->n_descsz + 3) & ~3u);
+    }
+  }
+  return 1;  // the binary has no build ID
+}
+
+}  // namespace
+
+const std::string& library_build_id() {
+  static const std::string id = [] {
+    BuildIdSearch s{reinterpret_cast<uintptr_t>(&find_build_id), ""};
+    dl_iterate_phdr(find_build_id, &s);
+    if (!s.id.empty()) return s.id;
+    Dl_info info{};
+    struct stat st {};
+    if (dladdr(reinterpret_cast<void*>(&find_build_id), &info) && info.dli_fname && stat(info.dli_fname, &st) == 0)
+      return std::string(info.dli_fname) + " " + std::to_string(st.st_size) + " " + std::to_string(st.st_mtime);
+    return std::string("unknown");
+  }();
+  return id;
+}
+
 std::string hex_hash(const std::string& s) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(fnv1a(s)));
@@ -38,7 +100,7 @@ std::string hex_hash(const std::string& s) {
 }
 
 ObjectCacheEntry::ObjectCacheEntry(const std::string& dir, const std::string& key) {
-  header_ = std::string(kFormat) + "target " + cpu_target().id() + "\n" + load_vector_libm() + "\n" +
+  header_ = std::string(kFormat) + "build " + library_build_id() + "\n" + "target " + cpu_target().id() + "\n" + load_vector_libm() + "\n" +
             std::to_string(key.size()) + "\n" + key + "\n";
   path_ = dir + "/" + hex_hash(header_) + ".fxkernel";
 }

@@ -3,9 +3,11 @@
 // links (lowering/codegen_cpu.h).
 //
 // One file per kernel: a header, then the object code. The header holds the format version, the
-// target (CPU and features: object code for AVX-512 must never reach an AVX2 process sharing the
+// build of the library that compiled it (the ELF build ID of libfluxion.so: another build lowers
+// the same program differently, and its kernels call the runtime of their own build), the target
+// (CPU and features: object code for AVX-512 must never reach an AVX2 process sharing the
 // directory), the libmvec variant, and the whole fingerprint -- so a hash collision, a file of
-// another version or target, or a damaged file is a miss, never a wrong kernel. The file is named
+// another version, build or target, or a damaged file is a miss, never a wrong kernel. The file is named
 // by a hash of its whole header, so processes on different hosts sharing a directory keep their
 // own files. Files are written under a temporary name and renamed: readers never see half a file.
 #pragma once
@@ -27,6 +29,10 @@ class ObjectCacheEntry {
  private:
   std::string header_, path_;
 };
+
+/// The ELF build ID of the binary this code is linked into (libfluxion.so) as hex digits; where
+/// there is none, the binary's path, size and modification time.
+const std::string& library_build_id();
 
 /// A stable 64-bit hash as 16 hex digits (file names of dumps and cache entries).
 std::string hex_hash(const std::string& s);

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "lowering/compile.h"
+#include "lowering/object_cache.h"
 #include "transforms/jit_passes.h"
 
 namespace fx = fluxion;
@@ -450,6 +451,17 @@ TEST_CASE("jit: the on-disk cache serves a fresh in-memory cache") {
   size_t files = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir)) files += e.path().extension() == ".fxkernel";
   CHECK(files == 1);
+  // The header names the library's build (its ELF build ID), so another build of Fluxion -- which
+  // may lower the same program differently -- looks under another name and never reads this file.
+  const std::string& build = fx::lowering::library_build_id();
+  CHECK(build.size() >= 32);
+  CHECK(build.find_first_not_of("0123456789abcdef") == std::string::npos);
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    std::ifstream in(e.path(), std::ios::binary);
+    std::string head(512, '\0');
+    in.read(head.data(), std::streamsize(head.size()));
+    CHECK(head.find("\nbuild " + build + "\n") != std::string::npos);
+  }
 
   fx::runtime::clear_cache();
   const int64_t disk_hits = fx::runtime::cache_stats().disk_hits;
