@@ -75,6 +75,17 @@ void check(const Case& c) {
 constexpr ConvAlgorithm kIm2col = ConvAlgorithm::im2col, kCol2im = ConvAlgorithm::col2im,
                         kByFeature = ConvAlgorithm::im2col_by_feature;
 
+// Which tiles the window products run on here: bfloat16 ones where the kernel's level has
+// AVX512-BF16, float32 ones on x86-64-v4 hosts and levels unless FLUXION_CONV_F32=eigen.
+struct Tiles {
+  bool bf16, f32;
+};
+Tiles tiles_here() {
+  const int isa = fx::lowering::cpu_target().isa_level;
+  const char* f32 = std::getenv("FLUXION_CONV_F32");
+  return {rt::native_bf16_for(isa), isa >= 4 && rt::host_isa_level() >= 4 && !(f32 && std::string(f32) == "eigen")};
+}
+
 }  // namespace
 
 TEST_CASE("conv paths: im2col over blocks of images at small outputs") {
@@ -197,9 +208,7 @@ TEST_CASE("conv paths: bfloat16 columns against the widened float32 convolution"
 // Eigen's product on gathered columns. Forward and both gradients against the reference either way
 // (the input gradient at stride 1 is an im2col product of the same kind).
 TEST_CASE("conv paths: float32 products packed from the input on AVX-512") {
-  const char* f32 = std::getenv("FLUXION_CONV_F32");
-  const bool tiles = fx::lowering::cpu_target().isa_level >= 4 && rt::host_isa_level() >= 4 &&
-                     !(f32 && std::string(f32) == "eigen");
+  const bool tiles = tiles_here().f32;
   MESSAGE("float32 window products " << std::string(tiles ? "on the AVX-512 tiles" : "on Eigen with columns"));
   struct F32Case {
     Case c;
@@ -250,10 +259,7 @@ TEST_CASE("conv paths: float32 products packed from the input on AVX-512") {
 // (float32 tolerance); padding along W masks the runs' ends. Features (images of the kernel
 // gradient) enough that k spans several of the tiles' depth blocks, which cut features apart.
 TEST_CASE("conv paths: by-feature products packed from the arrays") {
-  const int isa = fx::lowering::cpu_target().isa_level;
-  const char* f32 = std::getenv("FLUXION_CONV_F32");
-  const bool bf16_tiles = rt::native_bf16_for(isa);
-  const bool f32_tiles = isa >= 4 && rt::host_isa_level() >= 4 && !(f32 && std::string(f32) == "eigen");
+  const auto [bf16_tiles, f32_tiles] = tiles_here();
   struct FeatureCase {
     const char* label;
     fx::Shape x, w;
@@ -310,10 +316,7 @@ TEST_CASE("conv paths: by-feature products packed from the arrays") {
 // gradient against the eager reference. Input features beyond one block of k (600: two blocks of
 // 300 in bfloat16, three of 200 in float32) split each offset's depth.
 TEST_CASE("conv paths: im2col by tap skips the padding") {
-  const int isa = fx::lowering::cpu_target().isa_level;
-  const char* f32 = std::getenv("FLUXION_CONV_F32");
-  const bool bf16_tiles = rt::native_bf16_for(isa);
-  const bool f32_tiles = isa >= 4 && rt::host_isa_level() >= 4 && !(f32 && std::string(f32) == "eigen");
+  const auto [bf16_tiles, f32_tiles] = tiles_here();
   struct TapCase {
     const char* label;
     fx::Shape x, w;
