@@ -20,13 +20,7 @@
 
 namespace fx = fluxion;
 
-namespace {
-std::vector<float> ramp(int64_t n, float lo, float hi) {
-  std::vector<float> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = lo + (hi - lo) * float(i) / float(std::max<int64_t>(n - 1, 1));
-  return v;
-}
-}  // namespace
+using test_helpers::ramp;
 
 // FLUXION_CACHE_DIR: a compile stores the lowered kernel on disk; after the in-memory cache is
 // cleared (what a new process sees) the same fingerprint is read back, skipping lowering and the

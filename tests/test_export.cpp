@@ -14,6 +14,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/test_helpers.h"
+
 namespace fx = fluxion;
 
 namespace {
@@ -29,11 +31,7 @@ std::string run_command(const std::string& cmd, int* status) {
   return out;
 }
 
-std::vector<float> ramp(int64_t n, float lo, float hi) {
-  std::vector<float> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = lo + (hi - lo) * float(i) / float(std::max<int64_t>(n - 1, 1));
-  return v;
-}
+using test_helpers::ramp;
 
 // A two-layer MLP whose weights are closed over (they end up in the header).
 struct Mlp {

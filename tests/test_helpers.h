@@ -10,6 +10,13 @@
 
 namespace test_helpers {
 
+/// n values from lo to hi, evenly spaced (both ends included).
+inline std::vector<float> ramp(int64_t n, float lo, float hi) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = lo + (hi - lo) * float(i) / float(std::max<int64_t>(n - 1, 1));
+  return v;
+}
+
 /// max |a - b| over the elements, computed in float64; a and b must have the same shape.
 inline double max_abs_diff(const fluxion::Array& a, const fluxion::Array& b) {
   REQUIRE(a.shape() == b.shape());

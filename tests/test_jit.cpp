@@ -12,19 +12,16 @@
 #include <thread>
 
 #include "lowering/compile.h"
+#include "tests/test_helpers.h"
 #include "transforms/jit_passes.h"
 
 namespace fx = fluxion;
+using test_helpers::ramp;
 
 namespace {
 // bind with the operands as a braced list.
 fx::Array bind1v(fx::Prim p, std::vector<fx::Array> in, const fx::Params& params, FLUXION_LOC) {
   return fx::bind1(p, in, params, loc);
-}
-std::vector<float> ramp(int64_t n, float lo, float hi) {
-  std::vector<float> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = lo + (hi - lo) * float(i) / float(std::max<int64_t>(n - 1, 1));
-  return v;
 }
 }  // namespace
 

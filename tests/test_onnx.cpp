@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/test_helpers.h"
+
 namespace fx = fluxion;
 
 namespace {
@@ -55,11 +57,7 @@ std::vector<float> run_onnxruntime(const std::string& model, const std::vector<f
   return y;
 }
 
-std::vector<float> ramp(int64_t n, float lo, float hi) {
-  std::vector<float> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = lo + (hi - lo) * float(i) / float(std::max<int64_t>(n - 1, 1));
-  return v;
-}
+using test_helpers::ramp;
 
 void check_same(const std::vector<float>& got, const fx::Array& want) {
   const std::vector<float> w = want.to_vector<float>();
