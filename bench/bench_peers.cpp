@@ -5,7 +5,7 @@
 // bench/peers/common.py), which bench/peers/join.py joins with the peers' lines; bench/peers/run.sh
 // runs everything. The GradBench-style rows also time their plain C++ loops (baseline_peers.cpp),
 // on the kernels' thread count and on one thread.
-//   build/bench/fluxion_bench_peers [repeats [group...]]   groups: elementwise models dispatch gradbench conv pool linalg mixed resnet
+//   build/bench/fluxion_bench_peers [repeats [group...]]   groups: elementwise models dispatch gradbench conv pool linalg mixed resnet (resnet_f32, resnet_bf16: one precision)
 #include <fluxion.h>
 
 #include <algorithm>
@@ -255,7 +255,7 @@ void mixed_rows() {
 // at batch 128 on f32[128, 3, 32, 32] images, labels (i * 7) % 10, in float32 and with the bfloat16
 // compute policy (float32 master weights). Parameters, statistics and optimizer state are donated
 // and fed back: every timed call is the next step. The check is the first step's loss.
-void resnet_rows() {
+void resnet_rows(bool f32, bool bf16_too) {
   using namespace example;
   const int64_t n = 128;
   const fx::Array images = pattern({n, 3, 32, 32}, -1, 1, 1);
@@ -265,6 +265,7 @@ void resnet_rows() {
   const auto opt = fx::optim::chain(fx::optim::add_decayed_weights(5e-4, fx::optim::matrices_only()), fx::optim::sgd(0.1, 0.9));
   for (const char* precision : {"f32", "bf16"}) {
     const bool bf16 = std::string(precision) == "bf16";
+    if (!(bf16 ? bf16_too : f32)) continue;
     const auto policy = fx::mixed_precision::policy(bf16 ? "params=float32,compute=bfloat16" : "params=float32,compute=float32");
     auto [model, bn] = init(fx::random::key(0), 3, config(18));
     fx::optim::State state = opt.init(model);
@@ -355,6 +356,8 @@ int main(int argc, char** argv) {
   if (want(argc, argv, "pool")) pool_rows();
   if (want(argc, argv, "linalg")) linalg_rows();
   if (want(argc, argv, "mixed")) mixed_rows();
-  if (want(argc, argv, "resnet")) resnet_rows();
+  if (want(argc, argv, "resnet") || want(argc, argv, "resnet_f32") || want(argc, argv, "resnet_bf16"))
+    resnet_rows(!want(argc, argv, "resnet_bf16") || want(argc, argv, "resnet") || want(argc, argv, "resnet_f32"),
+                !want(argc, argv, "resnet_f32") || want(argc, argv, "resnet") || want(argc, argv, "resnet_bf16"));
   return 0;
 }
