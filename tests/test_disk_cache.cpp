@@ -29,9 +29,7 @@ TEST_CASE("jit: the on-disk cache serves a fresh in-memory cache") {
   const std::string dir = "/tmp/fluxion_test_cache_" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  const char* old = std::getenv("FLUXION_CACHE_DIR");
-  const std::string saved = old ? old : "";
-  setenv("FLUXION_CACHE_DIR", dir.c_str(), 1);
+  const test_helpers::ScopedEnv cache("FLUXION_CACHE_DIR", dir);
   fx::runtime::Device dev = fx::runtime::cpu_device();
   dev.name = "cpu-disk-cache-test";  // a fingerprint no other test compiled
   auto f = [](const fx::Array& x, const fx::Array& i) {
@@ -92,7 +90,5 @@ TEST_CASE("jit: the on-disk cache serves a fresh in-memory cache") {
     std::filesystem::resize_file(e.path(), std::filesystem::file_size(e.path()) * 3 / 4);
   fx::runtime::clear_cache();
   CHECK_FALSE(fx::runtime::compile(p, dev)->from_disk_cache());
-  if (old) setenv("FLUXION_CACHE_DIR", saved.c_str(), 1);
-  else unsetenv("FLUXION_CACHE_DIR");
   std::filesystem::remove_all(dir);
 }

@@ -10,6 +10,7 @@
 
 #include "ir/settings.h"
 #include "runtime/device.h"
+#include "tests/test_helpers.h"
 
 namespace fx = fluxion;
 
@@ -97,20 +98,16 @@ TEST_CASE("item() under grad names its own line and says the value is an argumen
 TEST_CASE("FLUXION_NUM_THREADS and FLUXION_CPU_DEVICES must be positive integers") {
   // Read through the environment as the library reads them (ir/settings.h; every kind of setting
   // is tested in test_settings.cpp).
-  const char* saved = std::getenv("FLUXION_NUM_THREADS");
-  const std::string old = saved ? saved : "";
-  setenv("FLUXION_NUM_THREADS", "4", 1);
+  const test_helpers::ScopedEnv threads("FLUXION_NUM_THREADS", "4"), devices("FLUXION_CPU_DEVICES", nullptr);
   CHECK(fx::thread_setting() == 4);
   for (const char* bad : {"abc", "0", "-2", "4x", " 4"}) {
-    setenv("FLUXION_NUM_THREADS", bad, 1);
+    threads.set(bad);
     const std::string m = message_of<fx::ValueError>([] { fx::thread_setting(); });
     CHECK(contains(m, "FLUXION_NUM_THREADS='" + std::string(bad) + "' is not a positive integer"));
     CHECK(contains(m, "unset it to use every core"));
-    setenv("FLUXION_CPU_DEVICES", bad, 1);
+    devices.set(bad);
     CHECK(contains(message_of<fx::ValueError>([] { fx::integer_setting("FLUXION_CPU_DEVICES", 1); }),
                    "FLUXION_CPU_DEVICES='" + std::string(bad) + "' is not a positive integer"));
-    unsetenv("FLUXION_CPU_DEVICES");
+    devices.set(nullptr);
   }
-  if (saved) setenv("FLUXION_NUM_THREADS", old.c_str(), 1);
-  else unsetenv("FLUXION_NUM_THREADS");
 }

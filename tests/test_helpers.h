@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -37,5 +38,30 @@ std::string error_of(F call) {
   }
   return "(no error)";
 }
+
+/// Sets an environment variable (or, with nullptr, unsets it) for one scope and restores what was
+/// there, also when the scope is left by an exception (a failed REQUIRE).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* v = std::getenv(name)) old_ = v, had_ = true;
+    set(value);
+  }
+  ScopedEnv(const char* name, const std::string& value) : ScopedEnv(name, value.c_str()) {}
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  ~ScopedEnv() { set(had_ ? old_.c_str() : nullptr); }
+
+  /// Changes the value within the scope; the destructor still restores the original.
+  void set(const char* value) const {
+    if (value) setenv(name_, value, 1);
+    else unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
 
 }  // namespace test_helpers

@@ -429,7 +429,7 @@ TEST_CASE("jit: softmax and layernorm rows are tiled and fused, and match eager"
   const std::string dir = "/tmp/fluxion_test_rowfuse_" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  setenv("FLUXION_DUMP", dir.c_str(), 1);
+  const test_helpers::ScopedEnv dump("FLUXION_DUMP", dir);
   fx::Array x = fx::sin(fx::array(ramp(512 * 384, -300, 300), fx::Shape{512, 384})) * 6.f;
   auto softmax = [](const fx::Array& x) { return fx::nn::softmax(x, -1); };
   auto layernorm = [](const fx::Array& x) {
@@ -445,7 +445,7 @@ TEST_CASE("jit: softmax and layernorm rows are tiled and fused, and match eager"
     check_same<float>(exe->run(std::vector<fx::Array>{x})[0], f(x), 2e-5);
     check_same<float>(fx::jit(f)(x), f(x), 2e-5);
   }
-  unsetenv("FLUXION_DUMP");
+  dump.set(nullptr);
   int fused_scripts = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     if (e.path().string().find(".transform.mlir") == std::string::npos) continue;
@@ -482,12 +482,12 @@ TEST_CASE("jit: FLUXION_DUMP shows the program after each jit pass and each lowe
   const std::string dir = "/tmp/fluxion_test_passes_" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  setenv("FLUXION_DUMP", dir.c_str(), 1);
+  const test_helpers::ScopedEnv dump("FLUXION_DUMP", dir);
   const int loss_line = __LINE__ + 1;  // the dump is named by the line of the function's first op
   auto loss = [](const fx::Array& w, const fx::Array& x) { return fx::sum(fx::tanh(fx::matmul(x, w))); };
   fx::Array w = fx::array(ramp(64 * 32, -1, 1), fx::Shape{64, 32}), x = fx::array(ramp(16 * 64, -1, 1), fx::Shape{16, 64});
   fx::Array g = fx::jit(fx::grad(loss))(w, x);
-  unsetenv("FLUXION_DUMP");
+  dump.set(nullptr);
   check_same<float>(g, fx::grad(loss)(w, x), 1e-5);
   std::set<std::string> names;
   for (const auto& e : std::filesystem::directory_iterator(dir)) names.insert(e.path().filename().string());

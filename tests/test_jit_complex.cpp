@@ -289,9 +289,9 @@ TEST_CASE("jit complex: an elementwise chain compiles to planar vector code") {
   std::filesystem::create_directories(dir);
   auto chain = [](const fx::Array& z, const fx::Array& w) { return z * fx::exp(w * cf(0, 1)) + fx::conj(z); };
   fx::Array z = ramp_complex(4096, fx::complex64, 0.3), w = ramp_complex(4096, fx::complex64, 1.7);
-  setenv("FLUXION_DUMP", dir.c_str(), 1);
+  const test_helpers::ScopedEnv dump("FLUXION_DUMP", dir);
   fx::Array got = fx::jit(chain)(z, w);
-  unsetenv("FLUXION_DUMP");
+  dump.set(nullptr);
   CHECK(complex_diff(got, chain(z, w)) < 1e-4);
   std::string lowered;
   for (const auto& e : std::filesystem::directory_iterator(dir))

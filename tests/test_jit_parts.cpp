@@ -29,9 +29,9 @@ bool compiled_in_parts(const std::string& name, F run) {
   const std::string dir = "/tmp/fluxion_test_parts_" + name + "_" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  setenv("FLUXION_DUMP", dir.c_str(), 1);
+  const test_helpers::ScopedEnv dump("FLUXION_DUMP", dir);
   run();
-  unsetenv("FLUXION_DUMP");
+  dump.set(nullptr);
   bool parts = false;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     const std::string path = e.path().string();

@@ -72,9 +72,9 @@ TEST_CASE("jit: row-blocked vmap(jacfwd) of gathered parameters matches eager, w
     fx::Array a = fx::array(wave(na * 3, 0.4, 0.1), fx::Shape{na, 3}), b = fx::array(wave(nb * 3, 0.7, 0.9), fx::Shape{nb, 3});
     fx::Array obs = fx::array(wave(rows * 2, 1.0, 2.0), fx::Shape{rows, 2});
     fx::Array ia = fx::array(indices(rows, na, 5)), ib = fx::array(indices(rows, nb, 3));
-    setenv("FLUXION_DUMP", dir.c_str(), 1);
+    const test_helpers::ScopedEnv dump("FLUXION_DUMP", dir);
     fx::Array got = fx::jit(jacobians)(a, b, obs, ia, ib);
-    unsetenv("FLUXION_DUMP");
+    dump.set(nullptr);
     fx::Array want = jacobians(a, b, obs, ia, ib);
     REQUIRE(got.shape() == fx::Shape{rows, 2, 6});
     CHECK(test_helpers::max_abs_diff(got, want) <= 1e-12);
@@ -101,10 +101,10 @@ TEST_CASE("jit: kernels that are not row-local are not row-blocked, and match ea
     fx::Array s = fx::concatenate({fx::sin(t), fx::cos(t)}, 1);
     return s - fx::sum(s * s, {0}, true);
   };
-  setenv("FLUXION_DUMP", dir.c_str(), 1);
+  const test_helpers::ScopedEnv dump("FLUXION_DUMP", dir);
   fx::Array g = fx::jit(gathered)(table, idx);
   fx::Array c = fx::jit(column_sums)(table);
-  unsetenv("FLUXION_DUMP");
+  dump.set(nullptr);
   CHECK(test_helpers::max_abs_diff(g, gathered(table, idx)) <= 1e-12);
   CHECK(test_helpers::max_abs_diff(c, column_sums(table)) <= 1e-11);
   CHECK_FALSE(dump_has(dir, ".rowblocks.mlir"));

@@ -18,6 +18,7 @@
 
 #include "lowering/codegen_cpu.h"
 #include "lowering/target.h"
+#include "tests/test_helpers.h"
 
 namespace fx = fluxion;
 
@@ -187,12 +188,10 @@ TEST_CASE("jit target: a new process links object code from the disk cache") {
   const std::string dir = "/tmp/fluxion_test_newproc_" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  const char* old = std::getenv("FLUXION_CACHE_DIR");
-  const std::string saved = old ? old : "";
-  setenv("FLUXION_CACHE_DIR", dir.c_str(), 1);
-  CHECK_FALSE(fx::runtime::compile(p, dev)->from_disk_cache());  // fills the cache
-  if (old) setenv("FLUXION_CACHE_DIR", saved.c_str(), 1);
-  else unsetenv("FLUXION_CACHE_DIR");
+  {
+    const test_helpers::ScopedEnv cache("FLUXION_CACHE_DIR", dir);
+    CHECK_FALSE(fx::runtime::compile(p, dev)->from_disk_cache());  // fills the cache
+  }
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();  // this test binary
   const std::string cmd = "FLUXION_CACHE_DIR=" + dir + " FLUXION_TEST_DISK_CHILD=1 " + self + " " +
                           "'--test-case=jit target: a new process*' > " + dir + "/child.log 2>&1";
