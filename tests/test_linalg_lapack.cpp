@@ -252,14 +252,15 @@ TEST_CASE("cholesky's derivative map: blocked adjoint and both kernels equal the
 
 // eigh's LAPACK kernel runs syevd's steps with a back-transformation of its own, in blocks of 64
 // reflectors (prims/linalg_eigh_lapack.cpp): sizes of one reflector, less than a block, exactly one
-// (n - 1 = 64), one more, two and a ragged third, and both sides of the size the default kernels
-// start sending to LAPACK (192). Eigenvalues against Eigen's, the reconstruction and orthonormal
+// (n - 1 = 64), one more, two and a ragged third, both sides of the size the default kernels start
+// sending to LAPACK (192) and of the one from which the tridiagonal problem is split in two halves
+// solved on two threads (256; with one thread it is not split). Eigenvalues against Eigen's, the reconstruction and orthonormal
 // columns, on a random matrix, on one whose eigenvalues are -1, 0 and 1 each about n / 3 times, on a
 // diagonal one (every reflector the identity: tau = 0), and the random one scaled far below and
 // above what sytrd's sums of squares survive (syevd's scaling, kept).
 TEST_CASE("linalg kernels: eigh's back-transformation at block edges, on degenerate and extreme matrices") {
   for (fx::DType d : {fx::float64, fx::float32}) {
-    for (int64_t n : {2, 33, 64, 65, 66, 129, 191, 193}) {
+    for (int64_t n : {2, 33, 64, 65, 66, 129, 191, 193, 255, 257}) {
       CAPTURE(n);
       CAPTURE(std::string(fx::dtype_name(d)));
       fx::Array g = fx::random::normal(fx::random::key(uint64_t(n + 40)), {n, n}, d);
