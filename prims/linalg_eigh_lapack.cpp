@@ -13,6 +13,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <thread>
+
+#include <sched.h>
 #include <limits>
 
 #include "prims/lapack_scratch.h"
@@ -144,6 +147,18 @@ int work_size(T query) {
   return std::max(1, int(query));
 }
 
+// The cores this process may run on, read when the library loads: libomp pins the thread that opens
+// its first parallel region to one core (prims/library_threads.h), and a thread it creates inherits that.
+const cpu_set_t g_process_cores = [] {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) CPU_ZERO(&set);
+  return set;
+}();
+void allow_every_core() {
+  if (CPU_COUNT(&g_process_cores) > 0) sched_setaffinity(0, sizeof g_process_cores, &g_process_cores);
+}
+
 // stedc's divide and conquer solves its two halves one after the other, and most of its time is
 // one thread's scalar code (the secular equations, laed4: 36% of its samples at 512 on one thread;
 // the merges' products 30%). From kSplitFrom on, with two threads or more, the top level is done
@@ -199,12 +214,18 @@ int tridiagonal_eigh(int n, T* d, T* e, T* z) {
     work[h] = workspace<T>(size_t(lwork[h]));
     iwork[h] = workspace<int>(size_t(liwork[h]));
   }
-  openblas_set_num_threads(1);
-  library_parallel(2, 2, [&](int64_t h) {
+  auto solve = [&](int h) {
     const size_t at = size_t(first[h]) * size_t(n) + size_t(first[h]);
     stedc(sizes[h], d + first[h], e + first[h], q.get() + at, work[h].get(), lwork[h], iwork[h].get(), liwork[h],
           &info[h], n);
+  };
+  openblas_set_num_threads(1);
+  std::thread second([&] {
+    allow_every_core();
+    solve(1);
   });
+  solve(0);
+  second.join();
   openblas_set_num_threads(threads);
   if (info[0] != 0 || info[1] != 0) return info[0] != 0 ? info[0] : info[1];
   // laed1 takes each half's sorting permutation (1-based, within the half: stedc's are sorted) and
