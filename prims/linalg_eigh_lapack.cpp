@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <system_error>
 #include <thread>
 
 #include <sched.h>
@@ -220,12 +221,17 @@ int tridiagonal_eigh(int n, T* d, T* e, T* z) {
           &info[h], n);
   };
   openblas_set_num_threads(1);
-  std::thread second([&] {
-    allow_every_core();
+  try {
+    std::thread second([&] {
+      allow_every_core();
+      solve(1);
+    });
+    solve(0);
+    second.join();
+  } catch (const std::system_error&) {  // no thread to be had: one half after the other
+    solve(0);
     solve(1);
-  });
-  solve(0);
-  second.join();
+  }
   openblas_set_num_threads(threads);
   if (info[0] != 0 || info[1] != 0) return info[0] != 0 ? info[0] : info[1];
   // laed1 takes each half's sorting permutation (1-based, within the half: stedc's are sorted) and
