@@ -1,13 +1,16 @@
 // eigh of a large symmetric matrix as LAPACK's divide-and-conquer syevd does it -- sytrd reduces it to
 // a tridiagonal T = Q^T A Q, stedc finds T's eigenvectors Z, and the eigenvectors are Q Z -- with
-// the last step done here instead of by ormtr. ormtr applies Q's reflectors in blocks of 32
-// (larfb): per block, a triangular product with the block's triangle of V, copies of c's rows
-// transposed, and the triangular factor T built a column at a time by matrix-vector products. Here
-// each block's V is copied out explicitly (zeros above its diagonal, ones on it), so the block is
-// two matrix products and a 64 x 64 triangular one, and T comes from matrix products too
-// (block_reflector). At 512 x 512 (float64, OpenBLAS 0.3.21, at rest) this step took 5.2-5.7 ms
-// where ormtr took 10.0-11.0 on two threads, 8.0 against 13.0 on one: eigh 20.3 against syevd's
-// 26.5-26.9 ms. docs/linalg.md has the measurements (and what sytrd and stedc cost).
+// two steps done differently (docs/linalg.md has the measurements, and what each step costs):
+// - Q Z here instead of by ormtr. ormtr applies Q's reflectors in blocks of 32 (larfb): per block,
+//   a triangular product with the block's triangle of V, copies of c's rows transposed, and the
+//   triangular factor T built a column at a time by matrix-vector products. Here each block's V is
+//   copied out explicitly (zeros above its diagonal, ones on it), so the block is two matrix
+//   products and a 64 x 64 triangular one, and T comes from matrix products too (block_reflector).
+//   512 x 512 float64, OpenBLAS 0.3.21, at rest: 5.2-5.7 ms where ormtr took 10.0-11.0 on two
+//   threads, 8.0 against 13.0 on one.
+// - On two threads or more, stedc's first split of T done here, the halves solved at once
+//   (tridiagonal_eigh): 7.3-8.1 ms against 9.5-9.8 for stedc whole (stand-alone).
+// eigh 512 x 512 in Fluxion: 19.2-20.7 ms against 26.5-27.3 with syevd (same pauses).
 #include <cblas.h>
 
 #include <algorithm>
