@@ -1,8 +1,9 @@
 // The LAPACK kernels of the linear-algebra primitives (prims/linalg_block.h) for large matrices:
 // OpenBLAS's LAPACK and BLAS from Debian (libopenblas-pthread-dev). Its kernels are chosen at load
 // time for the CPU it runs on (DYNAMIC_ARCH), and its blocked factorizations, divide-and-conquer
-// eigh (syevd's steps, prims/linalg_eigh_lapack.cpp) and SVD (gesdd) use several threads: docs/linalg.md has the measurements that decide
-// which sizes come here (prims/linalg.cpp, run_linalg) and why the pthread build.
+// eigh (syevd's steps, prims/linalg_eigh_lapack.cpp) and SVD (gesdd) use several threads:
+// docs/linalg.md has the measurements that decide which sizes come here (prims/linalg.cpp,
+// run_linalg) and why the pthread build.
 //
 // The operands are row-major and LAPACK's are column-major, so each call reads the transpose: a
 // row-major lower triangle is a column-major upper one, and an SVD of a^T gives u and vt of a with
