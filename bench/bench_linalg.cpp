@@ -15,8 +15,8 @@
 // is named), eager calls, FLUXION_LINALG-style forcing through set_linalg_kernels: the crossovers
 // prims/linalg.cpp uses.
 //
-// Run: build/bench/fluxion_bench_linalg [repeats] [sweep [op] | gp] (sweep: only the sweep, of the
-// ops whose name starts with `op` if given; gp: only the GP row).
+// Run: build/bench/fluxion_bench_linalg [repeats] [sweep [op] | gp | eigh] (sweep: only the sweep, of
+// the ops whose name starts with `op` if given; gp: only the GP row; eigh: only the eigh row).
 #include <fluxion.h>
 
 #include <lapacke.h>
