@@ -170,7 +170,9 @@ void allow_every_core() {
 // the subdiagonal entry between them, as stedc tears it), T1 and T2 solved by stedc at once on two
 // threads (OpenBLAS on one thread each meanwhile), and LAPACK's own merge, laed1, on all threads;
 // then the eigenpairs sorted as laed1 says. 512, float64, at rest: 7.3-8.1 ms against 9.5-9.8 for
-// stedc whole on two threads.
+// stedc whole on two threads; Fluxion's eigh 2-5% faster. The second half runs on a thread of its
+// own: on libomp's pool (library_parallel) the same split made eigh slower, 27-28.6 ms against
+// 20.5-20.8 without it (docs/linalg.md).
 constexpr int kSplitFrom = 256;
 
 template <class T>
@@ -254,7 +256,6 @@ int tridiagonal_eigh(int n, T* d, T* e, T* z) {
   }
   return 0;
 }
-
 
 template <class T>
 int eigh_lower_impl(int n, T* a, T* w, T* z) {
