@@ -15,8 +15,8 @@
 // is named), eager calls, FLUXION_LINALG-style forcing through set_linalg_kernels: the crossovers
 // prims/linalg.cpp uses.
 //
-// Run: build/bench/fluxion_bench_linalg [repeats] [sweep [op] | gp] (sweep: only the sweep, of the
-// ops whose name starts with `op` if given; gp: only the GP row).
+// Run: build/bench/fluxion_bench_linalg [repeats] [sweep [op] | gp | eigh] (sweep: only the sweep, of
+// the ops whose name starts with `op` if given; gp: only the GP row; eigh: only the eigh row).
 #include <fluxion.h>
 
 #include <lapacke.h>
@@ -161,6 +161,21 @@ void sweep(std::string_view only) {
   }
 }
 
+// eigh of one symmetric 512 x 512 float64 matrix: Fluxion (jit), Eigen, and LAPACKE's dsyevd called
+// directly ("fluxion_bench_linalg 5 eigh" runs this row alone, for A/B pauses).
+void eigh_row(const fx::Array& sym, Mat& out, Eigen::VectorXd& vec) {
+  const int big = int(sym.shape()[0]);
+  auto eigh = fx::jit([](const fx::Array& m) { return la::eigh(m); });
+  row("eigh 512x512 (w and v)", best_ms([&] { eigh(sym).first.block_until_ready(); }), best_ms([&] {
+        Eigen::SelfAdjointEigenSolver<Mat> f(fx::as_eigen<double>(sym));
+        out = f.eigenvectors();
+        vec = f.eigenvalues();
+      }), best_ms([&] {
+        out = fx::as_eigen<double>(sym);
+        LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'V', 'L', big, out.data(), big, vec.data());
+      }), on_lapack(big, big, 1));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -178,6 +193,7 @@ int main(int argc, char** argv) {
 
   if (argc > 2 && std::string_view(argv[2]) == "sweep") return sweep(argc > 3 ? argv[3] : ""), 0;
   if (argc > 2 && std::string_view(argv[2]) == "gp") return gp_row(2000), 0;
+  if (argc > 2 && std::string_view(argv[2]) == "eigh") return eigh_row(sym, out, vec), 0;
   auto chol = fx::jit([](const fx::Array& m) { return la::cholesky(m); });
   row("cholesky 256 x 64x64", best_ms([&] { chol(spd).block_until_ready(); }), best_ms([&] {
         for (int b = 0; b < batch; ++b) {
@@ -218,15 +234,7 @@ int main(int argc, char** argv) {
         out2 = out.triangularView<Eigen::Upper>();
         LAPACKE_dorgqr(LAPACK_ROW_MAJOR, big, big, big, out.data(), big, vec.data());
       }), on_lapack(big, big, 0));
-  auto eigh = fx::jit([](const fx::Array& m) { return la::eigh(m); });
-  row("eigh 512x512 (w and v)", best_ms([&] { eigh(sym).first.block_until_ready(); }), best_ms([&] {
-        Eigen::SelfAdjointEigenSolver<Mat> f(fx::as_eigen<double>(sym));
-        out = f.eigenvectors();
-        vec = f.eigenvalues();
-      }), best_ms([&] {
-        out = fx::as_eigen<double>(sym);
-        LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'V', 'L', big, out.data(), big, vec.data());
-      }), on_lapack(big, big, 1));
+  eigh_row(sym, out, vec);
   auto svd = fx::jit([](const fx::Array& m) { return la::svd(m); });
   row("svd 512x512 (u, s, vt)", best_ms([&] { std::get<1>(svd(a)).block_until_ready(); }), best_ms([&] {
         Eigen::BDCSVD<Mat> f(fx::as_eigen<double>(a), Eigen::ComputeThinU | Eigen::ComputeThinV);

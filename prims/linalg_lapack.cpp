@@ -1,8 +1,9 @@
 // The LAPACK kernels of the linear-algebra primitives (prims/linalg_block.h) for large matrices:
 // OpenBLAS's LAPACK and BLAS from Debian (libopenblas-pthread-dev). Its kernels are chosen at load
 // time for the CPU it runs on (DYNAMIC_ARCH), and its blocked factorizations, divide-and-conquer
-// eigh (syevd) and SVD (gesdd) use several threads: docs/linalg.md has the measurements that decide
-// which sizes come here (prims/linalg.cpp, run_linalg) and why the pthread build.
+// eigh (syevd's steps, prims/linalg_eigh_lapack.cpp) and SVD (gesdd) use several threads:
+// docs/linalg.md has the measurements that decide which sizes come here (prims/linalg.cpp,
+// run_linalg) and why the pthread build.
 //
 // The operands are row-major and LAPACK's are column-major, so each call reads the transpose: a
 // row-major lower triangle is a column-major upper one, and an SVD of a^T gives u and vt of a with
@@ -12,14 +13,13 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
-#include <memory>
 #include <mutex>
-#include <new>
 #include <vector>
 
-#include "memory/buffer.h"
+#include "prims/lapack_scratch.h"
 #include "prims/library_threads.h"
 #include "prims/linalg_block.h"
+#include "prims/linalg_eigh_lapack.h"
 
 // LAPACK's Fortran entry points (32-bit integers: Debian's libopenblas0 is built without
 // INTERFACE64). The trailing size_t is the hidden length of each character argument.
@@ -33,10 +33,6 @@ void sorgqr_(const int* m, const int* n, const int* k, float* a, const int* lda,
              const int* lwork, int* info);
 void dorgqr_(const int* m, const int* n, const int* k, double* a, const int* lda, const double* tau, double* work,
              const int* lwork, int* info);
-void ssyevd_(const char* jobz, const char* uplo, const int* n, float* a, const int* lda, float* w, float* work,
-             const int* lwork, int* iwork, const int* liwork, int* info, size_t, size_t);
-void dsyevd_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda, double* w, double* work,
-             const int* lwork, int* iwork, const int* liwork, int* info, size_t, size_t);
 void sgesdd_(const char* jobz, const int* m, const int* n, float* a, const int* lda, float* s, float* u,
              const int* ldu, float* vt, const int* ldvt, float* work, const int* lwork, int* iwork, int* info, size_t);
 void dgesdd_(const char* jobz, const int* m, const int* n, double* a, const int* lda, double* s, double* u,
@@ -48,6 +44,8 @@ namespace {
 
 using fluxion::linalg_rules::LinalgBlock;
 using fluxion::linalg_rules::LinalgOp;
+using fluxion::linalg_rules::Scratch;
+using fluxion::linalg_rules::workspace;
 
 // The two precisions behind one name each.
 void potrf(int n, float* a, int* info) { spotrf_("U", &n, a, &n, info, 1); }
@@ -59,12 +57,6 @@ void orgqr(int m, int n, int k, float* a, const float* tau, float* w, int lw, in
 }
 void orgqr(int m, int n, int k, double* a, const double* tau, double* w, int lw, int* info) {
   dorgqr_(&m, &n, &k, a, &m, tau, w, &lw, info);
-}
-void syevd(int n, float* a, float* w, float* work, int lw, int* iw, int liw, int* info) {
-  ssyevd_("V", "L", &n, a, &n, w, work, &lw, iw, &liw, info, 1, 1);
-}
-void syevd(int n, double* a, double* w, double* work, int lw, int* iw, int liw, int* info) {
-  dsyevd_("V", "L", &n, a, &n, w, work, &lw, iw, &liw, info, 1, 1);
 }
 void gesdd(char job, int m, int n, float* a, float* s, float* u, int ldu, float* vt, int ldvt, float* w, int lw, int* iw,
            int* info) {
@@ -141,21 +133,6 @@ template <class T>
 int work_size(T query) {
   return std::max(1, int(query));
 }
-// A workspace LAPACK writes before it reads, from Fluxion's caching allocator (memory/buffer.h): not
-// zeroed (syevd's is 2n^2 + 6n elements, 4 MiB at 512, which std::vector would clear on every call)
-// and, when the same sizes come again, without malloc's page faults.
-struct ScratchFree {
-  void operator()(void* p) const { fluxion::scratch_free(p); }
-};
-template <class T>
-using Scratch = std::unique_ptr<T[], ScratchFree>;
-template <class T>
-Scratch<T> workspace(size_t elements) {
-  void* p = fluxion::scratch_alloc(std::max<size_t>(elements, 1) * sizeof(T));
-  if (!p) throw std::bad_alloc();
-  return Scratch<T>(static_cast<T*>(p));
-}
-
 // Column-major potrf('U') of a's row-major lower triangle leaves L in the row-major lower one.
 template <class T>
 void cholesky(LinalgBlock& b) {
@@ -198,32 +175,24 @@ void qr(LinalgBlock& b) {
   transpose_into(f.data(), k, m, out<T>(b, 0));  // column-major [m, k] is row-major [k, m]
 }
 
-// syevd('L') on the column-major lower triangle of (a + a^T) / 2: a's row-major lower triangle
-// transposed into the column-major lower one (half a transpose), then column j's entries below the
-// diagonal averaged with a's row j, which is contiguous there -- the symmetrization costs one pass
-// over half the matrix here, where the same (a + a^T) / 2 as a program of its own read a across
-// rows (0.73 ms at 512 x 512). syevd('L') reads nothing above the diagonal. The eigenvectors come
-// back as columns of a column-major matrix in the copy, i.e. as its rows row-major: transposed into
-// v. ('L', whose sytrd reduces from the top, measured 1-3% faster than 'U' on the row-major lower
-// triangle as it lies, 512 x 512, one and two threads: docs/linalg.md.)
+// eigh_lower (prims/linalg_eigh_lapack.cpp: syevd's steps, its back-transformation Fluxion's) on the
+// column-major lower triangle of (a + a^T) / 2: a's row-major lower triangle transposed into the
+// column-major lower one (half a transpose), then column j's entries below the diagonal averaged
+// with a's row j, which is contiguous there -- the symmetrization costs one pass over half the
+// matrix here, where the same (a + a^T) / 2 as a program of its own read a across rows (0.73 ms at
+// 512 x 512). Nothing above the diagonal is read. The eigenvectors come back as columns of a
+// column-major matrix, i.e. as its rows row-major: transposed into v. (The lower triangle, whose
+// sytrd reduces from the top, measured 1-3% faster than the upper one: docs/linalg.md.)
 template <class T>
 void eigh(LinalgBlock& b) {
   const int n = int(b.n);
-  Scratch<T> c = workspace<T>(size_t(n) * size_t(n));
+  Scratch<T> c = workspace<T>(size_t(n) * size_t(n)), z = workspace<T>(size_t(n) * size_t(n));
   const T* a = in_a<T>(b);
   transpose_into(a, n, n, c.get(), /*lower_only=*/true);
   for (int64_t j = 0; j < n; ++j)
     for (int64_t i = j; i < n; ++i) c[j * n + i] = (c[j * n + i] + a[j * n + i]) * T(0.5);
-  T* w = out<T>(b, 1);
-  int info = 0, iquery = 0;
-  T query = 0;
-  syevd(n, c.get(), w, &query, -1, &iquery, -1, &info);
-  const int lwork = work_size(query), liwork = std::max(1, iquery);
-  Scratch<T> work = workspace<T>(size_t(lwork));
-  Scratch<int> iwork = workspace<int>(size_t(liwork));
-  syevd(n, c.get(), w, work.get(), lwork, iwork.get(), liwork, &info);
-  if (info != 0) return fail<T>(b, {int64_t(n) * n, n});
-  transpose_into(c.get(), n, n, out<T>(b, 0));
+  if (fluxion::linalg_rules::eigh_lower(n, c.get(), out<T>(b, 1), z.get()) != 0) return fail<T>(b, {int64_t(n) * n, n});
+  transpose_into(z.get(), n, n, out<T>(b, 0));
 }
 
 // gesdd of the column-major a^T [n, m] = u' s vt': a = vt'^T s u'^T, so vt' (column-major) is u

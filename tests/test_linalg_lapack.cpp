@@ -249,3 +249,40 @@ TEST_CASE("cholesky's derivative map: blocked adjoint and both kernels equal the
     }
   }
 }
+
+// eigh's LAPACK kernel runs syevd's steps with a back-transformation of its own, in blocks of 64
+// reflectors (prims/linalg_eigh_lapack.cpp): sizes of one reflector, less than a block, exactly one
+// (n - 1 = 64), one more, two and a ragged third, both sides of the size the default kernels start
+// sending to LAPACK (192) and of the one from which the tridiagonal problem is split in two halves
+// solved on two threads (256; with one thread it is not split). Eigenvalues against Eigen's, the reconstruction and orthonormal
+// columns, on a random matrix, on one whose eigenvalues are -1, 0 and 1 each about n / 3 times, on a
+// diagonal one (every reflector the identity: tau = 0), and the random one scaled far below and
+// above what sytrd's sums of squares survive (syevd's scaling, kept).
+TEST_CASE("linalg kernels: eigh's back-transformation at block edges, on degenerate and extreme matrices") {
+  for (fx::DType d : {fx::float64, fx::float32}) {
+    for (int64_t n : {2, 33, 64, 65, 66, 129, 191, 193, 255, 257}) {
+      CAPTURE(n);
+      CAPTURE(std::string(fx::dtype_name(d)));
+      fx::Array g = fx::random::normal(fx::random::key(uint64_t(n + 40)), {n, n}, d);
+      fx::Array q = la::qr(g).first, i = fx::astype(fx::arange(n), d);
+      fx::Array repeated = fx::matmul(q * fx::expand_dims(fx::remainder(i, 3.0) - 1.0, -2), mT(q));
+      fx::Array diagonal = fx::eye(n, d) * fx::remainder(i * 7.0, double(n));
+      fx::Array random = (g + mT(g)) * 0.5;
+      for (const fx::Array& a : {random, repeated, diagonal}) {
+        auto [w, v] = with_kernels(rules::LinalgKernels::lapack, [&] { return la::eigh(a); });
+        fx::Array w_e = with_kernels(rules::LinalgKernels::eigen, [&] { return la::eigh(a).first; });
+        const double scale = std::max(1.0, fx::max(fx::abs(w_e)).item<double>()), tol = tolerance(d) * scale;
+        CHECK(max_abs_diff(w, w_e) < tol);
+        CHECK(max_abs_diff(fx::matmul(a, v), v * fx::expand_dims(w, -2)) < tol);
+        CHECK(orthonormality_error(v) < tolerance(d));
+      }
+      fx::Array w_random = with_kernels(rules::LinalgKernels::lapack, [&] { return la::eigh(random).first; });
+      for (double s : d == fx::float64 ? std::vector<double>{1e-300, 1e300} : std::vector<double>{1e-30, 1e30}) {
+        CAPTURE(s);
+        auto [w, v] = with_kernels(rules::LinalgKernels::lapack, [&] { return la::eigh(random * s); });
+        CHECK(max_abs_diff(fx::astype(w, fx::float64) / s, fx::astype(w_random, fx::float64)) < tolerance(d) * double(n));
+        CHECK(orthonormality_error(v) < tolerance(d));
+      }
+    }
+  }
+}
