@@ -34,6 +34,7 @@
 
 #include "ir/settings.h"
 #include "runtime/conv_columns.h"
+#include "runtime/gemm_taps.h"
 #include "runtime/gemm_tiles.h"
 #include "runtime/matmul.h"
 #include "runtime/openmp.h"
@@ -278,44 +279,48 @@ struct ConvRun {
 
   // Whether im2col's product runs by tap (gemm_*_tap_block), skipping the products with padding:
   // where the target has the tiles, without groups, a batch of whole panels (images a multiple of
-  // kTileCols), kernel offsets of even blocks of k, and at least 1/4 of the (offset, position) pairs
-  // padding -- ResNet-18's 4x4 stage (31%, 3x3 windows with padding 1; 1.4-1.9x there). At 8x8
-  // (16%) it measured 0.8-1.0x (docs/nn.md): the input's transposition and the per-offset packing
-  // of B cost about what the padding does.
+  // kTileCols), input features whole words of the packed operands, and at least 1/TAPDEN of the
+  // (offset, position) pairs padding.
   bool by_tap() const {
-    const int64_t per = std::is_same_v<T, uint16_t> ? 2 : 1, parts = (g.ci + kTileSteps * per - 1) / (kTileSteps * per);
-    if (!window_tiles<T>(isa) || groups() != 1 || g.out_n % kTileCols != 0 || g.ci % parts != 0 || g.ci / parts % per != 0)
-      return false;
-    return std::count(table.begin(), table.end(), int64_t(-1)) * 4 >= int64_t(table.size());
+    const int64_t per = std::is_same_v<T, uint16_t> ? 2 : 1;
+    if (!window_tiles<T>(isa) || groups() != 1 || g.out_n % kTileCols != 0 || g.ci % per != 0) return false;
+    static const int64_t den = std::getenv("FLUXION_TAPDEN") ? std::atoll(std::getenv("FLUXION_TAPDEN")) : 16;
+    if (den <= 0) return false;
+    return std::count(table.begin(), table.end(), int64_t(-1)) * den >= int64_t(table.size());
   }
 
   // im2col by tap: per block of kTileCols images, out[O, (p, b)] = the sum over kernel offsets k of
   // W_k[O, I] x x_k[I, (p, b)], x_k's column (p, b) being input position s(k, p) of image b -- with
   // the images innermost, a panel of kTileCols columns is one position p, all padding or none, so
   // the product skips the padding's panels (at 4x4 outputs and 3x3 windows, 44 of 144 (k, p)) --
-  // from the block's input transposed to [I, (s, b)].
+  // from the block's input transposed to the packed layout [s, I / per, b, per] (TapColumns).
   void im2col_by_tap() const {
     const int64_t K = g.k_size(), P = g.out_size(), S = g.in_sp.numel(), nb = kTileCols;
+    const int64_t per = std::is_same_v<T, uint16_t> ? 2 : 1, steps = g.ci / per;
     const T* packed = packed_kernel(true);  // [O, (k, i)]
     conv::ConvGeometry rowmajor = g;        // the table with the input's positions numbered 0..S-1
     rowmajor.x_sp = strides_of(g.in_sp);
     const std::vector<int64_t> source = conv::window_offsets(rowmajor), xoff = conv::input_offsets(g);
+    bool x_rows = true;  // each input feature's positions one contiguous run (NC...)
+    for (int64_t s = 0; s < S && x_rows; ++s) x_rows = xoff[size_t(s)] == s;
     parallel_chunks(threads, g.out_n / nb, [&](int64_t block) {
       thread_local Scratch<T> xt_buf;
       thread_local Scratch<Acc> out_buf;
       const int64_t n0 = block * nb, ld = P * nb;
       T* xt = xt_buf.get(g.ci * S * nb);
-      for (int64_t i = 0; i < g.ci; ++i)
-        for (int64_t b = 0; b < nb; ++b) {
-          const T* src = x + (n0 + b) * g.x_n + i * g.x_c;
-          for (int64_t s = 0; s < S; ++s) xt[(i * S + s) * nb + b] = src[xoff[size_t(s)]];
-        }
       Acc* out = out_buf.get(g.o * ld);
       if constexpr (std::is_same_v<Acc, float> && !std::is_same_v<T, double>) {
-        const TapColumns t{packed, K * g.ci, xt, S * nb, source.data(), K, P, nb, g.ci};
-        const TilePacks packs = tile_pack_scratch();
-        if constexpr (std::is_same_v<T, float>) gemm_f32_tap_block(g.o, t, out, ld, packs.a, packs.b);
-        else gemm_bf16_tap_block(g.o, t, out, ld, packs.a, packs.b);
+        const T* xb = x + n0 * g.x_n;
+        if (x_rows && std::is_same_v<T, float>) tap_transpose_f32(reinterpret_cast<const float*>(xb), g.x_n, g.x_c, g.ci, S, reinterpret_cast<float*>(xt));
+        else if (x_rows) tap_transpose_bf16(reinterpret_cast<const uint16_t*>(xb), g.x_n, g.x_c, g.ci, S, reinterpret_cast<uint16_t*>(xt));
+        else  // channels last and other layouts, element by element
+          for (int64_t s = 0; s < S; ++s)
+            for (int64_t i = 0; i < g.ci; ++i)
+              for (int64_t b = 0; b < nb; ++b)
+                xt[((s * steps + i / per) * nb + b) * per + i % per] = xb[b * g.x_n + i * g.x_c + xoff[size_t(s)]];
+        const TapColumns t{packed, K * g.ci, xt, source.data(), K, P, g.ci};
+        if constexpr (std::is_same_v<T, float>) gemm_f32_tap_block(g.o, t, out, ld);
+        else gemm_bf16_tap_block(g.o, t, out, ld);
       }
       store_by_position(out, n0, nb);
     });
