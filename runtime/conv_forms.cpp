@@ -297,7 +297,16 @@ struct ConvRun {
   void im2col_by_tap() const {
     const int64_t K = g.k_size(), P = g.out_size(), S = g.in_sp.numel(), nb = kTileCols;
     const int64_t per = std::is_same_v<T, uint16_t> ? 2 : 1, steps = g.ci / per;
-    const T* packed = packed_kernel(true);  // [O, (k, i)]
+    const T* packed = packed_kernel(true);  // [O, (k, i)], then in the tiles' panels
+    const int64_t panels = (g.o + kTileRows - 1) / kTileRows, row_steps = K * steps;
+    thread_local Scratch<uint32_t> w_buf;
+    uint32_t* w_tiles = w_buf.get(panels * kTileRows * row_steps);
+    parallel_chunks(threads, panels, [&](int64_t i) {
+      const int64_t rows = std::min(kTileRows, g.o - i * kTileRows);
+      if constexpr (std::is_same_v<T, float>) tile_pack_rows_f32(packed + i * kTileRows * K * g.ci, K * g.ci, K * g.ci, rows, w_tiles + i * kTileRows * row_steps);
+      else if constexpr (std::is_same_v<T, uint16_t>) tile_pack_rows_bf16(packed + i * kTileRows * K * g.ci, K * g.ci, K * g.ci, rows, w_tiles + i * kTileRows * row_steps);
+    });
+    const bool direct = direct_output();
     conv::ConvGeometry rowmajor = g;        // the table with the input's positions numbered 0..S-1
     rowmajor.x_sp = strides_of(g.in_sp);
     const std::vector<int64_t> source = conv::window_offsets(rowmajor), xoff = conv::input_offsets(g);
@@ -318,9 +327,12 @@ struct ConvRun {
             for (int64_t i = 0; i < g.ci; ++i)
               for (int64_t b = 0; b < nb; ++b)
                 xt[((s * steps + i / per) * nb + b) * per + i % per] = xb[b * g.x_n + i * g.x_c + xoff[size_t(s)]];
-        const TapColumns t{packed, K * g.ci, xt, source.data(), K, P, g.ci};
+        const TapColumns t{w_tiles, xt, source.data(), K, P, g.ci};
         if constexpr (std::is_same_v<T, float>) gemm_f32_tap_block(g.o, t, out, ld);
         else gemm_bf16_tap_block(g.o, t, out, ld);
+        if (direct && !narrow) return tap_store_f32(out, g.o, P, y + n0 * g.y_n, g.y_n, g.y_c);
+        if (direct && narrow_dtype == DType::bfloat16)
+          return tap_store_bf16(out, g.o, P, static_cast<uint16_t*>(narrow) + n0 * g.y_n, g.y_n, g.y_c);
       }
       store_by_position(out, n0, nb);
     });

@@ -6,6 +6,7 @@
 #include "runtime/gemm_taps.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -32,7 +33,7 @@ constexpr int64_t kPerWord = int64_t(4 / sizeof(E));
 // offset, which cost what skipping the padding saved (docs/nn.md).
 template <class E, int R>
 FLUXION_TILE_TARGET void tap_tile(int64_t live, const uint32_t* const* a, const uint32_t* const* b, int64_t steps, float* out,
-                                  int64_t ld, int64_t rows) {
+                                  int64_t ld, int64_t rows, bool add) {
   __m512 acc[R][2];
 #pragma GCC unroll 12
   for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
@@ -63,41 +64,32 @@ FLUXION_TILE_TARGET void tap_tile(int64_t live, const uint32_t* const* a, const 
 #pragma GCC unroll 12
   for (int i = 0; i < R; ++i) {
     if (i >= rows) break;
-    _mm512_storeu_ps(out + i * ld, acc[i][0]);
-    _mm512_storeu_ps(out + i * ld + 16, acc[i][1]);
+    float* o = out + i * ld;
+    if (add) acc[i][0] = _mm512_add_ps(acc[i][0], _mm512_loadu_ps(o)), acc[i][1] = _mm512_add_ps(acc[i][1], _mm512_loadu_ps(o + 16));
+    _mm512_storeu_ps(o, acc[i][0]);
+    _mm512_storeu_ps(o + 16, acc[i][1]);
   }
-}
-
-// Packs rows [0, rows) of the kernel (row r at w + r * stride, `row_steps` words) into panels of
-// kTileRows rows, row_steps x kTileRows words each (the rows beyond `rows` zero).
-template <class E>
-void pack_tap_kernel(const E* w, int64_t stride, int64_t rows, int64_t row_steps, uint32_t* dst) {
-  for (int64_t r0 = 0; r0 < rows; r0 += kTileRows, dst += row_steps * kTileRows)
-    for (int64_t i = 0; i < kTileRows; ++i) {
-      const E* row = w + (r0 + i) * stride;
-      if (r0 + i >= rows)
-        for (int64_t q = 0; q < row_steps; ++q) dst[q * kTileRows + i] = 0;
-      else
-        for (int64_t q = 0; q < row_steps; ++q) std::memcpy(dst + q * kTileRows + i, row + q * kPerWord<E>, 4);
-    }
 }
 
 // Per block of output rows whose packed kernel (all taps, kTapKernelBlock bytes) stays in L2, per
 // output position: the live taps' runs of the transposed input (a few rows of positions around it,
-// also in L2) with each tile of the block.
+// also in L2) with each tile of the block. Adding to the output per group of taps whose runs fit
+// L1 (the usual GEMM's blocks of k) measured slower than one store per tile (docs/nn.md).
 template <class E>
 void product_of_taps(int64_t m, const TapColumns& t, float* out, int64_t ld) {
   const int64_t steps = t.depth / kPerWord<E>, row_steps = t.taps * steps;
   const int64_t tiles = (m + kTileRows - 1) / kTileRows;
-  const int64_t block_tiles = std::clamp<int64_t>(kTapKernelBlock / (row_steps * kTileRows * 4), 1, tiles);
-  thread_local std::vector<uint32_t> pack;
-  pack.resize(size_t(block_tiles * kTileRows * row_steps));
+  static const int64_t kblock = std::getenv("FLUXION_TAPBLOCK") ? std::atoll(std::getenv("FLUXION_TAPBLOCK")) : kTapKernelBlock;
+  static const int64_t gsteps = std::getenv("FLUXION_TAPGROUP") ? std::atoll(std::getenv("FLUXION_TAPGROUP")) : int64_t(1) << 40;
+  const int64_t block_tiles = std::clamp<int64_t>(kblock / (row_steps * kTileRows * 4), 1, tiles);
+  // Taps per pass of the block's tiles: their runs of the input (steps x kTileCols words each) in L1.
+  const int64_t group = std::max<int64_t>(1, gsteps / std::max<int64_t>(1, steps));
   std::vector<const uint32_t*> a(size_t(t.taps)), b(size_t(t.taps));
   std::vector<int64_t> tap(size_t(t.taps));
   const uint32_t* xt = static_cast<const uint32_t*>(t.xt);
   for (int64_t i0 = 0; i0 < m; i0 += block_tiles * kTileRows) {
     const int64_t mb = std::min(block_tiles * kTileRows, m - i0);
-    pack_tap_kernel(static_cast<const E*>(t.w) + i0 * t.w_stride, t.w_stride, mb, row_steps, pack.data());
+    const uint32_t* pack = t.w + i0 * row_steps;
     for (int64_t p = 0; p < t.positions; ++p) {
       int64_t live = 0;
       for (int64_t k = 0; k < t.taps; ++k) {
@@ -106,11 +98,16 @@ void product_of_taps(int64_t m, const TapColumns& t, float* out, int64_t ld) {
         tap[size_t(live)] = k, b[size_t(live)] = xt + s * steps * kTileCols;
         ++live;
       }
-      for (int64_t ir = 0; ir < mb; ir += kTileRows) {
-        const int64_t rows = std::min(kTileRows, mb - ir);
-        for (int64_t l = 0; l < live; ++l) a[size_t(l)] = pack.data() + ir * row_steps + tap[size_t(l)] * steps * kTileRows;
-        auto run = rows > 8 ? tap_tile<E, int(kTileRows)> : rows > 4 ? tap_tile<E, 8> : tap_tile<E, 4>;
-        run(live, a.data(), b.data(), steps, out + (i0 + ir) * ld + p * kTileCols, ld, rows);
+      if (live == 0)
+        for (int64_t i = 0; i < mb; ++i) std::fill_n(out + (i0 + i) * ld + p * kTileCols, kTileCols, 0.0f);
+      for (int64_t c0 = 0; c0 < live; c0 += group) {
+        const int64_t taps = std::min(group, live - c0);
+        for (int64_t ir = 0; ir < mb; ir += kTileRows) {
+          const int64_t rows = std::min(kTileRows, mb - ir);
+          for (int64_t l = c0; l < c0 + taps; ++l) a[size_t(l)] = pack + ir * row_steps + tap[size_t(l)] * steps * kTileRows;
+          auto run = rows > 8 ? tap_tile<E, int(kTileRows)> : rows > 4 ? tap_tile<E, 8> : tap_tile<E, 4>;
+          run(taps, a.data() + c0, b.data() + c0, steps, out + (i0 + ir) * ld + p * kTileCols, ld, rows, c0 > 0);
+        }
       }
     }
   }
@@ -158,8 +155,48 @@ FLUXION_TILE_TARGET void transpose_for_taps(const E* x, int64_t image_stride, in
     }
 }
 
+// float32 to bfloat16 bits, to nearest even, NaN kept quiet (as runtime/matmul.cpp's narrow_bf16).
+FLUXION_TILE_TARGET __m256i round_bf16(__m512 v) {
+  const __m512i u = _mm512_castps_si512(v), one = _mm512_set1_epi32(1);
+  const __m512i rounded = _mm512_srli_epi32(
+      _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), _mm512_and_si512(_mm512_srli_epi32(u, 16), one)), 16);
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+  const __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+  return _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(nan, rounded, quiet));
+}
+
+// The output by blocks of 16 positions x 16 images of one feature: 16 loads of a position's images,
+// the 16 x 16 transpose, then per image one store of its 16 positions (masked at the end).
+template <class E>
+FLUXION_TILE_TARGET void store_taps(const float* out, int64_t m, int64_t positions, E* y, int64_t image_stride,
+                                    int64_t feature_stride) {
+  const int64_t ld = positions * kTileCols;
+  for (int64_t o = 0; o < m; ++o)
+    for (int64_t p0 = 0; p0 < positions; p0 += 16) {
+      const int64_t n = std::min<int64_t>(16, positions - p0);
+      const __mmask16 mask = __mmask16(n >= 16 ? 0xffffu : (1u << n) - 1u);
+      for (int64_t b0 = 0; b0 < kTileCols; b0 += 16) {
+        __m512i r[16], t[16];
+        for (int64_t j = 0; j < 16; ++j)
+          r[j] = j < n ? _mm512_loadu_si512(out + o * ld + (p0 + j) * kTileCols + b0) : _mm512_setzero_si512();
+        transpose16x16(r, t);
+        for (int64_t i = 0; i < 16; ++i) {
+          E* dst = y + (b0 + i) * image_stride + o * feature_stride + p0;
+          if constexpr (sizeof(E) == 4) _mm512_mask_storeu_epi32(dst, mask, t[i]);
+          else _mm256_mask_storeu_epi16(dst, mask, round_bf16(_mm512_castsi512_ps(t[i])));
+        }
+      }
+    }
+}
+
 }  // namespace
 
+void tap_store_bf16(const float* out, int64_t m, int64_t positions, uint16_t* y, int64_t image_stride, int64_t feature_stride) {
+  store_taps(out, m, positions, y, image_stride, feature_stride);
+}
+void tap_store_f32(const float* out, int64_t m, int64_t positions, float* y, int64_t image_stride, int64_t feature_stride) {
+  store_taps(out, m, positions, y, image_stride, feature_stride);
+}
 void gemm_bf16_tap_block(int64_t m, const TapColumns& t, float* out, int64_t out_stride) {
   product_of_taps<uint16_t>(m, t, out, out_stride);
 }
@@ -182,6 +219,8 @@ void gemm_bf16_tap_block(int64_t, const TapColumns&, float*, int64_t) {}
 void gemm_f32_tap_block(int64_t, const TapColumns&, float*, int64_t) {}
 void tap_transpose_bf16(const uint16_t*, int64_t, int64_t, int64_t, int64_t, uint16_t*) {}
 void tap_transpose_f32(const float*, int64_t, int64_t, int64_t, int64_t, float*) {}
+void tap_store_bf16(const float*, int64_t, int64_t, uint16_t*, int64_t, int64_t) {}
+void tap_store_f32(const float*, int64_t, int64_t, float*, int64_t, int64_t) {}
 }  // namespace fluxion::runtime
 
 #endif

@@ -11,15 +11,15 @@ namespace fluxion::runtime {
 /// A convolution's im2col product by kernel offset ("tap", runtime/conv_forms.cpp) as an implicit
 /// GEMM that skips the products with the padding: out[m x (positions x kTileCols)] (float32; column
 /// (p, b) = p * kTileCols + b, the images innermost) = the sum over the taps k of W_k x X_k, where
-/// W_k is columns [k depth, (k + 1) depth) of the kernel `w` (m rows `w_stride` apart, bfloat16 bits
-/// or float32) and column (p, b) of X_k is image b of input position source[k * positions + p], or
-/// zeros where that is negative. The input `xt` is transposed to the packed layout: per input
-/// position s, depth / (values per word) steps of kTileCols words, a word holding image b's values
-/// of one step (a pair of input features in bfloat16; depth even there). Each output tile is
-/// accumulated in registers over every live tap and written once.
+/// W_k is columns [k depth, (k + 1) depth) of the kernel -- m rows of taps x depth values, packed by
+/// tile_pack_rows_* into `w` -- and column (p, b) of X_k is image b of input position
+/// source[k * positions + p], or zeros where that is negative. The input `xt` is transposed to the
+/// packed layout (tap_transpose_*): per input position s, depth / (values per word) steps of
+/// kTileCols words, a word holding image b's values of one step (a pair of input features in
+/// bfloat16; depth even there). Each output tile is accumulated in registers over every live tap
+/// and written once.
 struct TapColumns {
-  const void* w;
-  int64_t w_stride;
+  const uint32_t* w;
   const void* xt;
   const int64_t* source;
   int64_t taps, positions, depth;
@@ -38,5 +38,11 @@ void tap_transpose_bf16(const uint16_t* x, int64_t image_stride, int64_t feature
                         uint16_t* xt);
 void tap_transpose_f32(const float* x, int64_t image_stride, int64_t feature_stride, int64_t features, int64_t positions,
                        float* xt);
+
+/// Stores a tap product's out[m x (positions x kTileCols)] into kTileCols images of an output whose
+/// features are rows of `positions` consecutive elements: y[b * image_stride + o * feature_stride +
+/// p] = out[o, (p, b)], rounded to bfloat16 (to nearest even, NaN kept quiet) or as it is.
+void tap_store_bf16(const float* out, int64_t m, int64_t positions, uint16_t* y, int64_t image_stride, int64_t feature_stride);
+void tap_store_f32(const float* out, int64_t m, int64_t positions, float* y, int64_t image_stride, int64_t feature_stride);
 
 }  // namespace fluxion::runtime
