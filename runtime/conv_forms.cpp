@@ -279,14 +279,16 @@ struct ConvRun {
 
   // Whether im2col's product runs by tap (gemm_*_tap_block), skipping the products with padding:
   // where the target has the tiles, without groups, a batch of whole panels (images a multiple of
-  // kTileCols), input features whole words of the packed operands, and at least 1/TAPDEN of the
-  // (offset, position) pairs padding.
+  // kTileCols), input features whole words of the packed operands, a window of more than one
+  // offset, and either at least 1/16 of the (offset, position) pairs padding (ResNet-18's 16x16, 8x8
+  // and 4x4 stages: 8%, 16%, 31%) or columns that would be gathered (strided windows: its 3x3
+  // stride-2 convolutions, 1.2-1.6x in bfloat16). At 32x32 (4%) the product packed from the input's
+  // runs measured faster, and so did the 1x1 strided ones' gathered columns (docs/nn.md).
   bool by_tap() const {
     const int64_t per = std::is_same_v<T, uint16_t> ? 2 : 1;
-    if (!window_tiles<T>(isa) || groups() != 1 || g.out_n % kTileCols != 0 || g.ci % per != 0) return false;
-    static const int64_t den = std::getenv("FLUXION_TAPDEN") ? std::atoll(std::getenv("FLUXION_TAPDEN")) : 16;
-    if (den <= 0) return false;
-    return std::count(table.begin(), table.end(), int64_t(-1)) * den >= int64_t(table.size());
+    if (!window_tiles<T>(isa) || groups() != 1 || g.out_n % kTileCols != 0 || g.ci % per != 0 || g.k_size() < 2)
+      return false;
+    return std::count(table.begin(), table.end(), int64_t(-1)) * 16 >= int64_t(table.size()) || panel_runs().base.empty();
   }
 
   // im2col by tap: per block of kTileCols images, out[O, (p, b)] = the sum over kernel offsets k of

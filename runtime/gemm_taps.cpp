@@ -6,7 +6,6 @@
 #include "runtime/gemm_taps.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -33,7 +32,7 @@ constexpr int64_t kPerWord = int64_t(4 / sizeof(E));
 // offset, which cost what skipping the padding saved (docs/nn.md).
 template <class E, int R>
 FLUXION_TILE_TARGET void tap_tile(int64_t live, const uint32_t* const* a, const uint32_t* const* b, int64_t steps, float* out,
-                                  int64_t ld, int64_t rows, bool add) {
+                                  int64_t ld, int64_t rows) {
   __m512 acc[R][2];
 #pragma GCC unroll 12
   for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
@@ -64,10 +63,8 @@ FLUXION_TILE_TARGET void tap_tile(int64_t live, const uint32_t* const* a, const 
 #pragma GCC unroll 12
   for (int i = 0; i < R; ++i) {
     if (i >= rows) break;
-    float* o = out + i * ld;
-    if (add) acc[i][0] = _mm512_add_ps(acc[i][0], _mm512_loadu_ps(o)), acc[i][1] = _mm512_add_ps(acc[i][1], _mm512_loadu_ps(o + 16));
-    _mm512_storeu_ps(o, acc[i][0]);
-    _mm512_storeu_ps(o + 16, acc[i][1]);
+    _mm512_storeu_ps(out + i * ld, acc[i][0]);
+    _mm512_storeu_ps(out + i * ld + 16, acc[i][1]);
   }
 }
 
@@ -79,11 +76,7 @@ template <class E>
 void product_of_taps(int64_t m, const TapColumns& t, float* out, int64_t ld) {
   const int64_t steps = t.depth / kPerWord<E>, row_steps = t.taps * steps;
   const int64_t tiles = (m + kTileRows - 1) / kTileRows;
-  static const int64_t kblock = std::getenv("FLUXION_TAPBLOCK") ? std::atoll(std::getenv("FLUXION_TAPBLOCK")) : kTapKernelBlock;
-  static const int64_t gsteps = std::getenv("FLUXION_TAPGROUP") ? std::atoll(std::getenv("FLUXION_TAPGROUP")) : int64_t(1) << 40;
-  const int64_t block_tiles = std::clamp<int64_t>(kblock / (row_steps * kTileRows * 4), 1, tiles);
-  // Taps per pass of the block's tiles: their runs of the input (steps x kTileCols words each) in L1.
-  const int64_t group = std::max<int64_t>(1, gsteps / std::max<int64_t>(1, steps));
+  const int64_t block_tiles = std::clamp<int64_t>(kTapKernelBlock / (row_steps * kTileRows * 4), 1, tiles);
   std::vector<const uint32_t*> a(size_t(t.taps)), b(size_t(t.taps));
   std::vector<int64_t> tap(size_t(t.taps));
   const uint32_t* xt = static_cast<const uint32_t*>(t.xt);
@@ -98,16 +91,11 @@ void product_of_taps(int64_t m, const TapColumns& t, float* out, int64_t ld) {
         tap[size_t(live)] = k, b[size_t(live)] = xt + s * steps * kTileCols;
         ++live;
       }
-      if (live == 0)
-        for (int64_t i = 0; i < mb; ++i) std::fill_n(out + (i0 + i) * ld + p * kTileCols, kTileCols, 0.0f);
-      for (int64_t c0 = 0; c0 < live; c0 += group) {
-        const int64_t taps = std::min(group, live - c0);
-        for (int64_t ir = 0; ir < mb; ir += kTileRows) {
-          const int64_t rows = std::min(kTileRows, mb - ir);
-          for (int64_t l = c0; l < c0 + taps; ++l) a[size_t(l)] = pack + ir * row_steps + tap[size_t(l)] * steps * kTileRows;
-          auto run = rows > 8 ? tap_tile<E, int(kTileRows)> : rows > 4 ? tap_tile<E, 8> : tap_tile<E, 4>;
-          run(taps, a.data() + c0, b.data() + c0, steps, out + (i0 + ir) * ld + p * kTileCols, ld, rows, c0 > 0);
-        }
+      for (int64_t ir = 0; ir < mb; ir += kTileRows) {
+        const int64_t rows = std::min(kTileRows, mb - ir);
+        for (int64_t l = 0; l < live; ++l) a[size_t(l)] = pack + ir * row_steps + tap[size_t(l)] * steps * kTileRows;
+        auto run = rows > 8 ? tap_tile<E, int(kTileRows)> : rows > 4 ? tap_tile<E, 8> : tap_tile<E, 4>;
+        run(live, a.data(), b.data(), steps, out + (i0 + ir) * ld + p * kTileCols, ld, rows);
       }
     }
   }
