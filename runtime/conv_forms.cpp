@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -284,6 +285,25 @@ struct ConvRun {
   // and 4x4 stages: 8%, 16%, 31%) or columns that would be gathered (strided windows: its 3x3
   // stride-2 convolutions, 1.2-1.6x in bfloat16). At 32x32 (4%) the product packed from the input's
   // runs measured faster, and so did the 1x1 strided ones' gathered columns (docs/nn.md).
+  // Panel i of the tap product's kernel (TapColumns) straight from w: per step q of tap k = q /
+  // steps, the word of kTileRows output features' values at input features per (q % steps) and on
+  // -- in the order the tiles read it, so that the stores are sequential and only the loads gather.
+  // Packing [O, (k, i)] rows first (packed_kernel) and then the panels cost 1-3 ms a call at 512
+  // features, where the input gradient reads w transposed.
+  void pack_tap_panel(int64_t i, int64_t steps, uint32_t* dst) const {
+    constexpr int64_t per = std::is_same_v<T, uint16_t> ? 2 : 1;
+    for (int64_t q = 0; q < g.k_size() * steps; ++q) {
+      const int64_t at = (q % steps) * per * g.w_i + koff[size_t(q / steps)];
+      for (int64_t r = 0; r < kTileRows; ++r, ++dst) {
+        const int64_t o = i * kTileRows + r;
+        T v[per] = {};
+        if (o < g.o)
+          for (int64_t e = 0; e < per; ++e) v[e] = w[o * g.w_o + at + e * g.w_i];
+        std::memcpy(dst, v, 4);
+      }
+    }
+  }
+
   bool by_tap() const {
     const int64_t per = std::is_same_v<T, uint16_t> ? 2 : 1;
     if (!window_tiles<T>(isa) || groups() != 1 || g.out_n % kTileCols != 0 || g.ci % per != 0 || g.k_size() < 2)
@@ -299,15 +319,10 @@ struct ConvRun {
   void im2col_by_tap() const {
     const int64_t K = g.k_size(), P = g.out_size(), S = g.in_sp.numel(), nb = kTileCols;
     const int64_t per = std::is_same_v<T, uint16_t> ? 2 : 1, steps = g.ci / per;
-    const T* packed = packed_kernel(true);  // [O, (k, i)], then in the tiles' panels
     const int64_t panels = (g.o + kTileRows - 1) / kTileRows, row_steps = K * steps;
     thread_local Scratch<uint32_t> w_buf;
     uint32_t* w_tiles = w_buf.get(panels * kTileRows * row_steps);
-    parallel_chunks(threads, panels, [&](int64_t i) {
-      const int64_t rows = std::min(kTileRows, g.o - i * kTileRows);
-      if constexpr (std::is_same_v<T, float>) tile_pack_rows_f32(packed + i * kTileRows * K * g.ci, K * g.ci, K * g.ci, rows, w_tiles + i * kTileRows * row_steps);
-      else if constexpr (std::is_same_v<T, uint16_t>) tile_pack_rows_bf16(packed + i * kTileRows * K * g.ci, K * g.ci, K * g.ci, rows, w_tiles + i * kTileRows * row_steps);
-    });
+    parallel_chunks(threads, panels, [&](int64_t i) { pack_tap_panel(i, steps, w_tiles + i * kTileRows * row_steps); });
     const bool direct = direct_output();
     conv::ConvGeometry rowmajor = g;        // the table with the input's positions numbered 0..S-1
     rowmajor.x_sp = strides_of(g.in_sp);

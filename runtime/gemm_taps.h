@@ -11,8 +11,9 @@ namespace fluxion::runtime {
 /// A convolution's im2col product by kernel offset ("tap", runtime/conv_forms.cpp) as an implicit
 /// GEMM that skips the products with the padding: out[m x (positions x kTileCols)] (float32; column
 /// (p, b) = p * kTileCols + b, the images innermost) = the sum over the taps k of W_k x X_k, where
-/// W_k is columns [k depth, (k + 1) depth) of the kernel -- m rows of taps x depth values, packed by
-/// tile_pack_rows_* into `w` -- and column (p, b) of X_k is image b of input position
+/// W_k is columns [k depth, (k + 1) depth) of the kernel -- m rows of taps x depth values, packed
+/// into `w` in the tiles' panels of kTileRows rows: per panel, per step of k (a pair of values in
+/// bfloat16, one in float32), kTileRows words -- and column (p, b) of X_k is image b of input position
 /// source[k * positions + p], or zeros where that is negative. The input `xt` is transposed to the
 /// packed layout (tap_transpose_*): per input position s, depth / (values per word) steps of
 /// kTileCols words, a word holding image b's values of one step (a pair of input features in

@@ -382,12 +382,6 @@ TilePacks tile_pack_scratch() {
   return {aligned(pack_a), aligned(pack_b)};
 }
 
-void tile_pack_rows_bf16(const uint16_t* src, int64_t ld, int64_t depth, int64_t rows, uint32_t* dst) {
-  pack_panels(src, ld, true, depth, rows, kTileRows, dst);
-}
-void tile_pack_rows_f32(const float* src, int64_t ld, int64_t depth, int64_t rows, uint32_t* dst) {
-  pack_panels(src, ld, true, depth, rows, kTileRows, dst);
-}
 void gemm_bf16_block(const MatmulBlock& b, uint32_t* pack_a, uint32_t* pack_b) { product_of_operands<uint16_t>(b, pack_a, pack_b); }
 void gemm_f32_block(const MatmulBlock& b, uint32_t* pack_a, uint32_t* pack_b) { product_of_operands<float>(b, pack_a, pack_b); }
 
@@ -411,8 +405,6 @@ void gemm_f32_feature_block(int64_t m, int64_t n, const FeatureWindows& f, float
 #else  // not x86-64: no caller (host_has_avx512bf16() is false and host_isa_level() 1 there)
 
 namespace fluxion::runtime {
-void tile_pack_rows_bf16(const uint16_t*, int64_t, int64_t, int64_t, uint32_t*) {}
-void tile_pack_rows_f32(const float*, int64_t, int64_t, int64_t, uint32_t*) {}
 void gemm_bf16_block(const MatmulBlock&, uint32_t*, uint32_t*) {}
 void gemm_f32_block(const MatmulBlock&, uint32_t*, uint32_t*) {}
 void gemm_bf16_window_block(const MatmulBlock&, const WindowRuns&, uint32_t*, uint32_t*) {}

@@ -46,13 +46,6 @@ struct TilePacks {
 };
 TilePacks tile_pack_scratch();
 
-/// Packs `rows` rows of a k-contiguous left operand (row r at src + r * ld, `depth` values) into the
-/// tiles' panels of kTileRows rows, each ceil(depth / values per word) x kTileRows words (the rows
-/// beyond `rows` zero) -- the layout a tile reads A in. The tap products (runtime/gemm_taps.h) take
-/// their kernel packed so, once per convolution.
-void tile_pack_rows_bf16(const uint16_t* src, int64_t ld, int64_t depth, int64_t rows, uint32_t* dst);
-void tile_pack_rows_f32(const float* src, int64_t ld, int64_t depth, int64_t rows, uint32_t* dst);
-
 /// The right operand of a convolution's im2col product, read straight from its input (bfloat16 bits
 /// or float32) instead of from gathered columns (runtime/conv_forms.cpp): row r is (input feature
 /// r / k_size, kernel offset k = r % k_size), column j is (image j / positions, output position
