@@ -372,6 +372,15 @@ TEST_CASE("conv paths: im2col by tap skips the padding") {
   check({"4x4 by tap, float32", {32, 32, 4, 4}, {12, 32, 3, 3}, 1, 1, "NCHW", "OIHW", 1, fx::float32, kIm2col, kIm2col,
          kIm2col});
   CHECK((rt::conv_im2col_by_tap() >= taps + 4) == f32_tiles);
+  // The input gradient of a strided convolution (the cotangent dilated by the strides): by tap
+  // where the tiles run, the dilation's holes skipped as padding, else col2im.
+  taps = rt::conv_im2col_by_tap();
+  const ConvAlgorithm strided_input = bf16_tiles || f32_tiles ? kIm2col : kCol2im;
+  check({"8x8 -> 4x4 stride 2, bfloat16", {32, 16, 8, 8}, {24, 16, 3, 3}, 2, 1, "NCHW", "OIHW", 1, fx::bfloat16, kIm2col,
+         strided_input, kIm2col});
+  CHECK((rt::conv_im2col_by_tap() >= taps + 3) == (bf16_tiles || f32_tiles));
+  check({"16x16 -> 8x8 stride 2, float32", {32, 6, 16, 16}, {12, 6, 3, 3}, 2, 1, "NCHW", "OIHW", 1, fx::float32, kIm2col,
+         f32_tiles ? kIm2col : kCol2im, kIm2col});
   // Channels last: the results are scattered to positions that are not one row per feature (and
   // rounded to bfloat16 per output feature's block before that).
   taps = rt::conv_im2col_by_tap();
