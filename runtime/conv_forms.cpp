@@ -18,10 +18,12 @@
 // product has a long inner dimension, where the first form would multiply by a matrix only P = 9
 // columns wide. The third suits the input gradient of a strided convolution, whose input is the
 // cotangent dilated by the strides: im2col's columns would be mostly the dilation's zeros, while
-// the products of col2im are with the S undilated input positions only. Where a quarter of im2col's
-// (kernel offset, position) pairs are padding (4x4 outputs, 3x3 windows), its product runs by
-// kernel offset instead and skips them (im2col_by_tap); where the by-feature columns are runs of
-// the input, its product packs both operands straight from the arrays (features_from_input).
+// the products of col2im are with the S undilated input positions only. Where 1/16 of im2col's
+// (kernel offset, position) pairs are padding (16x16 outputs and smaller, 3x3 windows) or its
+// columns would be gathered (strided windows, and the dilated cotangents that col2im would take),
+// its product runs as an implicit GEMM over the kernel offsets instead and skips them
+// (im2col_by_tap, runtime/gemm_taps.h); where the by-feature columns are runs of the input, its
+// product packs both operands straight from the arrays (features_from_input).
 // docs/nn.md has the measurements.
 #include "runtime/conv_forms.h"
 
@@ -278,18 +280,11 @@ struct ConvRun {
     });
   }
 
-  // Whether im2col's product runs by tap (gemm_*_tap_block), skipping the products with padding:
-  // where the target has the tiles, without groups, a batch of whole panels (images a multiple of
-  // kTileCols), input features whole words of the packed operands, a window of more than one
-  // offset, and either at least 1/16 of the (offset, position) pairs padding (ResNet-18's 16x16, 8x8
-  // and 4x4 stages: 8%, 16%, 31%) or columns that would be gathered (strided windows: its 3x3
-  // stride-2 convolutions, 1.2-1.6x in bfloat16). At 32x32 (4%) the product packed from the input's
-  // runs measured faster, and so did the 1x1 strided ones' gathered columns (docs/nn.md).
   // Panel i of the tap product's kernel (TapColumns) straight from w: per step q of tap k = q /
   // steps, the word of kTileRows output features' values at input features per (q % steps) and on
   // -- in the order the tiles read it, so that the stores are sequential and only the loads gather.
-  // Packing [O, (k, i)] rows first (packed_kernel) and then the panels cost 1-3 ms a call at 512
-  // features, where the input gradient reads w transposed.
+  // Packing [O, (k, i)] rows first (packed_kernel) and then the panels was 3-4% slower at 4x4 and
+  // 512 features (docs/nn.md).
   void pack_tap_panel(int64_t i, int64_t steps, uint32_t* dst) const {
     constexpr int64_t per = std::is_same_v<T, uint16_t> ? 2 : 1;
     for (int64_t q = 0; q < g.k_size() * steps; ++q) {
@@ -304,6 +299,13 @@ struct ConvRun {
     }
   }
 
+  // Whether im2col's product runs by tap (gemm_*_tap_block), skipping the products with padding:
+  // where the target has the tiles, without groups, a batch of whole panels (images a multiple of
+  // kTileCols), input features whole words of the packed operands, a window of more than one
+  // offset, and either at least 1/16 of the (offset, position) pairs padding (ResNet-18's 16x16, 8x8
+  // and 4x4 stages: 8%, 16%, 31%) or columns that would be gathered (strided windows: its 3x3
+  // stride-2 convolutions, 1.2-1.6x in bfloat16). At 32x32 (4%) the product packed from the input's
+  // runs measured faster, and so did the 1x1 strided ones' gathered columns (docs/nn.md).
   bool by_tap() const {
     const int64_t per = std::is_same_v<T, uint16_t> ? 2 : 1;
     if (!window_tiles<T>(isa) || groups() != 1 || g.out_n % kTileCols != 0 || g.ci % per != 0 || g.k_size() < 2)
@@ -337,9 +339,12 @@ struct ConvRun {
       Acc* out = out_buf.get(g.o * ld);
       if constexpr (std::is_same_v<Acc, float> && !std::is_same_v<T, double>) {
         const T* xb = x + n0 * g.x_n;
-        if (x_rows && std::is_same_v<T, float>) tap_transpose_f32(reinterpret_cast<const float*>(xb), g.x_n, g.x_c, g.ci, S, reinterpret_cast<float*>(xt));
-        else if (x_rows) tap_transpose_bf16(reinterpret_cast<const uint16_t*>(xb), g.x_n, g.x_c, g.ci, S, reinterpret_cast<uint16_t*>(xt));
-        else  // channels last and other layouts, element by element
+        if constexpr (std::is_same_v<T, float>) {
+          if (x_rows) tap_transpose_f32(xb, g.x_n, g.x_c, g.ci, S, xt);
+        } else if (x_rows) {
+          tap_transpose_bf16(xb, g.x_n, g.x_c, g.ci, S, xt);
+        }
+        if (!x_rows)  // channels last and other layouts, element by element
           for (int64_t s = 0; s < S; ++s)
             for (int64_t i = 0; i < g.ci; ++i)
               for (int64_t b = 0; b < nb; ++b)
