@@ -47,7 +47,7 @@ uint64_t conv_products_from_input();
 /// copied kernel.
 uint64_t conv_features_from_input();
 /// How many im2col convolutions ran their product by kernel offset, skipping the padding
-/// (runtime/gemm_tiles.h, TapColumns).
+/// (runtime/gemm_taps.h, TapColumns), the input gradients of strided convolutions among them.
 uint64_t conv_im2col_by_tap();
 /// How many convolutions with 16-bit results rounded them as each block was stored (all of them
 /// since the rounding pass over the whole float32 output went; tests check the path ran).

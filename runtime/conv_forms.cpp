@@ -18,22 +18,26 @@
 // product has a long inner dimension, where the first form would multiply by a matrix only P = 9
 // columns wide. The third suits the input gradient of a strided convolution, whose input is the
 // cotangent dilated by the strides: im2col's columns would be mostly the dilation's zeros, while
-// the products of col2im are with the S undilated input positions only. Where a quarter of im2col's
-// (kernel offset, position) pairs are padding (4x4 outputs, 3x3 windows), its product runs by
-// kernel offset instead and skips them (im2col_by_tap); where the by-feature columns are runs of
-// the input, its product packs both operands straight from the arrays (features_from_input).
+// the products of col2im are with the S undilated input positions only. Where 1/16 of im2col's
+// (kernel offset, position) pairs are padding (16x16 outputs and smaller, 3x3 windows) or its
+// columns would be gathered (strided windows, and the dilated cotangents that col2im would take),
+// its product runs as an implicit GEMM over the kernel offsets instead and skips them
+// (im2col_by_tap, runtime/gemm_taps.h); where the by-feature columns are runs of the input, its
+// product packs both operands straight from the arrays (features_from_input).
 // docs/nn.md has the measurements.
 #include "runtime/conv_forms.h"
 
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <type_traits>
 #include <utility>
 
 #include "ir/settings.h"
 #include "runtime/conv_columns.h"
+#include "runtime/gemm_taps.h"
 #include "runtime/gemm_tiles.h"
 #include "runtime/matmul.h"
 #include "runtime/openmp.h"
@@ -276,46 +280,81 @@ struct ConvRun {
     });
   }
 
+  // Panel i of the tap product's kernel (TapColumns) straight from w: per step q of tap k = q /
+  // steps, the word of kTileRows output features' values at input features per (q % steps) and on
+  // -- in the order the tiles read it, so that the stores are sequential and only the loads gather.
+  // Packing [O, (k, i)] rows first (packed_kernel) and then the panels was 3-4% slower at 4x4 and
+  // 512 features (docs/nn.md).
+  void pack_tap_panel(int64_t i, int64_t steps, uint32_t* dst) const {
+    constexpr int64_t per = std::is_same_v<T, uint16_t> ? 2 : 1;
+    for (int64_t q = 0; q < g.k_size() * steps; ++q) {
+      const int64_t at = (q % steps) * per * g.w_i + koff[size_t(q / steps)];
+      for (int64_t r = 0; r < kTileRows; ++r, ++dst) {
+        const int64_t o = i * kTileRows + r;
+        T v[per] = {};
+        if (o < g.o)
+          for (int64_t e = 0; e < per; ++e) v[e] = w[o * g.w_o + at + e * g.w_i];
+        std::memcpy(dst, v, 4);
+      }
+    }
+  }
+
   // Whether im2col's product runs by tap (gemm_*_tap_block), skipping the products with padding:
   // where the target has the tiles, without groups, a batch of whole panels (images a multiple of
-  // kTileCols), kernel offsets of even blocks of k, and at least 1/4 of the (offset, position) pairs
-  // padding -- ResNet-18's 4x4 stage (31%, 3x3 windows with padding 1; 1.4-1.9x there). At 8x8
-  // (16%) it measured 0.8-1.0x (docs/nn.md): the input's transposition and the per-offset packing
-  // of B cost about what the padding does.
+  // kTileCols), input features whole words of the packed operands, a window of more than one
+  // offset, and either at least 1/16 of the (offset, position) pairs padding (ResNet-18's 16x16, 8x8
+  // and 4x4 stages: 8%, 16%, 31%) or columns that would be gathered (strided windows: its 3x3
+  // stride-2 convolutions, 1.2-1.6x in bfloat16). At 32x32 (4%) the product packed from the input's
+  // runs measured faster, and so did the 1x1 strided ones' gathered columns (docs/nn.md).
   bool by_tap() const {
-    const int64_t per = std::is_same_v<T, uint16_t> ? 2 : 1, parts = (g.ci + kTileSteps * per - 1) / (kTileSteps * per);
-    if (!window_tiles<T>(isa) || groups() != 1 || g.out_n % kTileCols != 0 || g.ci % parts != 0 || g.ci / parts % per != 0)
+    const int64_t per = std::is_same_v<T, uint16_t> ? 2 : 1;
+    if (!window_tiles<T>(isa) || groups() != 1 || g.out_n % kTileCols != 0 || g.ci % per != 0 || g.k_size() < 2)
       return false;
-    return std::count(table.begin(), table.end(), int64_t(-1)) * 4 >= int64_t(table.size());
+    return std::count(table.begin(), table.end(), int64_t(-1)) * 16 >= int64_t(table.size()) || panel_runs().base.empty();
   }
 
   // im2col by tap: per block of kTileCols images, out[O, (p, b)] = the sum over kernel offsets k of
   // W_k[O, I] x x_k[I, (p, b)], x_k's column (p, b) being input position s(k, p) of image b -- with
   // the images innermost, a panel of kTileCols columns is one position p, all padding or none, so
   // the product skips the padding's panels (at 4x4 outputs and 3x3 windows, 44 of 144 (k, p)) --
-  // from the block's input transposed to [I, (s, b)].
+  // from the block's input transposed to the packed layout [s, I / per, b, per] (TapColumns).
   void im2col_by_tap() const {
     const int64_t K = g.k_size(), P = g.out_size(), S = g.in_sp.numel(), nb = kTileCols;
-    const T* packed = packed_kernel(true);  // [O, (k, i)]
+    const int64_t per = std::is_same_v<T, uint16_t> ? 2 : 1, steps = g.ci / per;
+    const int64_t panels = (g.o + kTileRows - 1) / kTileRows, row_steps = K * steps;
+    thread_local Scratch<uint32_t> w_buf;
+    uint32_t* w_tiles = w_buf.get(panels * kTileRows * row_steps);
+    parallel_chunks(threads, panels, [&](int64_t i) { pack_tap_panel(i, steps, w_tiles + i * kTileRows * row_steps); });
+    const bool direct = direct_output();
     conv::ConvGeometry rowmajor = g;        // the table with the input's positions numbered 0..S-1
     rowmajor.x_sp = strides_of(g.in_sp);
     const std::vector<int64_t> source = conv::window_offsets(rowmajor), xoff = conv::input_offsets(g);
+    bool x_rows = true;  // each input feature's positions one contiguous run (NC...)
+    for (int64_t s = 0; s < S && x_rows; ++s) x_rows = xoff[size_t(s)] == s;
     parallel_chunks(threads, g.out_n / nb, [&](int64_t block) {
       thread_local Scratch<T> xt_buf;
       thread_local Scratch<Acc> out_buf;
       const int64_t n0 = block * nb, ld = P * nb;
       T* xt = xt_buf.get(g.ci * S * nb);
-      for (int64_t i = 0; i < g.ci; ++i)
-        for (int64_t b = 0; b < nb; ++b) {
-          const T* src = x + (n0 + b) * g.x_n + i * g.x_c;
-          for (int64_t s = 0; s < S; ++s) xt[(i * S + s) * nb + b] = src[xoff[size_t(s)]];
-        }
       Acc* out = out_buf.get(g.o * ld);
       if constexpr (std::is_same_v<Acc, float> && !std::is_same_v<T, double>) {
-        const TapColumns t{packed, K * g.ci, xt, S * nb, source.data(), K, P, nb, g.ci};
-        const TilePacks packs = tile_pack_scratch();
-        if constexpr (std::is_same_v<T, float>) gemm_f32_tap_block(g.o, t, out, ld, packs.a, packs.b);
-        else gemm_bf16_tap_block(g.o, t, out, ld, packs.a, packs.b);
+        const T* xb = x + n0 * g.x_n;
+        if constexpr (std::is_same_v<T, float>) {
+          if (x_rows) tap_transpose_f32(xb, g.x_n, g.x_c, g.ci, S, xt);
+        } else if (x_rows) {
+          tap_transpose_bf16(xb, g.x_n, g.x_c, g.ci, S, xt);
+        }
+        if (!x_rows)  // channels last and other layouts, element by element
+          for (int64_t s = 0; s < S; ++s)
+            for (int64_t i = 0; i < g.ci; ++i)
+              for (int64_t b = 0; b < nb; ++b)
+                xt[((s * steps + i / per) * nb + b) * per + i % per] = xb[b * g.x_n + i * g.x_c + xoff[size_t(s)]];
+        const TapColumns t{w_tiles, xt, source.data(), K, P, g.ci};
+        if constexpr (std::is_same_v<T, float>) gemm_f32_tap_block(g.o, t, out, ld);
+        else gemm_bf16_tap_block(g.o, t, out, ld);
+        if (direct && !narrow) return tap_store_f32(out, g.o, P, y + n0 * g.y_n, g.y_n, g.y_c);
+        if (direct && narrow_dtype == DType::bfloat16)
+          return tap_store_bf16(out, g.o, P, static_cast<uint16_t*>(narrow) + n0 * g.y_n, g.y_n, g.y_c);
       }
       store_by_position(out, n0, nb);
     });
@@ -489,7 +528,11 @@ void run_form(const T* x, const T* w, Acc* y, const conv::ConvGeometry& g, int i
               DType narrow_dtype = DType::float32) {
   ConvRun<T, Acc> r{x, w, y, g, conv::window_offsets(g), conv::kernel_offsets(g), conv::output_offsets(g), isa, threads};
   r.narrow = narrow, r.narrow_dtype = narrow_dtype;
-  const ConvAlgorithm form = conv_form(g);
+  ConvAlgorithm form = conv_form(g);
+  // The input gradients of strided convolutions: the tap product skips the dilation's holes as it
+  // does padding, with no scatter-add of col2im's per-offset products (1.3-1.8x at ResNet-18's 3x3
+  // stride-2 convolutions, docs/nn.md).
+  if (form == ConvAlgorithm::col2im && r.by_tap()) form = ConvAlgorithm::im2col;
   if (form == ConvAlgorithm::im2col_by_feature) r.im2col_by_feature();
   else if (form == ConvAlgorithm::col2im) r.col2im();
   else if (r.by_tap()) r.im2col_by_tap();

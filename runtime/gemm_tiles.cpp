@@ -21,6 +21,8 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+#include "runtime/tile_transpose.h"
+
 // GCC 12's AVX-512 intrinsics start from a deliberately undefined register ("__Y = __Y"), which
 // its own -Wuninitialized then reports wherever one is inlined.
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -29,8 +31,6 @@
 namespace fluxion::runtime {
 
 namespace {
-
-#define FLUXION_TILE_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
 int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
@@ -75,30 +75,6 @@ FLUXION_TILE_TARGET void pack_k_major(const E* src, int64_t ld, int64_t depth, i
       _mm512_mask_storeu_epi32(dst, store_lo, _mm512_permutex2var_epi16(a, lo, b));
       if (W > 16) _mm512_mask_storeu_epi32(dst + 16, store_hi, _mm512_permutex2var_epi16(a, hi, b));
     }
-  }
-}
-
-// Transposes the 16 x 16 32-bit words of r: word c of out[i] = word i of r[c]. Per group of four
-// rows, two rounds of unpacks transpose each 128-bit lane's 4 x 4 words; two rounds of 128-bit lane
-// shuffles then transpose the four groups' lanes.
-FLUXION_TILE_TARGET void transpose16x16(const __m512i r[16], __m512i out[16]) {
-  __m512i u[4][4];  // u[group][e]: lane l holds column 4l + e of the group's four rows
-  for (int grp = 0; grp < 4; ++grp) {
-    const __m512i* g = r + 4 * grp;
-    const __m512i ab_lo = _mm512_unpacklo_epi32(g[0], g[1]), ab_hi = _mm512_unpackhi_epi32(g[0], g[1]);
-    const __m512i cd_lo = _mm512_unpacklo_epi32(g[2], g[3]), cd_hi = _mm512_unpackhi_epi32(g[2], g[3]);
-    u[grp][0] = _mm512_unpacklo_epi64(ab_lo, cd_lo);
-    u[grp][1] = _mm512_unpackhi_epi64(ab_lo, cd_lo);
-    u[grp][2] = _mm512_unpacklo_epi64(ab_hi, cd_hi);
-    u[grp][3] = _mm512_unpackhi_epi64(ab_hi, cd_hi);
-  }
-  for (int e = 0; e < 4; ++e) {  // out[4l + e] = lane l of u[0][e], u[1][e], u[2][e], u[3][e]
-    const __m512i s0 = _mm512_shuffle_i32x4(u[0][e], u[1][e], 0x88), s1 = _mm512_shuffle_i32x4(u[0][e], u[1][e], 0xdd);
-    const __m512i s2 = _mm512_shuffle_i32x4(u[2][e], u[3][e], 0x88), s3 = _mm512_shuffle_i32x4(u[2][e], u[3][e], 0xdd);
-    out[e] = _mm512_shuffle_i32x4(s0, s2, 0x88);
-    out[4 + e] = _mm512_shuffle_i32x4(s1, s3, 0x88);
-    out[8 + e] = _mm512_shuffle_i32x4(s0, s2, 0xdd);
-    out[12 + e] = _mm512_shuffle_i32x4(s1, s3, 0xdd);
   }
 }
 
@@ -242,25 +218,17 @@ FLUXION_TILE_TARGET void pack_window_runs(const WindowRuns& c, int64_t p0, int64
 // The blocked product out[m x n] (rows `ld` apart) = A B over elements E, k deep, A's panels packed
 // by pack_a_panels(pc, depth, ic, mc, dst) and B's by pack_b_panels(pc, depth, jc, nc, dst), the
 // blocks of k whole multiples of `quantum` values (a multiple of a word's).
-//
-// With a `live` predicate (tap products), a panel of columns for which live(pc, first column) is
-// false reads only zeros in that block of k and is skipped: the output is zeroed first and every
-// block adds, and the blocks of k are at most `max_block` values.
-struct AllLive {
-  bool operator()(int64_t, int64_t) const { return true; }
-};
-template <class E, class PackA, class PackB, class Live = AllLive>
+template <class E, class PackA, class PackB>
 void product(int64_t m, int64_t n, int64_t k, float* out, int64_t ld, int64_t quantum, PackA pack_a_panels,
-             PackB pack_b_panels, uint32_t* pack_a, uint32_t* pack_b, Live live = {}, int64_t max_block = 0) {
+             PackB pack_b_panels, uint32_t* pack_a, uint32_t* pack_b) {
   constexpr int64_t per = kPerWord<E>;
-  constexpr bool skips = !std::is_same_v<Live, AllLive>;
-  if (k == 0 || skips) {
+  if (k == 0) {
     for (int64_t i = 0; i < m; ++i) std::memset(out + i * ld, 0, size_t(n) * 4);
-    if (k == 0) return;
+    return;
   }
   // Blocks of k evened out (at most kTileSteps words): k = 576 in bfloat16, the 64-feature 3x3
   // convolutions', takes two blocks of 288 rather than 512 and a last pass of 64 over the output.
-  const int64_t max_depth = max_block > 0 ? max_block : kTileSteps * per, blocks = (k + max_depth - 1) / max_depth;
+  const int64_t max_depth = kTileSteps * per, blocks = (k + max_depth - 1) / max_depth;
   const int64_t step = ((k + blocks - 1) / blocks + quantum - 1) / quantum * quantum;
   for (int64_t pc = 0; pc < k; pc += step) {
     const int64_t depth = min64(step, k - pc), steps = (depth + per - 1) / per;
@@ -272,12 +240,11 @@ void product(int64_t m, int64_t n, int64_t k, float* out, int64_t ld, int64_t qu
         pack_a_panels(pc, depth, ic, mc, pack_a);
         // Rows innermost: the packed panel of B stays in L1 while the panels of A stream from L2.
         for (int64_t jr = 0; jr < nc; jr += kTileCols) {
-          if (skips && !live(pc, jc + jr)) continue;
           for (int64_t ir = 0; ir < mc; ir += kTileRows) {
             const int64_t rows = min64(kTileRows, mc - ir);
             auto run = rows > 8 ? tile<E, int(kTileRows)> : rows > 4 ? tile<E, 8> : tile<E, 4>;
             run(steps, pack_a + ir * steps, pack_b + jr * steps, out + (ic + ir) * ld + jc + jr, ld, rows,
-                min64(kTileCols, nc - jr), skips || pc > 0);
+                min64(kTileCols, nc - jr), pc > 0);
           }
         }
       }
@@ -405,30 +372,6 @@ void product_of_features(int64_t m, int64_t n, const FeatureWindows& f, float* o
   product<E>(m, n, f.features * f.k_size, out, ld, 2 * kWindowRun, pack_cols, pack_kernel, pack_a, pack_b);
 }
 
-// The tap product (TapColumns): per block of k (one tap's depth, or an even part of it), A from
-// the kernel's k-contiguous rows and B's live panels from the transposed input, k-major.
-template <class E>
-void product_of_taps(int64_t m, const TapColumns& t, float* out, int64_t ld, uint32_t* pack_a, uint32_t* pack_b) {
-  const E* w = static_cast<const E*>(t.w);
-  const E* xt = static_cast<const E*>(t.xt);
-  const int64_t parts = (t.depth + kTileSteps * kPerWord<E> - 1) / (kTileSteps * kPerWord<E>), block = t.depth / parts;
-  auto source = [&](int64_t pc, int64_t j) { return t.source[pc / t.depth * t.positions + j / t.images]; };
-  auto pack_w = [&](int64_t pc, int64_t depth, int64_t ic, int64_t mc, uint32_t* dst) {
-    pack_panels(w + ic * t.w_stride + pc, t.w_stride, true, depth, mc, kTileRows, dst);
-  };
-  auto pack_x = [&](int64_t pc, int64_t depth, int64_t jc, int64_t nc, uint32_t* dst) {
-    const int64_t steps = (depth + kPerWord<E> - 1) / kPerWord<E>;
-    for (int64_t j = jc; j < jc + nc; j += kTileCols) {
-      const int64_t s = source(pc, j);
-      if (s >= 0)
-        pack_panels(xt + pc % t.depth * t.xt_stride + s * t.images + j % t.images, t.xt_stride, false, depth, kTileCols,
-                    kTileCols, dst + (j - jc) * steps);
-    }
-  };
-  auto live = [&](int64_t pc, int64_t j) { return source(pc, j) >= 0; };
-  product<E>(m, t.positions * t.images, t.taps * t.depth, out, ld, kPerWord<E>, pack_w, pack_x, pack_a, pack_b, live, block);
-}
-
 }  // namespace
 
 TilePacks tile_pack_scratch() {
@@ -447,12 +390,6 @@ void gemm_bf16_window_block(const MatmulBlock& b, const WindowRuns& cols, uint32
 }
 void gemm_f32_window_block(const MatmulBlock& b, const WindowRuns& cols, uint32_t* pack_a, uint32_t* pack_b) {
   product_of_window<float>(b, cols, pack_a, pack_b);
-}
-void gemm_bf16_tap_block(int64_t m, const TapColumns& t, float* out, int64_t out_stride, uint32_t* pack_a, uint32_t* pack_b) {
-  product_of_taps<uint16_t>(m, t, out, out_stride, pack_a, pack_b);
-}
-void gemm_f32_tap_block(int64_t m, const TapColumns& t, float* out, int64_t out_stride, uint32_t* pack_a, uint32_t* pack_b) {
-  product_of_taps<float>(m, t, out, out_stride, pack_a, pack_b);
 }
 void gemm_bf16_feature_block(int64_t m, int64_t n, const FeatureWindows& f, float* out, int64_t out_stride, uint32_t* pack_a,
                              uint32_t* pack_b) {
@@ -473,8 +410,6 @@ void gemm_f32_block(const MatmulBlock&, uint32_t*, uint32_t*) {}
 void gemm_bf16_window_block(const MatmulBlock&, const WindowRuns&, uint32_t*, uint32_t*) {}
 void gemm_f32_window_block(const MatmulBlock&, const WindowRuns&, uint32_t*, uint32_t*) {}
 void gemm_bf16_feature_block(int64_t, int64_t, const FeatureWindows&, float*, int64_t, uint32_t*, uint32_t*) {}
-void gemm_bf16_tap_block(int64_t, const TapColumns&, float*, int64_t, uint32_t*, uint32_t*) {}
-void gemm_f32_tap_block(int64_t, const TapColumns&, float*, int64_t, uint32_t*, uint32_t*) {}
 void gemm_f32_feature_block(int64_t, int64_t, const FeatureWindows&, float*, int64_t, uint32_t*, uint32_t*) {}
 TilePacks tile_pack_scratch() { return {nullptr, nullptr}; }
 }  // namespace fluxion::runtime

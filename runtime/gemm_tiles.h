@@ -93,22 +93,4 @@ void gemm_bf16_feature_block(int64_t m, int64_t n, const FeatureWindows& f, floa
 void gemm_f32_feature_block(int64_t m, int64_t n, const FeatureWindows& f, float* out, int64_t out_stride, uint32_t* pack_a,
                             uint32_t* pack_b);
 
-/// A convolution's im2col product by kernel offset ("tap", runtime/conv_forms.cpp), which skips the
-/// products with the padding: out[m x (positions x images)] (float32) = the sum over the taps k of
-/// W_k x X_k, where W_k is columns [k depth, (k + 1) depth) of the kernel `w` (m rows `w_stride`
-/// apart) and column (p, b) = p * images + b of X_k is column source[k * positions + p] * images + b
-/// of the transposed input `xt` (depth rows `xt_stride` apart), or zeros where that source is
-/// negative: such a panel is skipped. `images` is a multiple of kTileCols; depth's blocks of k are
-/// even parts of it (a multiple of 2 values in bfloat16).
-struct TapColumns {
-  const void* w;
-  int64_t w_stride;
-  const void* xt;
-  int64_t xt_stride;
-  const int64_t* source;
-  int64_t taps, positions, images, depth;
-};
-void gemm_bf16_tap_block(int64_t m, const TapColumns& t, float* out, int64_t out_stride, uint32_t* pack_a, uint32_t* pack_b);
-void gemm_f32_tap_block(int64_t m, const TapColumns& t, float* out, int64_t out_stride, uint32_t* pack_a, uint32_t* pack_b);
-
 }  // namespace fluxion::runtime

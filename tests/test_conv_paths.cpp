@@ -307,39 +307,50 @@ TEST_CASE("conv paths: by-feature products packed from the arrays") {
   CHECK((rt::conv_features_from_input() > packed) == f32_tiles);
 }
 
-// im2col by tap: where at least 1/4 of the (kernel offset, output position) pairs read padding and
-// the batch is whole panels of 32 images (ResNet-18's 4x4 stage at batch 128), the
-// product runs per kernel offset on columns ordered (position, image) and skips the panels that
-// read only padding (conv_im2col_by_tap), on the tiles of the operands' dtype. Forward with a
-// float32 result against the float32 convolution of the same values (bfloat16 products are exact in
-// float32: the summation order differs, float32 tolerance), and both gradients in the jitted
-// gradient against the eager reference. Input features beyond one block of k (600: two blocks of
-// 300 in bfloat16, three of 200 in float32) split each offset's depth.
+// im2col by tap: where at least 1/16 of the (kernel offset, output position) pairs read padding or
+// the window is strided (im2col's columns would be gathered), the window has several offsets, and
+// the batch is whole panels of 32 images (ResNet-18's 16x16, 8x8 and 4x4 stages and its 3x3
+// stride-2 convolutions at batch 128), the product runs as an implicit GEMM over the kernel offsets
+// on columns ordered (position, image) and skips the panels that read only padding
+// (conv_im2col_by_tap), on the tiles of the operands' dtype. Forward with a float32 result against
+// the float32 convolution of the same values (bfloat16 products are exact in float32: the summation
+// order differs, float32 tolerance), and both gradients in the jitted gradient against the eager
+// reference. 600 input features make the kernel's rows longer than one block of output rows keeps
+// in L2 (several blocks of rows, 30 rows: two full tiles and one of 6); odd input features are no
+// whole bfloat16 words (float32 only); 1x1 strided windows and 32x32 outputs (4% padding) keep
+// im2col's product.
 TEST_CASE("conv paths: im2col by tap skips the padding") {
   const auto [bf16_tiles, f32_tiles] = tiles_here();
+  enum Taps { kNone, kBoth, kF32Only };
   struct TapCase {
     const char* label;
     fx::Shape x, w;
     int64_t stride;
-    bool by_tap;
+    Taps by_tap;
   };
   const TapCase cases[] = {
-      {"4x4, 32 images", {32, 16, 4, 4}, {12, 16, 3, 3}, 1, true},
-      {"3x3, 64 images", {64, 8, 3, 3}, {20, 8, 3, 3}, 1, true},     // 40% padding
-      {"6x6 -> 3x3 stride 2", {32, 8, 6, 6}, {24, 8, 3, 3}, 2, false},  // 21%
-      {"4x4, 600 features", {32, 600, 4, 4}, {8, 600, 3, 3}, 1, true},
-      {"4x4, 24 images", {24, 16, 4, 4}, {12, 16, 3, 3}, 1, false},  // not whole panels
-      {"8x8, 32 images", {32, 4, 8, 8}, {6, 4, 3, 3}, 1, false},     // 16% padding
-      {"8x8 -> 4x4 stride 2", {32, 8, 8, 8}, {24, 8, 3, 3}, 2, false},
+      {"4x4, 32 images", {32, 16, 4, 4}, {12, 16, 3, 3}, 1, kBoth},
+      {"3x3, 64 images", {64, 8, 3, 3}, {20, 8, 3, 3}, 1, kBoth},      // 40% padding
+      {"6x6 -> 3x3 stride 2", {32, 8, 6, 6}, {24, 8, 3, 3}, 2, kBoth},  // 21%
+      {"4x4, 600 features", {32, 600, 4, 4}, {30, 600, 3, 3}, 1, kBoth},
+      {"4x4, 24 images", {24, 16, 4, 4}, {12, 16, 3, 3}, 1, kNone},  // not whole panels
+      {"8x8, 32 images", {32, 4, 8, 8}, {6, 4, 3, 3}, 1, kBoth},     // 16% padding
+      {"8x8, 5 features", {32, 5, 8, 8}, {13, 5, 3, 3}, 1, kF32Only},
+      {"8x8 -> 4x4 stride 2", {32, 8, 8, 8}, {24, 8, 3, 3}, 2, kBoth},
+      {"16x16", {32, 6, 16, 16}, {16, 6, 3, 3}, 1, kBoth},             // 8%
+      {"20x20 -> 10x10 stride 2", {32, 4, 20, 20}, {8, 4, 3, 3}, 2, kBoth},  // 5%, strided
+      {"32x32", {32, 2, 32, 32}, {4, 2, 3, 3}, 1, kNone},              // 4%
+      {"8x8 1x1 stride 2", {32, 8, 8, 8}, {12, 8, 1, 1}, 2, kNone},
   };
   for (const TapCase& c : cases)
     for (fx::DType dt : {fx::bfloat16, fx::float32}) {
       const std::string label = std::string(c.label) + " " + std::string(fx::dtype_name(dt));
       CAPTURE(label);
       const fx::Array x = wave(c.x, 0.3, dt), w = wave(c.w, 1.1, dt);
+      const int64_t pad = c.w[2] / 2;
       auto conv = [&](std::optional<fx::DType> out) {
         return [&, out](const fx::Array& a, const fx::Array& b) {
-          return fx::conv_general_dilated(a, b, {c.stride, c.stride}, {{1, 1}, {1, 1}}, {}, {}, std::nullopt, 1, 1, out);
+          return fx::conv_general_dilated(a, b, {c.stride, c.stride}, {{pad, pad}, {pad, pad}}, {}, {}, std::nullopt, 1, 1, out);
         };
       };
       const fx::Array want = conv(std::nullopt)(fx::astype(x, fx::float32), fx::astype(w, fx::float32));
@@ -347,7 +358,8 @@ TEST_CASE("conv paths: im2col by tap skips the padding") {
       CHECK(rel_diff(fx::jit(conv(fx::float32))(x, w), want) < 1e-5);
       // bfloat16 without AVX512-BF16 is widened to float32 and takes the float32 tiles.
       const bool tiles = dt == fx::bfloat16 ? bf16_tiles || f32_tiles : f32_tiles;
-      CHECK((rt::conv_im2col_by_tap() > taps) == (tiles && c.by_tap));
+      const bool by_tap = c.by_tap == kBoth || (c.by_tap == kF32Only && (dt == fx::float32 || !bf16_tiles));
+      CHECK((rt::conv_im2col_by_tap() > taps) == (tiles && by_tap));
     }
   // The gradients: at stride 1 the input gradient is a 4x4 convolution with padding too, and the
   // kernel gradient's 4x4 window over the 32 input features (its images) takes the same form.
@@ -360,6 +372,15 @@ TEST_CASE("conv paths: im2col by tap skips the padding") {
   check({"4x4 by tap, float32", {32, 32, 4, 4}, {12, 32, 3, 3}, 1, 1, "NCHW", "OIHW", 1, fx::float32, kIm2col, kIm2col,
          kIm2col});
   CHECK((rt::conv_im2col_by_tap() >= taps + 4) == f32_tiles);
+  // The input gradient of a strided convolution (the cotangent dilated by the strides): by tap
+  // where the tiles run, the dilation's holes skipped as padding, else col2im.
+  taps = rt::conv_im2col_by_tap();
+  const ConvAlgorithm strided_input = bf16_tiles || f32_tiles ? kIm2col : kCol2im;
+  check({"8x8 -> 4x4 stride 2, bfloat16", {32, 16, 8, 8}, {24, 16, 3, 3}, 2, 1, "NCHW", "OIHW", 1, fx::bfloat16, kIm2col,
+         strided_input, kIm2col});
+  CHECK((rt::conv_im2col_by_tap() >= taps + 3) == (bf16_tiles || f32_tiles));
+  check({"16x16 -> 8x8 stride 2, float32", {32, 6, 16, 16}, {12, 6, 3, 3}, 2, 1, "NCHW", "OIHW", 1, fx::float32, kIm2col,
+         f32_tiles ? kIm2col : kCol2im, kIm2col});
   // Channels last: the results are scattered to positions that are not one row per feature (and
   // rounded to bfloat16 per output feature's block before that).
   taps = rt::conv_im2col_by_tap();
