@@ -1,5 +1,6 @@
 // fx-fuse-elementwise: producer -> consumer fusion of linalg.generic ops (MLIR's elementwise fusion
 // patterns, elementwise producers fused into reductions too), with rules of ours (below).
+#include <mlir/Dialect/Arith/IR/Arith.h>
 #include <mlir/Dialect/Func/IR/FuncOps.h>
 #include <mlir/Dialect/Linalg/IR/Linalg.h>
 #include <mlir/Dialect/Linalg/Transforms/Transforms.h>
@@ -10,6 +11,7 @@
 
 #include "lowering/op_cost.h"
 #include "lowering/passes.h"
+#include "lowering/tiling.h"
 
 namespace fluxion::lowering {
 
@@ -114,40 +116,6 @@ void clone_per_user(Operation* root, bool (*pred)(linalg::GenericOp)) {
   }
 }
 
-// Inputs read at 0 along unit dims ((0, d1, 0, 0): per-channel values kept as [1, C, 1, 1]) are
-// read through a collapse_shape without those dims: collapseOpIterationDims turns such constant
-// results into dims (LLVM 19: `(d0, d1, d2) -> (d0, d1, d0, d0)`).
-void drop_unit_dims_of_inputs(linalg::GenericOp g, OpBuilder& b) {
-  SmallVector<AffineMap> maps = g.getIndexingMapsArray();
-  for (OpOperand* in : g.getDpsInputOperands()) {
-    AffineMap m = g.getMatchingIndexingMap(in);
-    auto t = dyn_cast<RankedTensorType>(in->get().getType());
-    if (!t) continue;
-    SmallVector<AffineExpr> kept;
-    SmallVector<int64_t> shape;
-    SmallVector<ReassociationIndices> groups;
-    ReassociationIndices pending;
-    bool unit = false, other_constant = false;
-    for (unsigned i = 0; i < m.getNumResults(); ++i) {
-      pending.push_back(int64_t(i));
-      if (auto c = dyn_cast<AffineConstantExpr>(m.getResult(i))) {
-        unit = true;
-        other_constant = other_constant || c.getValue() != 0 || t.getDimSize(i) != 1;
-        continue;
-      }
-      groups.push_back(pending);
-      pending.clear();
-      kept.push_back(m.getResult(i));
-      shape.push_back(t.getDimSize(i));
-    }
-    if (!unit || other_constant) continue;
-    if (!pending.empty() && !groups.empty()) groups.back().append(pending.begin(), pending.end());
-    in->set(b.create<tensor::CollapseShapeOp>(g.getLoc(), RankedTensorType::get(shape, t.getElementType()), in->get(), groups));
-    maps[in->getOperandNumber()] = AffineMap::get(m.getNumDims(), 0, kept, g.getContext());
-  }
-  g.setIndexingMapsAttr(b.getAffineMapArrayAttr(maps));
-}
-
 // A reduction whose innermost loops are several reduced dims read in order by every operand (the
 // first stage of a two-stage reduction, lower_reduce.cpp, built on the operand's own dims so that
 // its producers fuse into it) runs them as one row: as nested loops it ran 20x slower. Reductions
@@ -172,6 +140,27 @@ void merge_inner_reduced_dims(Operation* root) {
   }
 }
 
+// A producer read by its consumer through a broadcast (the map drops loops of the consumer: per-channel
+// values over [N, C, H, W]) is recomputed by the fused loop for every element it is broadcast to.
+// One that divides or calls math (batch norm's rsqrt(var / n + eps), its mean) stays a loop over its
+// own few elements: fused, the ResNet-18 bf16 step's normalizations ran a divide, a square root and
+// another divide (and, in bfloat16, four roundings) per element, and its forward batch norm took
+// longer than in f32 with half the bytes. Cheap ones (a subtract, a multiply) still fuse.
+constexpr int64_t kMaxBroadcastRecomputedCost = 8;
+bool costly_to_broadcast(Operation* producer, OpOperand* fused) {
+  auto consumer = dyn_cast<linalg::LinalgOp>(fused->getOwner());
+  if (!consumer) return false;
+  AffineMap m = consumer.getMatchingIndexingMap(fused);
+  if (m.getNumResults() == consumer.getNumLoops() && m.isPermutation()) return false;
+  if (cost_of(producer) > kMaxBroadcastRecomputedCost) return true;
+  bool heavy = false;
+  producer->walk([&](Operation* op) {
+    heavy = heavy || isa<arith::DivFOp, arith::RemFOp, arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp>(op) ||
+            (op->getDialect() && op->getDialect()->getNamespace() == "math");
+  });
+  return heavy;
+}
+
 struct FuseElementwisePass : public PassWrapper<FuseElementwisePass, OperationPass<>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(FuseElementwisePass)
   StringRef getArgument() const final { return "fx-fuse-elementwise"; }
@@ -184,7 +173,7 @@ struct FuseElementwisePass : public PassWrapper<FuseElementwisePass, OperationPa
       if (cost_of(producer) + cost_of(fused->getOwner()) > kMaxFusedCost) return false;
       auto consumer = dyn_cast<linalg::LinalgOp>(fused->getOwner());
       if (consumer && consumer.getNumReductionLoops() > 0 && calls_out(producer)) return false;
-      return true;
+      return !costly_to_broadcast(producer, fused);
     };
     clone_per_user(getOperation(), &is_cheap_to_recompute);
     clone_per_user(getOperation(), &is_broadcast_copy);
