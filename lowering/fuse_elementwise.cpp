@@ -5,9 +5,13 @@
 #include <mlir/Dialect/Linalg/IR/Linalg.h>
 #include <mlir/Dialect/Linalg/Transforms/Transforms.h>
 #include <mlir/Dialect/Tensor/IR/Tensor.h>
+#include <mlir/IR/IRMapping.h>
+#include <mlir/IR/TypeUtilities.h>
 #include <mlir/Pass/Pass.h>
 #include <mlir/Transforms/GreedyPatternRewriteDriver.h>
 
+
+#include <optional>
 
 #include "lowering/op_cost.h"
 #include "lowering/passes.h"
@@ -97,6 +101,79 @@ bool is_cheap_to_recompute(linalg::GenericOp g) {
   return full <= 1;
 }
 
+// A result of a multi-result elementwise generic that is a cheap function of another of its results
+// alone (batch norm's 2 (x - mean) next to x - mean, grouped by fx-group-elementwise because both
+// are computed together in the forward pass and read in the backward): its own generic reading
+// that result, which is cheap to recompute and is cloned into each user like the values above,
+// instead of a second full-size tensor written in the forward pass and read back. Only when every
+// user is a generic (it fuses there; a library call would read it from memory anyway).
+constexpr int64_t kMaxSplitCost = 8;
+std::optional<unsigned> source_result(linalg::GenericOp g, unsigned k, SmallVector<Operation*>& slice) {
+  Block& body = g.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  Value v = yield.getOperand(k);
+  Operation* def = v.getDefiningOp();
+  if (!def || def->getBlock() != &body) return std::nullopt;
+  std::optional<unsigned> source;
+  SmallVector<Operation*> work{def};
+  llvm::SmallPtrSet<Operation*, 16> seen;
+  while (!work.empty()) {
+    Operation* op = work.pop_back_val();
+    if (!seen.insert(op).second) continue;
+    if (op->getNumRegions() != 0 || isa<func::CallOp>(op)) return std::nullopt;
+    slice.push_back(op);
+    for (Value in : op->getOperands()) {
+      for (unsigned j = 0; j < yield.getNumOperands(); ++j)
+        if (j != k && in == yield.getOperand(j) && (!source || *source == j)) source = j;
+      if (source && in == yield.getOperand(*source)) continue;
+      if (isa<BlockArgument>(in)) return std::nullopt;  // reads an input of g
+      Operation* d = in.getDefiningOp();
+      if (d && d->getBlock() == &body) work.push_back(d);  // constants from outside are fine
+    }
+  }
+  if (!source || int64_t(slice.size()) + 1 > kMaxSplitCost) return std::nullopt;
+  llvm::sort(slice, [](Operation* a, Operation* b) { return a->isBeforeInBlock(b); });
+  return source;
+}
+
+void split_recomputable_results(Operation* root) {
+  SmallVector<linalg::GenericOp> multi;
+  root->walk([&](linalg::GenericOp g) {
+    if (g.hasPureTensorSemantics() && g->getNumResults() > 1 && g.getNumReductionLoops() == 0) multi.push_back(g);
+  });
+  for (linalg::GenericOp g : multi) {
+    SmallVector<AffineMap> maps = g.getIndexingMapsArray();
+    for (unsigned k = 0; k < g->getNumResults(); ++k) {
+      Value r = g->getResult(k);
+      if (r.use_empty() || !maps[g.getNumDpsInputs() + k].isIdentity()) continue;
+      bool generic_users = true;
+      for (OpOperand& use : r.getUses()) {
+        auto user = dyn_cast<linalg::GenericOp>(use.getOwner());
+        generic_users = generic_users && user && user.isDpsInput(&use);
+      }
+      SmallVector<Operation*> slice;
+      std::optional<unsigned> j = generic_users ? source_result(g, k, slice) : std::nullopt;
+      if (!j || !maps[g.getNumDpsInputs() + *j].isIdentity()) continue;
+      OpBuilder b(g->getContext());
+      b.setInsertionPointAfter(g);
+      Block& body = g.getRegion().front();
+      Value from = body.getTerminator()->getOperand(*j), to = body.getTerminator()->getOperand(k);
+      Value init = b.create<tensor::EmptyOp>(g.getLoc(), cast<RankedTensorType>(r.getType()).getShape(),
+                                             getElementTypeOrSelf(r.getType()));
+      AffineMap id = maps[g.getNumDpsInputs() + k];
+      auto split = b.create<linalg::GenericOp>(
+          g.getLoc(), TypeRange{r.getType()}, ValueRange{g->getResult(*j)}, ValueRange{init}, ArrayRef<AffineMap>{id, id},
+          g.getIteratorTypesArray(), [&](OpBuilder& nb, Location l, ValueRange args) {
+            IRMapping map;
+            map.map(from, args[0]);
+            for (Operation* op : slice) nb.clone(*op, map);
+            nb.create<linalg::YieldOp>(l, map.lookupOrDefault(to));
+          });
+      r.replaceAllUsesWith(split->getResult(0));
+    }
+  }
+}
+
 // Users first: a clone of a recomputed value adds users to the values it reads, which are cloned
 // for them in turn (and broadcasts, after all of them).
 void clone_per_user(Operation* root, bool (*pred)(linalg::GenericOp)) {
@@ -175,6 +252,7 @@ struct FuseElementwisePass : public PassWrapper<FuseElementwisePass, OperationPa
       if (consumer && consumer.getNumReductionLoops() > 0 && calls_out(producer)) return false;
       return !costly_to_broadcast(producer, fused);
     };
+    split_recomputable_results(getOperation());
     clone_per_user(getOperation(), &is_cheap_to_recompute);
     clone_per_user(getOperation(), &is_broadcast_copy);
     RewritePatternSet patterns(&getContext());
