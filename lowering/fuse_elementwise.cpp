@@ -1,15 +1,21 @@
 // fx-fuse-elementwise: producer -> consumer fusion of linalg.generic ops (MLIR's elementwise fusion
 // patterns, elementwise producers fused into reductions too), with rules of ours (below).
+#include <mlir/Dialect/Arith/IR/Arith.h>
 #include <mlir/Dialect/Func/IR/FuncOps.h>
 #include <mlir/Dialect/Linalg/IR/Linalg.h>
 #include <mlir/Dialect/Linalg/Transforms/Transforms.h>
 #include <mlir/Dialect/Tensor/IR/Tensor.h>
+#include <mlir/IR/IRMapping.h>
+#include <mlir/IR/TypeUtilities.h>
 #include <mlir/Pass/Pass.h>
 #include <mlir/Transforms/GreedyPatternRewriteDriver.h>
 
 
+#include <optional>
+
 #include "lowering/op_cost.h"
 #include "lowering/passes.h"
+#include "lowering/tiling.h"
 
 namespace fluxion::lowering {
 
@@ -95,6 +101,79 @@ bool is_cheap_to_recompute(linalg::GenericOp g) {
   return full <= 1;
 }
 
+// A result of a multi-result elementwise generic that is a cheap function of another of its results
+// alone (batch norm's 2 (x - mean) next to x - mean, grouped by fx-group-elementwise because both
+// are computed together in the forward pass and read in the backward): its own generic reading
+// that result, which is cheap to recompute and is cloned into each user like the values above,
+// instead of a second full-size tensor written in the forward pass and read back. Only when every
+// user is a generic (it fuses there; a library call would read it from memory anyway).
+constexpr int64_t kMaxSplitCost = 8;
+std::optional<unsigned> source_result(linalg::GenericOp g, unsigned k, SmallVector<Operation*>& slice) {
+  Block& body = g.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  Value v = yield.getOperand(k);
+  Operation* def = v.getDefiningOp();
+  if (!def || def->getBlock() != &body) return std::nullopt;
+  std::optional<unsigned> source;
+  SmallVector<Operation*> work{def};
+  llvm::SmallPtrSet<Operation*, 16> seen;
+  while (!work.empty()) {
+    Operation* op = work.pop_back_val();
+    if (!seen.insert(op).second) continue;
+    if (op->getNumRegions() != 0 || isa<func::CallOp>(op)) return std::nullopt;
+    slice.push_back(op);
+    for (Value in : op->getOperands()) {
+      for (unsigned j = 0; j < yield.getNumOperands(); ++j)
+        if (j != k && in == yield.getOperand(j) && (!source || *source == j)) source = j;
+      if (source && in == yield.getOperand(*source)) continue;
+      if (isa<BlockArgument>(in)) return std::nullopt;  // reads an input of g
+      Operation* d = in.getDefiningOp();
+      if (d && d->getBlock() == &body) work.push_back(d);  // constants from outside are fine
+    }
+  }
+  if (!source || int64_t(slice.size()) + 1 > kMaxSplitCost) return std::nullopt;
+  llvm::sort(slice, [](Operation* a, Operation* b) { return a->isBeforeInBlock(b); });
+  return source;
+}
+
+void split_recomputable_results(Operation* root) {
+  SmallVector<linalg::GenericOp> multi;
+  root->walk([&](linalg::GenericOp g) {
+    if (g.hasPureTensorSemantics() && g->getNumResults() > 1 && g.getNumReductionLoops() == 0) multi.push_back(g);
+  });
+  for (linalg::GenericOp g : multi) {
+    SmallVector<AffineMap> maps = g.getIndexingMapsArray();
+    for (unsigned k = 0; k < g->getNumResults(); ++k) {
+      Value r = g->getResult(k);
+      if (r.use_empty() || !maps[g.getNumDpsInputs() + k].isIdentity()) continue;
+      bool generic_users = true;
+      for (OpOperand& use : r.getUses()) {
+        auto user = dyn_cast<linalg::GenericOp>(use.getOwner());
+        generic_users = generic_users && user && user.isDpsInput(&use);
+      }
+      SmallVector<Operation*> slice;
+      std::optional<unsigned> j = generic_users ? source_result(g, k, slice) : std::nullopt;
+      if (!j || !maps[g.getNumDpsInputs() + *j].isIdentity()) continue;
+      OpBuilder b(g->getContext());
+      b.setInsertionPointAfter(g);
+      Block& body = g.getRegion().front();
+      Value from = body.getTerminator()->getOperand(*j), to = body.getTerminator()->getOperand(k);
+      Value init = b.create<tensor::EmptyOp>(g.getLoc(), cast<RankedTensorType>(r.getType()).getShape(),
+                                             getElementTypeOrSelf(r.getType()));
+      AffineMap id = maps[g.getNumDpsInputs() + k];
+      auto split = b.create<linalg::GenericOp>(
+          g.getLoc(), TypeRange{r.getType()}, ValueRange{g->getResult(*j)}, ValueRange{init}, ArrayRef<AffineMap>{id, id},
+          g.getIteratorTypesArray(), [&](OpBuilder& nb, Location l, ValueRange args) {
+            IRMapping map;
+            map.map(from, args[0]);
+            for (Operation* op : slice) nb.clone(*op, map);
+            nb.create<linalg::YieldOp>(l, map.lookupOrDefault(to));
+          });
+      r.replaceAllUsesWith(split->getResult(0));
+    }
+  }
+}
+
 // Users first: a clone of a recomputed value adds users to the values it reads, which are cloned
 // for them in turn (and broadcasts, after all of them).
 void clone_per_user(Operation* root, bool (*pred)(linalg::GenericOp)) {
@@ -112,40 +191,6 @@ void clone_per_user(Operation* root, bool (*pred)(linalg::GenericOp)) {
     }
     for (size_t i = others ? 0 : 1; i < users.size(); ++i) users[i]->set(b.clone(*g)->getResult(0));
   }
-}
-
-// Inputs read at 0 along unit dims ((0, d1, 0, 0): per-channel values kept as [1, C, 1, 1]) are
-// read through a collapse_shape without those dims: collapseOpIterationDims turns such constant
-// results into dims (LLVM 19: `(d0, d1, d2) -> (d0, d1, d0, d0)`).
-void drop_unit_dims_of_inputs(linalg::GenericOp g, OpBuilder& b) {
-  SmallVector<AffineMap> maps = g.getIndexingMapsArray();
-  for (OpOperand* in : g.getDpsInputOperands()) {
-    AffineMap m = g.getMatchingIndexingMap(in);
-    auto t = dyn_cast<RankedTensorType>(in->get().getType());
-    if (!t) continue;
-    SmallVector<AffineExpr> kept;
-    SmallVector<int64_t> shape;
-    SmallVector<ReassociationIndices> groups;
-    ReassociationIndices pending;
-    bool unit = false, other_constant = false;
-    for (unsigned i = 0; i < m.getNumResults(); ++i) {
-      pending.push_back(int64_t(i));
-      if (auto c = dyn_cast<AffineConstantExpr>(m.getResult(i))) {
-        unit = true;
-        other_constant = other_constant || c.getValue() != 0 || t.getDimSize(i) != 1;
-        continue;
-      }
-      groups.push_back(pending);
-      pending.clear();
-      kept.push_back(m.getResult(i));
-      shape.push_back(t.getDimSize(i));
-    }
-    if (!unit || other_constant) continue;
-    if (!pending.empty() && !groups.empty()) groups.back().append(pending.begin(), pending.end());
-    in->set(b.create<tensor::CollapseShapeOp>(g.getLoc(), RankedTensorType::get(shape, t.getElementType()), in->get(), groups));
-    maps[in->getOperandNumber()] = AffineMap::get(m.getNumDims(), 0, kept, g.getContext());
-  }
-  g.setIndexingMapsAttr(b.getAffineMapArrayAttr(maps));
 }
 
 // A reduction whose innermost loops are several reduced dims read in order by every operand (the
@@ -172,6 +217,27 @@ void merge_inner_reduced_dims(Operation* root) {
   }
 }
 
+// A producer read by its consumer through a broadcast (the map drops loops of the consumer: per-channel
+// values over [N, C, H, W]) is recomputed by the fused loop for every element it is broadcast to.
+// One that divides or calls math (batch norm's rsqrt(var / n + eps), its mean) stays a loop over its
+// own few elements: fused, the ResNet-18 bf16 step's normalizations ran a divide, a square root and
+// another divide (and, in bfloat16, four roundings) per element, and its forward batch norm took
+// longer than in f32 with half the bytes. Cheap ones (a subtract, a multiply) still fuse.
+constexpr int64_t kMaxBroadcastRecomputedCost = 8;
+bool costly_to_broadcast(Operation* producer, OpOperand* fused) {
+  auto consumer = dyn_cast<linalg::LinalgOp>(fused->getOwner());
+  if (!consumer) return false;
+  AffineMap m = consumer.getMatchingIndexingMap(fused);
+  if (m.getNumResults() == consumer.getNumLoops() && m.isPermutation()) return false;
+  if (cost_of(producer) > kMaxBroadcastRecomputedCost) return true;
+  bool heavy = false;
+  producer->walk([&](Operation* op) {
+    heavy = heavy || isa<arith::DivFOp, arith::RemFOp, arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp>(op) ||
+            (op->getDialect() && op->getDialect()->getNamespace() == "math");
+  });
+  return heavy;
+}
+
 struct FuseElementwisePass : public PassWrapper<FuseElementwisePass, OperationPass<>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(FuseElementwisePass)
   StringRef getArgument() const final { return "fx-fuse-elementwise"; }
@@ -184,8 +250,9 @@ struct FuseElementwisePass : public PassWrapper<FuseElementwisePass, OperationPa
       if (cost_of(producer) + cost_of(fused->getOwner()) > kMaxFusedCost) return false;
       auto consumer = dyn_cast<linalg::LinalgOp>(fused->getOwner());
       if (consumer && consumer.getNumReductionLoops() > 0 && calls_out(producer)) return false;
-      return true;
+      return !costly_to_broadcast(producer, fused);
     };
+    split_recomputable_results(getOperation());
     clone_per_user(getOperation(), &is_cheap_to_recompute);
     clone_per_user(getOperation(), &is_broadcast_copy);
     RewritePatternSet patterns(&getContext());

@@ -121,16 +121,20 @@ void group(std::vector<linalg::GenericOp>& run) {
 
 // An elementwise value read only by a reduction (batch norm's (x - mean)^2, dy * xhat) stays out
 // of the groups: alone it fuses into the reduction (fx-fuse-elementwise) and is never written;
-// as one more result of a group it was written in full and read back by the reduction. One that
-// calls out stays in: it would not fuse into a reduction.
+// as one more result of a group it was written in full and read back by the reduction. So does
+// one read only by such a value: in bfloat16 the reduction reads its operand through a widening
+// (an elementwise extf to f32) and the square was grouped and written as before. One that calls
+// out stays in: it would not fuse into a reduction.
 bool feeds_only_a_reduction(linalg::GenericOp g) {
   if (!g->getResult(0).hasOneUse()) return false;
-  OpOperand& use = *g->getResult(0).use_begin();
-  auto user = dyn_cast<linalg::GenericOp>(use.getOwner());
-  if (!user || user.getNumReductionLoops() == 0 || !user.isDpsInput(&use)) return false;
   bool calls = false;
   g.getBody()->walk([&](func::CallOp) { calls = true; });
-  return !calls;
+  if (calls) return false;
+  OpOperand& use = *g->getResult(0).use_begin();
+  auto user = dyn_cast<linalg::GenericOp>(use.getOwner());
+  if (!user || !user.isDpsInput(&use)) return false;
+  if (user.getNumReductionLoops() > 0) return true;
+  return is_elementwise(user) && user.getStaticLoopRanges() == g.getStaticLoopRanges() && feeds_only_a_reduction(user);
 }
 
 struct GroupElementwisePass : public PassWrapper<GroupElementwisePass, OperationPass<func::FuncOp>> {

@@ -365,28 +365,6 @@ std::string row_fusion_script(ModuleOp module, int num_threads) {
   return s.str();
 }
 
-void collapse_short_elementwise_loops(ModuleOp module) {
-  std::vector<linalg::GenericOp> candidates;
-  module.walk([&](linalg::GenericOp g) {
-    if (!g.hasPureTensorSemantics() || g.getNumReductionLoops() != 0 || g.getNumLoops() < 2) return;
-    SmallVector<int64_t> ranges = g.getStaticLoopRanges();
-    for (int64_t r : ranges)
-      if (r <= 0) return;  // dynamic or empty
-    if (ranges.back() >= 8) return;
-    for (AffineMap m : g.getIndexingMapsArray())
-      if (!m.isIdentity() && m.getNumResults() != 0) return;  // same shape, or a scalar
-    candidates.push_back(g);
-  });
-  IRRewriter rewriter(module.getContext());
-  for (linalg::GenericOp g : candidates) {
-    ReassociationIndices all;
-    for (int64_t i = 0; i < int64_t(g.getNumLoops()); ++i) all.push_back(i);
-    rewriter.setInsertionPoint(g);
-    FailureOr<linalg::CollapseResult> r = linalg::collapseOpIterationDims(g, {all}, rewriter);
-    if (succeeded(r)) rewriter.replaceOp(g, r->results);
-  }
-}
-
 std::string tile_and_vectorize_script(ModuleOp module, int num_threads) {
   std::vector<linalg::GenericOp> generics;
   module.walk([&](linalg::GenericOp g) { generics.push_back(g); });

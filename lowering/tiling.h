@@ -15,12 +15,19 @@ namespace fluxion::lowering {
 /// Code generation (codegen_cpu.cpp) runs SLP vectorization and loop rotation for such kernels only.
 inline constexpr const char* kGeneratedContraction = "fx.generated_contraction";
 
-/// Collapses every elementwise generic whose loops are all parallel, whose operands all map
-/// identically (same shape) or are scalars, and whose innermost extent is below a vector (a conv
-/// weight's [O, I, 3, 3]) into one loop over its elements, so that it vectorizes by whole vectors
-/// instead of 3-lane pieces. Optimizer updates over ResNet's weights ran at 0.74x of the memory
-/// bound 4-D, at 1.05x flattened (docs/training.md).
+/// Collapses the trailing loops of every generic whose loops are all parallel and whose innermost
+/// extent is below the widest vector tile (64 elements) into one loop, as many as every operand
+/// reads contiguously in loop order or not at all (collapse_dims.cpp): a same-shape elementwise
+/// op over a conv weight's [O, I, 3, 3] becomes one loop over its elements, batch norm's
+/// normalization over [N, C, 4, 4] with per-channel [C] operands one over [N, C, 16], so that
+/// they vectorize by whole vectors instead of 3- or 4-lane pieces. Optimizer updates over ResNet's
+/// weights ran at 0.74x of the memory bound 4-D, at 1.05x flattened (docs/training.md).
 void collapse_short_elementwise_loops(mlir::ModuleOp module);
+
+/// Inputs of `g` read at 0 along unit dims ((0, d1, 0, 0): per-channel values kept as
+/// [1, C, 1, 1]) are read through a collapse_shape without those dims: collapseOpIterationDims
+/// turns such constant results into dims (LLVM 19: `(d0, d1, d2) -> (d0, d1, d0, d0)`).
+void drop_unit_dims_of_inputs(mlir::linalg::GenericOp g, mlir::OpBuilder& b);
 
 /// Gives every use of a tensor.empty an empty of its own, each marked `fx.empty = N` so that CSE
 /// keeps them apart (untie_empties.cpp: one empty shared by several outs or shared_outs made
