@@ -110,11 +110,11 @@ TEST_CASE("jit: a batch-norm layer's loops write each result once, in a buffer o
   fx::runtime::Device dev = fx::runtime::cpu_device();
   dev.num_threads = 2;
   dev.name = "cpu-buffers-test";
-  setenv("FLUXION_DUMP", dir.c_str(), 1);
+  const test_helpers::ScopedEnv dump("FLUXION_DUMP", dir);
   const fx::Array y = fx::runtime::compile(fx::make_ir(layer)(x, g, b), dev)->run(std::vector<fx::Array>{x, g, b})[0];
   const std::vector<fx::Array> d =
       fx::runtime::compile(fx::make_ir(grads)(p, dy), dev)->run(std::vector<fx::Array>{x, g, b, dy});
-  unsetenv("FLUXION_DUMP");
+  dump.set(nullptr);
   CHECK(max_abs_diff(y, layer(x, g, b)) <= 1e-4);
   const std::vector<fx::Array> d0 = grads(p, dy);
   REQUIRE(d.size() == 3);
@@ -183,14 +183,14 @@ TEST_CASE("jit: a bfloat16 batch-norm layer over 4x4 images computes per-channel
   fx::runtime::Device dev = fx::runtime::cpu_device();
   dev.num_threads = 2;
   dev.name = "cpu-buffers-test";
-  setenv("FLUXION_DUMP", dir.c_str(), 1);
+  const test_helpers::ScopedEnv dump("FLUXION_DUMP", dir);
   const fx::Array y = fx::runtime::compile(fx::make_ir(layer)(x, g, b), dev)->run(std::vector<fx::Array>{x, g, b})[0];
   const std::string forward = read_dump(dir, ".fused.mlir"), forward_vectors = read_dump(dir, ".vectorized.mlir");
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const std::vector<fx::Array> d =
       fx::runtime::compile(fx::make_ir(grads)(p, dy), dev)->run(std::vector<fx::Array>{x, g, b, dy});
-  unsetenv("FLUXION_DUMP");
+  dump.set(nullptr);
   const std::string backward = read_dump(dir, ".fused.mlir"), backward_vectors = read_dump(dir, ".vectorized.mlir");
   std::filesystem::remove_all(dir);
   // bfloat16 has 8 bits of mantissa: values of about 2 agree to 2^-7, the sums to a few of those.
@@ -220,9 +220,9 @@ TEST_CASE("jit: a reversed conv weight is gathered with its own loop indices, an
   fx::runtime::Device dev = fx::runtime::cpu_device();
   dev.num_threads = 2;
   dev.name = "cpu-buffers-test";
-  setenv("FLUXION_DUMP", dir.c_str(), 1);
+  const test_helpers::ScopedEnv dump("FLUXION_DUMP", dir);
   const fx::Array r = fx::runtime::compile(fx::make_ir(flip)(w), dev)->run(std::vector<fx::Array>{w})[0];
-  unsetenv("FLUXION_DUMP");
+  dump.set(nullptr);
   const std::string vectorized = read_dump(dir, ".vectorized.mlir");
   std::filesystem::remove_all(dir);
   CHECK(max_abs_diff(r, flip(w)) == 0);
