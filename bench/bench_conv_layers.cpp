@@ -5,7 +5,7 @@
 // pullback of the convolution applied to a cotangent, so no elementwise pass of a loss is timed
 // with it). `bench/peers/peers_torch.py N layers` times the same parts in PyTorch
 // (F.conv2d and aten.convolution_backward, 2 threads) and `bench/peers/layers_table.py` joins the
-// two outputs into the table of docs/nn.md, each row weighted by how often one step runs it.
+// two outputs into the table of docs/resnet_step.md, each row weighted by how often one step runs it.
 //
 // Run: build/bench/fluxion_bench_conv_layers [repeats] [f32] [bf16] [LAYER...] (both dtypes and all
 // layers by default; naming layers, e.g. s3, times only those -- for a profiler).

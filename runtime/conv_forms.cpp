@@ -24,7 +24,7 @@
 // its product runs as an implicit GEMM over the kernel offsets instead and skips them
 // (im2col_by_tap, runtime/gemm_taps.h); where the by-feature columns are runs of the input, its
 // product packs both operands straight from the arrays (features_from_input).
-// docs/nn.md has the measurements.
+// docs/nn.md and docs/resnet_step.md have the measurements.
 #include "runtime/conv_forms.h"
 
 #include <algorithm>
@@ -63,7 +63,7 @@ constexpr int64_t kColumnBudget = int64_t(1) << 21;
 // Images per GEMM when each brings `cols` columns of `rows` rows, leaving every thread a block and
 // evening the blocks out, their count a multiple of the threads': at 4x4 outputs and 512 features,
 // 128 images made 5 blocks of 26, one thread computing 3 and the other 2 while it waited (a
-// per-parallel-region profile of the ResNet-18 step, docs/nn.md); now 6 of 22 (the last 18).
+// per-parallel-region profile of the ResNet-18 step, docs/resnet_step.md); now 6 of 22 (the last 18).
 int64_t images_per_block(int64_t images, int64_t cols, int64_t rows, int threads) {
   int64_t nb = std::min(kWideColumns / std::max<int64_t>(1, cols), kColumnBudget / std::max<int64_t>(1, rows * cols));
   nb = std::clamp<int64_t>(nb, 1, std::max<int64_t>(1, (images + threads - 1) / std::max(threads, 1)));
@@ -284,7 +284,7 @@ struct ConvRun {
   // steps, the word of kTileRows output features' values at input features per (q % steps) and on
   // -- in the order the tiles read it, so that the stores are sequential and only the loads gather.
   // Packing [O, (k, i)] rows first (packed_kernel) and then the panels was 3-4% slower at 4x4 and
-  // 512 features (docs/nn.md).
+  // 512 features (docs/resnet_step.md).
   void pack_tap_panel(int64_t i, int64_t steps, uint32_t* dst) const {
     constexpr int64_t per = std::is_same_v<T, uint16_t> ? 2 : 1;
     for (int64_t q = 0; q < g.k_size() * steps; ++q) {
@@ -305,7 +305,7 @@ struct ConvRun {
   // offset, and either at least 1/16 of the (offset, position) pairs padding (ResNet-18's 16x16, 8x8
   // and 4x4 stages: 8%, 16%, 31%) or columns that would be gathered (strided windows: its 3x3
   // stride-2 convolutions, 1.2-1.6x in bfloat16). At 32x32 (4%) the product packed from the input's
-  // runs measured faster, and so did the 1x1 strided ones' gathered columns (docs/nn.md).
+  // runs measured faster, and so did the 1x1 strided ones' gathered columns (docs/resnet_step.md).
   bool by_tap() const {
     const int64_t per = std::is_same_v<T, uint16_t> ? 2 : 1;
     if (!window_tiles<T>(isa) || groups() != 1 || g.out_n % kTileCols != 0 || g.ci % per != 0 || g.k_size() < 2)
@@ -365,7 +365,7 @@ struct ConvRun {
   // per output feature, its P x nb results rounded in one call where `narrow`, then scattered image
   // by image. Gathering each (image, feature)'s P results and storing them as a row (store_row)
   // cost a conversion call per 16 values at 4x4 -- 65536 calls per convolution at batch 128 and 512
-  // features (docs/nn.md).
+  // features (docs/resnet_step.md).
   void store_by_position(const Acc* out, int64_t n0, int64_t nb) const {
     const int64_t ld = g.out_size() * nb;
     for (int64_t o = 0; o < g.o; ++o) {
@@ -531,7 +531,7 @@ void run_form(const T* x, const T* w, Acc* y, const conv::ConvGeometry& g, int i
   ConvAlgorithm form = conv_form(g);
   // The input gradients of strided convolutions: the tap product skips the dilation's holes as it
   // does padding, with no scatter-add of col2im's per-offset products (1.3-1.8x at ResNet-18's 3x3
-  // stride-2 convolutions, docs/nn.md).
+  // stride-2 convolutions, docs/resnet_step.md).
   if (form == ConvAlgorithm::col2im && r.by_tap()) form = ConvAlgorithm::im2col;
   if (form == ConvAlgorithm::im2col_by_feature) r.im2col_by_feature();
   else if (form == ConvAlgorithm::col2im) r.col2im();

@@ -2,7 +2,7 @@
 // R x kTileCols tile of the result accumulates W_k x X_k over the live kernel offsets k and their
 // input features in registers and is stored once. The right operand needs no packing: the input
 // transposed once per block of kTileCols images (tap_transpose_*) is already in the tiles' layout,
-// one input position's features a run of kTileCols-word steps. docs/nn.md has the measurements.
+// one input position's features a run of kTileCols-word steps. docs/resnet_step.md has the measurements.
 #include "runtime/gemm_taps.h"
 
 #include <algorithm>
@@ -29,7 +29,7 @@ constexpr int64_t kPerWord = int64_t(4 / sizeof(E));
 // kernel from a[t] (kTileRows words a step) and of the transposed input from b[t] (kTileCols words).
 // The tile of the earlier tap form (a product per kernel offset, adding to the output) moved the
 // float32 output -- 2 MB per 32 images at 8x8 and 256 features -- through the cache once per
-// offset, which cost what skipping the padding saved (docs/nn.md).
+// offset, which cost what skipping the padding saved (docs/resnet_step.md).
 template <class E, int R>
 FLUXION_TILE_TARGET void tap_tile(int64_t live, const uint32_t* const* a, const uint32_t* const* b, int64_t steps, float* out,
                                   int64_t ld, int64_t rows) {
@@ -71,7 +71,7 @@ FLUXION_TILE_TARGET void tap_tile(int64_t live, const uint32_t* const* a, const 
 // Per block of output rows whose packed kernel (all taps, kTapKernelBlock bytes) stays in L2, per
 // output position: the live taps' runs of the transposed input (a few rows of positions around it,
 // also in L2) with each tile of the block. Adding to the output per group of taps whose runs fit
-// L1 (the usual GEMM's blocks of k) measured slower than one store per tile (docs/nn.md).
+// L1 (the usual GEMM's blocks of k) measured slower than one store per tile (docs/resnet_step.md).
 template <class E>
 void product_of_taps(int64_t m, const TapColumns& t, float* out, int64_t ld) {
   const int64_t steps = t.depth / kPerWord<E>, row_steps = t.taps * steps;

@@ -1,6 +1,6 @@
 """Joins the per-layer convolution timings of bench/bench_conv_layers.cpp (Fluxion) and
 `peers_torch.py N layers` (PyTorch), measured in the same pause, into the markdown table of
-docs/nn.md: per layer and part, both times, the speed ratio (PyTorch time / Fluxion time) and the
+docs/resnet_step.md: per layer and part, both times, the speed ratio (PyTorch time / Fluxion time) and the
 time one training step spends there more than PyTorch (count x difference), with the totals.
 
 Run: python3 layers_table.py FLUXION_OUTPUT TORCH_OUTPUT [BASELINE_OUTPUT] (BASELINE: another
