@@ -12,7 +12,7 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-#include "runtime/tile_transpose.h"
+#include "runtime/tile_simd.h"
 
 // GCC 12's AVX-512 intrinsics start from a deliberately undefined register (runtime/gemm_tiles.cpp).
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -39,26 +39,7 @@ FLUXION_TILE_TARGET void tap_tile(int64_t live, const uint32_t* const* a, const 
   for (int64_t t = 0; t < live; ++t) {
     const uint32_t* at = a[t];
     const uint32_t* bt = b[t];
-    for (int64_t q = 0; q < steps; ++q, at += kTileRows, bt += kTileCols) {
-      if constexpr (sizeof(E) == 4) {
-        const __m512 b0 = _mm512_loadu_ps(bt), b1 = _mm512_loadu_ps(bt + 16);
-#pragma GCC unroll 12
-        for (int i = 0; i < R; ++i) {
-          float ai;
-          std::memcpy(&ai, at + i, 4);
-          acc[i][0] = _mm512_fmadd_ps(_mm512_set1_ps(ai), b0, acc[i][0]);
-          acc[i][1] = _mm512_fmadd_ps(_mm512_set1_ps(ai), b1, acc[i][1]);
-        }
-      } else {
-        const __m512bh b0 = (__m512bh)_mm512_loadu_si512(bt), b1 = (__m512bh)_mm512_loadu_si512(bt + 16);
-#pragma GCC unroll 12
-        for (int i = 0; i < R; ++i) {
-          const __m512bh ai = (__m512bh)_mm512_set1_epi32(int(at[i]));
-          acc[i][0] = _mm512_dpbf16_ps(acc[i][0], ai, b0);
-          acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ai, b1);
-        }
-      }
-    }
+    for (int64_t q = 0; q < steps; ++q, at += kTileRows, bt += kTileCols) tile_step<E, R>(acc, at, bt);
   }
 #pragma GCC unroll 12
   for (int i = 0; i < R; ++i) {
@@ -141,16 +122,6 @@ FLUXION_TILE_TARGET void transpose_for_taps(const E* x, int64_t image_stride, in
         for (int64_t j = 0; j < n; ++j) _mm512_storeu_si512(dst + ((s0 + j) * steps + q) * kTileCols + b0, tr[j]);
       }
     }
-}
-
-// float32 to bfloat16 bits, to nearest even, NaN kept quiet (as runtime/matmul.cpp's narrow_bf16).
-FLUXION_TILE_TARGET __m256i round_bf16(__m512 v) {
-  const __m512i u = _mm512_castps_si512(v), one = _mm512_set1_epi32(1);
-  const __m512i rounded = _mm512_srli_epi32(
-      _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), _mm512_and_si512(_mm512_srli_epi32(u, 16), one)), 16);
-  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
-  const __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
-  return _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(nan, rounded, quiet));
 }
 
 // The output by blocks of 16 positions x 16 images of one feature: 16 loads of a position's images,

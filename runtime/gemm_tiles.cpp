@@ -21,7 +21,7 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-#include "runtime/tile_transpose.h"
+#include "runtime/tile_simd.h"
 
 // GCC 12's AVX-512 intrinsics start from a deliberately undefined register ("__Y = __Y"), which
 // its own -Wuninitialized then reports wherever one is inlined.
@@ -137,26 +137,7 @@ FLUXION_TILE_TARGET void tile(int64_t steps, const uint32_t* a, const uint32_t* 
   __m512 acc[R][2];
 #pragma GCC unroll 12
   for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
-  for (int64_t q = 0; q < steps; ++q, a += kTileRows, b += kTileCols) {
-    if constexpr (sizeof(E) == 4) {
-      const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
-#pragma GCC unroll 12
-      for (int i = 0; i < R; ++i) {
-        float ai;
-        std::memcpy(&ai, a + i, 4);
-        acc[i][0] = _mm512_fmadd_ps(_mm512_set1_ps(ai), b0, acc[i][0]);
-        acc[i][1] = _mm512_fmadd_ps(_mm512_set1_ps(ai), b1, acc[i][1]);
-      }
-    } else {
-      const __m512bh b0 = (__m512bh)_mm512_loadu_si512(b), b1 = (__m512bh)_mm512_loadu_si512(b + 16);
-#pragma GCC unroll 12
-      for (int i = 0; i < R; ++i) {
-        const __m512bh ai = (__m512bh)_mm512_set1_epi32(int(a[i]));
-        acc[i][0] = _mm512_dpbf16_ps(acc[i][0], ai, b0);
-        acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ai, b1);
-      }
-    }
-  }
+  for (int64_t q = 0; q < steps; ++q, a += kTileRows, b += kTileCols) tile_step<E, R>(acc, a, b);
   const __mmask16 m0 = lanes(cols), m1 = lanes(cols - 16);
 #pragma GCC unroll 12
   for (int i = 0; i < R; ++i) {

@@ -17,6 +17,9 @@
 #include "runtime/matmul_block.h"
 #include "runtime/openmp.h"
 #include "runtime/scratch.h"
+#if defined(__x86_64__)
+#include "runtime/tile_simd.h"
+#endif
 
 namespace fluxion::runtime {
 
@@ -90,24 +93,19 @@ void narrow_bf16(const float* __restrict from, uint16_t* __restrict to, int64_t 
 // The same conversions 16 lanes at a time for x86-64-v4 (AVX-512 F, BW and VL): the baseline build's
 // SSE2 loops took 2.5% of the bfloat16 ResNet-18 step (every convolution's output is rounded).
 // Integer arithmetic, not AVX512-BF16's vcvtneps2bf16, which flushes subnormals to zero and would
-// round differently from ir/dtype.h. The tail is a masked load and store. (GCC 12 warns inside its
+// round differently from ir/dtype.h (round_bf16, runtime/tile_simd.h, shared with the tap product's
+// stores). The tail is a masked load and store. (GCC 12 warns inside its
 // own AVX-512 intrinsics' headers, as in gemm_tiles.cpp.)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-__attribute__((target("avx512f,avx512bw,avx512vl"))) void narrow_bf16_avx512(const float* from, uint16_t* to, int64_t n) {
-  const __m512i bias = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1), magnitude = _mm512_set1_epi32(0x7fffffff),
-                infinity = _mm512_set1_epi32(0x7f800000), quiet = _mm512_set1_epi32(0x40);
+FLUXION_AVX512_TARGET void narrow_bf16_avx512(const float* from, uint16_t* to, int64_t n) {
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 live = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1);
-    const __m512i u = _mm512_maskz_loadu_epi32(live, from + i), high = _mm512_srli_epi32(u, 16);
-    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, bias), _mm512_and_si512(high, one)), 16);
-    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, magnitude), infinity);
-    r = _mm512_mask_or_epi32(r, nan, high, quiet);
-    _mm512_mask_cvtepi32_storeu_epi16(to + i, live, r);
+    _mm256_mask_storeu_epi16(to + i, live, round_bf16(_mm512_maskz_loadu_ps(live, from + i)));
   }
 }
 
-__attribute__((target("avx512f,avx512bw,avx512vl"))) void widen_bf16_avx512(const uint16_t* from, float* to, int64_t n) {
+FLUXION_AVX512_TARGET void widen_bf16_avx512(const uint16_t* from, float* to, int64_t n) {
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 live = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1);
     const __m512i u = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(live, from + i));

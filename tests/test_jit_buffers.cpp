@@ -86,6 +86,38 @@ int temporaries_only_reduced(const std::string& mlir, const std::string& size) {
   return found;
 }
 
+// A batch-norm + ReLU layer over c channels with training statistics, and its parameters'
+// gradient against the cotangent t. The tests' lambdas capture only c: the compiled programs take
+// exactly their arguments.
+fx::Array batch_norm_relu(int64_t c, const fx::Array& u, const fx::Array& k, const fx::Array& o) {
+  const fx::Array rm = fx::zeros({c}, fx::float32), rv = fx::ones({c}, fx::float32);
+  return fx::nn::relu(fx::nn::batch_norm(u, k, o, rm, rv, true).out);
+}
+std::vector<fx::Array> batch_norm_relu_grads(int64_t c, const std::vector<fx::Array>& p, const fx::Array& t) {
+  return fx::grad([&](const std::vector<fx::Array>& q) { return fx::sum(batch_norm_relu(c, q[0], q[1], q[2]) * t); })(p);
+}
+
+// The layer's inputs over shape s (c = s[1] channels) in `dtype`.
+struct BatchNormCase {
+  fx::Array x, dy, g, b;
+  int64_t c;
+};
+BatchNormCase batch_norm_case(const fx::Shape& s, fx::DType dtype) {
+  const int64_t c = s[1];
+  auto in = [&](const fx::Array& a) { return fx::astype(a, dtype); };
+  return {in(fx::sin(fx::reshape(fx::linspace(-40.0, 40.0, s.numel(), fx::float32), s)) * 2.f + 0.5f),
+          in(fx::cos(fx::reshape(fx::linspace(-30.0, 30.0, s.numel(), fx::float32), s))),
+          in(fx::linspace(0.5, 1.5, c, fx::float32)), in(fx::linspace(-0.3, 0.3, c, fx::float32)), c};
+}
+
+// Two kernel threads whatever FLUXION_NUM_THREADS says: the loops must be scf.foralls.
+fx::runtime::Device two_thread_device() {
+  fx::runtime::Device dev = fx::runtime::cpu_device();
+  dev.num_threads = 2;
+  dev.name = "cpu-buffers-test";
+  return dev;
+}
+
 }  // namespace
 
 TEST_CASE("jit: a batch-norm layer's loops write each result once, in a buffer of its own, and match eager") {
@@ -93,23 +125,13 @@ TEST_CASE("jit: a batch-norm layer's loops write each result once, in a buffer o
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   // 1M elements: the loops are threaded (scf.forall) with more than one kernel thread.
-  const fx::Shape s{128, 8, 32, 32};
-  const fx::Array x = fx::sin(fx::reshape(fx::linspace(-40.0, 40.0, s.numel(), fx::float32), s)) * 2.f + 0.5f;
-  const fx::Array dy = fx::cos(fx::reshape(fx::linspace(-30.0, 30.0, s.numel(), fx::float32), s));
-  const fx::Array g = fx::linspace(0.5, 1.5, 8, fx::float32), b = fx::linspace(-0.3, 0.3, 8, fx::float32);
-  // Nothing captured: the compiled programs take exactly these arguments.
-  auto layer = [](const fx::Array& u, const fx::Array& k, const fx::Array& o) {
-    const fx::Array rm = fx::zeros({8}, fx::float32), rv = fx::ones({8}, fx::float32);
-    return fx::nn::relu(fx::nn::batch_norm(u, k, o, rm, rv, true).out);
-  };
-  auto grads = [layer](const std::vector<fx::Array>& p, const fx::Array& t) {
-    return fx::grad([&](const std::vector<fx::Array>& q) { return fx::sum(layer(q[0], q[1], q[2]) * t); })(p);
-  };
+  const BatchNormCase bn = batch_norm_case({128, 8, 32, 32}, fx::float32);
+  const fx::Array &x = bn.x, &dy = bn.dy, &g = bn.g, &b = bn.b;
+  const int64_t c = bn.c;
+  auto layer = [c](const fx::Array& u, const fx::Array& k, const fx::Array& o) { return batch_norm_relu(c, u, k, o); };
+  auto grads = [c](const std::vector<fx::Array>& p, const fx::Array& t) { return batch_norm_relu_grads(c, p, t); };
   const std::vector<fx::Array> p{x, g, b};
-  // Two kernel threads whatever FLUXION_NUM_THREADS says: the loops must be scf.foralls.
-  fx::runtime::Device dev = fx::runtime::cpu_device();
-  dev.num_threads = 2;
-  dev.name = "cpu-buffers-test";
+  const fx::runtime::Device dev = two_thread_device();
   const test_helpers::ScopedEnv dump("FLUXION_DUMP", dir);
   const fx::Array y = fx::runtime::compile(fx::make_ir(layer)(x, g, b), dev)->run(std::vector<fx::Array>{x, g, b})[0];
   const std::vector<fx::Array> d =
@@ -167,22 +189,14 @@ TEST_CASE("jit: a bfloat16 batch-norm layer over 4x4 images computes per-channel
   const std::string dir = "/tmp/fluxion_test_buffers_bf16_" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  const fx::Shape s{128, 512, 4, 4};  // ResNet-18's last stage at batch 128: 1M elements, threaded
-  auto bf = [](const fx::Array& a) { return fx::astype(a, fx::bfloat16); };
-  const fx::Array x = bf(fx::sin(fx::reshape(fx::linspace(-40.0, 40.0, s.numel(), fx::float32), s)) * 2.f + 0.5f);
-  const fx::Array dy = bf(fx::cos(fx::reshape(fx::linspace(-30.0, 30.0, s.numel(), fx::float32), s)));
-  const fx::Array g = bf(fx::linspace(0.5, 1.5, 512, fx::float32)), b = bf(fx::linspace(-0.3, 0.3, 512, fx::float32));
-  auto layer = [](const fx::Array& u, const fx::Array& k, const fx::Array& o) {
-    const fx::Array rm = fx::zeros({512}, fx::float32), rv = fx::ones({512}, fx::float32);
-    return fx::nn::relu(fx::nn::batch_norm(u, k, o, rm, rv, true).out);
-  };
-  auto grads = [layer](const std::vector<fx::Array>& p, const fx::Array& t) {
-    return fx::grad([&](const std::vector<fx::Array>& q) { return fx::sum(layer(q[0], q[1], q[2]) * t); })(p);
-  };
+  // ResNet-18's last stage at batch 128: 1M elements, threaded.
+  const BatchNormCase bn = batch_norm_case({128, 512, 4, 4}, fx::bfloat16);
+  const fx::Array &x = bn.x, &dy = bn.dy, &g = bn.g, &b = bn.b;
+  const int64_t c = bn.c;
+  auto layer = [c](const fx::Array& u, const fx::Array& k, const fx::Array& o) { return batch_norm_relu(c, u, k, o); };
+  auto grads = [c](const std::vector<fx::Array>& p, const fx::Array& t) { return batch_norm_relu_grads(c, p, t); };
   const std::vector<fx::Array> p{x, g, b};
-  fx::runtime::Device dev = fx::runtime::cpu_device();
-  dev.num_threads = 2;
-  dev.name = "cpu-buffers-test";
+  const fx::runtime::Device dev = two_thread_device();
   const test_helpers::ScopedEnv dump("FLUXION_DUMP", dir);
   const fx::Array y = fx::runtime::compile(fx::make_ir(layer)(x, g, b), dev)->run(std::vector<fx::Array>{x, g, b})[0];
   const std::string forward = read_dump(dir, ".fused.mlir"), forward_vectors = read_dump(dir, ".vectorized.mlir");
