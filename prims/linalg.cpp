@@ -118,12 +118,14 @@ Array safe_reciprocal(const Array& x) {
 namespace {
 
 using BuildFn = void (*)(LinalgBlock&);
-// Index: the x86-64 level. Only the baseline build exists off x86-64 (runtime/meson.build).
+// Index: the build's x86-64 level. Only the baseline build exists off x86-64, and level 2 (SSE4.2)
+// runs level 1's (runtime/meson.build): kBuildFor.
 #if defined(__x86_64__)
-constexpr BuildFn kBuilds[] = {nullptr, &linalg_eigen_level1, &linalg_eigen_level2, &linalg_eigen_level3,
-                               &linalg_eigen_level4};
+constexpr BuildFn kBuilds[] = {nullptr, &linalg_eigen_level1, nullptr, &linalg_eigen_level3, &linalg_eigen_level4};
+constexpr int kBuildFor[] = {0, 1, 1, 3, 4};
 #else
 constexpr BuildFn kBuilds[] = {nullptr, &linalg_eigen_level1};
+constexpr int kBuildFor[] = {0, 1};
 #endif
 constexpr int kTopLevel = int(sizeof kBuilds / sizeof kBuilds[0]) - 1;
 std::atomic<uint64_t> g_blocks[kTopLevel + 1];
@@ -191,7 +193,7 @@ void run_linalg(LinalgBlock& b) {
     g_lapack_blocks.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  const int level = std::clamp(kernel_isa_level(), 1, kTopLevel);
+  const int level = linalg_eigen_build(kernel_isa_level());
   kBuilds[level](b);
   g_blocks[level].fetch_add(1, std::memory_order_relaxed);
 }
@@ -227,6 +229,8 @@ void run_each_matrix(LinalgBlock& blk, int64_t count, std::span<const View> in, 
   }
   for (int64_t k = 0; k < count; ++k) one(k);
 }
+
+int linalg_eigen_build(int level) { return kBuildFor[std::clamp(level, 1, kTopLevel)]; }
 
 uint64_t linalg_blocks_computed(int level) {
   return level >= 1 && level <= kTopLevel ? g_blocks[level].load(std::memory_order_relaxed) : 0;

@@ -39,10 +39,9 @@ struct LinalgBlock {
 };
 
 /// The kernel built for one x86-64 level (level 1 is the library's baseline build and the only
-/// one on other architectures).
+/// one on other architectures; level 2 runs level 1's: runtime/meson.build).
 void linalg_eigen_level1(LinalgBlock& b);
 #if defined(__x86_64__)
-void linalg_eigen_level2(LinalgBlock& b);
 void linalg_eigen_level3(LinalgBlock& b);
 void linalg_eigen_level4(LinalgBlock& b);
 #endif
