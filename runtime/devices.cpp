@@ -58,13 +58,16 @@ void check_local(const fluxion::Device& d, std::string_view what, SourceLoc loc)
 }
 
 namespace {
-// check_local, and that arrays can be placed on d: DeviceError for a GPU until GPU arrays exist.
+// check_local, and that arrays can be placed on d. fx::Array lives in host memory; the GPU path runs
+// programs compiled by compile_cuda on device buffers its caller allocates (runtime/gpu_executable.h),
+// not on arrays, so placing an array on a GPU is a DeviceError that says so (docs/gpu.md, issue 12).
 void check_placeable(const fluxion::Device& d, std::string_view what, SourceLoc loc) {
   check_local(d, what, loc);
   if (d.platform == Platform::cuda)
     throw DeviceError("DeviceError: " + std::string(what) + (loc.known() ? " at " + loc.str() : std::string()) + ": " +
                       d.str() + " (" + cuda::device_name(d.id) +
-                      ") is present, but arrays on GPUs are not implemented yet (docs/gpu.md)");
+                      ") is present, but fx::Array lives in host memory: place arrays on a CPU device (the GPU path "
+                      "runs compiled programs on device buffers: docs/gpu.md)");
 }
 }  // namespace
 
