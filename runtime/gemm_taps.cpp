@@ -22,9 +22,6 @@ namespace fluxion::runtime {
 
 namespace {
 
-template <class E>
-constexpr int64_t kPerWord = int64_t(4 / sizeof(E));
-
 // One R x kTileCols tile, accumulated over its `live` taps: per tap t, `steps` steps of the packed
 // kernel from a[t] (kTileRows words a step) and of the transposed input from b[t] (kTileCols words).
 // The tile of the earlier tap form (a product per kernel offset, adding to the output) moved the
@@ -82,15 +79,8 @@ void product_of_taps(int64_t m, const TapColumns& t, float* out, int64_t ld) {
   }
 }
 
-// vpermw indices that interleave the two 16-value halves of a register: word e of the result is
-// word e / 2 of the low half for even e, of the high half for odd e.
-struct Pairs {
-  alignas(64) uint16_t index[32];
-  constexpr Pairs() : index() {
-    for (int e = 0; e < 32; ++e) index[e] = uint16_t(e / 2 + (e % 2 ? 16 : 0));
-  }
-};
-constexpr Pairs kPairs;
+// The two 16-value halves of a register interleaved into pairs (vpermw).
+constexpr InterleaveIndex<32, 16> kPairs;
 
 // The transposed input, 16 positions of one step (a feature pair, or a feature) by 16 images at a
 // time: per image a register of the step's 16 words at those positions (bfloat16: the two features'
@@ -106,7 +96,7 @@ FLUXION_TILE_TARGET void transpose_for_taps(const E* x, int64_t image_stride, in
   for (int64_t q = 0; q < steps; ++q)
     for (int64_t s0 = 0; s0 < positions; s0 += 16) {
       const int64_t n = std::min<int64_t>(16, positions - s0);
-      const __mmask16 mask = __mmask16(n >= 16 ? 0xffffu : (1u << n) - 1u);
+      const __mmask16 mask = lanes(n);
       for (int64_t b0 = 0; b0 < kTileCols; b0 += 16) {
         __m512i r[16], tr[16];
         for (int64_t i = 0; i < 16; ++i) {
@@ -133,7 +123,7 @@ FLUXION_TILE_TARGET void store_taps(const float* out, int64_t m, int64_t positio
   for (int64_t o = 0; o < m; ++o)
     for (int64_t p0 = 0; p0 < positions; p0 += 16) {
       const int64_t n = std::min<int64_t>(16, positions - p0);
-      const __mmask16 mask = __mmask16(n >= 16 ? 0xffffu : (1u << n) - 1u);
+      const __mmask16 mask = lanes(n);
       for (int64_t b0 = 0; b0 < kTileCols; b0 += 16) {
         __m512i r[16], t[16];
         for (int64_t j = 0; j < 16; ++j)

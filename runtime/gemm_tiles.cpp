@@ -35,21 +35,9 @@ namespace {
 int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 // Values of k per 32-bit word of the packed operands.
-template <class E>
-constexpr int64_t kPerWord = int64_t(4 / sizeof(E));
-
-// The first n (0-16) lanes.
-FLUXION_TILE_TARGET __mmask16 lanes(int64_t n) { return __mmask16(n >= 16 ? 0xffffu : (1u << (n < 0 ? 0 : n)) - 1u); }
-
-// vpermt2w indices that interleave two registers of 32 bfloat16 values a and b: word e of the
-// result is a[e / 2] for even e, b[e / 2] for odd e, over e < 32 (lo) and 32 <= e < 64 (hi).
-struct Interleave {
-  alignas(64) uint16_t index[64];
-  constexpr Interleave() : index() {
-    for (int e = 0; e < 64; ++e) index[e] = uint16_t(e / 2 + (e % 2 ? 32 : 0));
-  }
-};
-constexpr Interleave kInterleave;
+// Two registers of 32 bfloat16 values a and b interleaved into pairs: a[e / 2] for even e, b[e / 2]
+// for odd e, over e < 32 (lo) and 32 <= e < 64 (hi).
+constexpr InterleaveIndex<64, 32> kInterleave;
 
 // Packs `width` columns (of W <= 32, the rest zero) of k-major data -- element (p, j) at
 // src[p * ld + j], p < depth -- into dst[q * W + j] = the word of step q of column j. float32: a

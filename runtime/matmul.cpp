@@ -100,14 +100,14 @@ void narrow_bf16(const float* __restrict from, uint16_t* __restrict to, int64_t 
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 FLUXION_AVX512_TARGET void narrow_bf16_avx512(const float* from, uint16_t* to, int64_t n) {
   for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 live = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1);
+    const __mmask16 live = lanes(n - i);
     _mm256_mask_storeu_epi16(to + i, live, round_bf16(_mm512_maskz_loadu_ps(live, from + i)));
   }
 }
 
 FLUXION_AVX512_TARGET void widen_bf16_avx512(const uint16_t* from, float* to, int64_t n) {
   for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 live = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1);
+    const __mmask16 live = lanes(n - i);
     const __m512i u = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(live, from + i));
     _mm512_mask_storeu_epi32(to + i, live, _mm512_slli_epi32(u, 16));
   }

@@ -1,9 +1,10 @@
 // What the AVX-512 tile files (runtime/gemm_tiles.cpp, runtime/gemm_taps.cpp) share: their target
-// attribute, the 16 x 16 register transpose, the tiles' step of k, and the bfloat16 rounding
-// (also runtime/matmul.cpp's). Include it from those files only, after
-// <immintrin.h> on x86-64: its functions are static and carry the AVX-512 target, which no object
-// compiled with the library's own flags may share through an inline function.
+// attribute, lane masks, the pair-interleaving indices, the 16 x 16 register transpose, the tiles'
+// step of k, and the bfloat16 rounding (also runtime/matmul.cpp's). Include it from those files
+// only, after <immintrin.h> on x86-64: its functions are static and carry the AVX-512 target, which
+// no object compiled with the library's own flags may share through an inline function.
 #pragma once
+#include <cstdint>
 
 #define FLUXION_TILE_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 // AVX-512 without BF16: what runtime/matmul.cpp's conversions need (x86-64-v4). A function of this
@@ -11,6 +12,24 @@
 #define FLUXION_AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl")))
 
 namespace fluxion::runtime {
+
+// Values of element type E per 32-bit word of the tiles' packed operands (2 bfloat16, 1 float32).
+template <class E>
+constexpr int64_t kPerWord = int64_t(4 / sizeof(E));
+
+// The first n lanes of a 16-lane mask (n < 0: none, n >= 16: all).
+static inline constexpr __mmask16 lanes(int64_t n) { return __mmask16(n >= 16 ? 0xffffu : (1u << (n < 0 ? 0 : n)) - 1u); }
+
+// vpermw / vpermt2w indices that interleave two runs of Words / 2 16-bit values, the second starting
+// `second` words in (the other register's for vpermt2w, the high half for vpermw): word e of the
+// result is word e / 2 of the first run for even e, of the second for odd e.
+template <int Words, int second>
+struct InterleaveIndex {
+  alignas(64) uint16_t index[Words];
+  constexpr InterleaveIndex() : index() {
+    for (int e = 0; e < Words; ++e) index[e] = uint16_t(e / 2 + (e % 2 ? second : 0));
+  }
+};
 
 // Transposes the 16 x 16 32-bit words of r: word c of out[i] = word i of r[c]. Per group of four
 // rows, two rounds of unpacks transpose each 128-bit lane's 4 x 4 words; two rounds of 128-bit lane
