@@ -14,6 +14,8 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "test_helpers.h"
@@ -118,39 +120,63 @@ fx::runtime::Device two_thread_device() {
   return dev;
 }
 
+// The layer and its gradient compiled for two kernel threads and run, each pass's fused and
+// vectorized IR read from its own FLUXION_DUMP directory under `dir` (removed after), and the eager
+// results.
+struct BatchNormRun {
+  fx::Array y, y_eager;
+  std::vector<fx::Array> d, d_eager;
+  std::string forward, forward_vectors, backward, backward_vectors;
+};
+BatchNormRun run_batch_norm(const BatchNormCase& bn, const std::string& dir) {
+  const int64_t c = bn.c;
+  auto layer = [c](const fx::Array& u, const fx::Array& k, const fx::Array& o) { return batch_norm_relu(c, u, k, o); };
+  auto grads = [c](const std::vector<fx::Array>& p, const fx::Array& t) { return batch_norm_relu_grads(c, p, t); };
+  const std::vector<fx::Array> p{bn.x, bn.g, bn.b};
+  const fx::runtime::Device dev = two_thread_device();
+  BatchNormRun r;
+  auto compiled = [&](const std::string& pass, auto run) {
+    const std::string at = dir + "/" + pass;
+    std::filesystem::remove_all(at);
+    std::filesystem::create_directories(at);
+    {
+      const test_helpers::ScopedEnv dump("FLUXION_DUMP", at);
+      run();
+    }
+    std::pair<std::string, std::string> dumps{read_dump(at, ".fused.mlir"), read_dump(at, ".vectorized.mlir")};
+    std::filesystem::remove_all(at);
+    return dumps;
+  };
+  std::tie(r.forward, r.forward_vectors) = compiled("forward", [&] {
+    r.y = fx::runtime::compile(fx::make_ir(layer)(bn.x, bn.g, bn.b), dev)->run(std::vector<fx::Array>{bn.x, bn.g, bn.b})[0];
+  });
+  std::tie(r.backward, r.backward_vectors) = compiled("backward", [&] {
+    r.d = fx::runtime::compile(fx::make_ir(grads)(p, bn.dy), dev)->run(std::vector<fx::Array>{bn.x, bn.g, bn.b, bn.dy});
+  });
+  std::filesystem::remove_all(dir);
+  r.y_eager = layer(bn.x, bn.g, bn.b);
+  r.d_eager = grads(p, bn.dy);
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("jit: a batch-norm layer's loops write each result once, in a buffer of its own, and match eager") {
   const std::string dir = "/tmp/fluxion_test_buffers_" + std::to_string(::getpid());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
   // 1M elements: the loops are threaded (scf.forall) with more than one kernel thread.
-  const BatchNormCase bn = batch_norm_case({128, 8, 32, 32}, fx::float32);
-  const fx::Array &x = bn.x, &dy = bn.dy, &g = bn.g, &b = bn.b;
-  const int64_t c = bn.c;
-  auto layer = [c](const fx::Array& u, const fx::Array& k, const fx::Array& o) { return batch_norm_relu(c, u, k, o); };
-  auto grads = [c](const std::vector<fx::Array>& p, const fx::Array& t) { return batch_norm_relu_grads(c, p, t); };
-  const std::vector<fx::Array> p{x, g, b};
-  const fx::runtime::Device dev = two_thread_device();
-  const test_helpers::ScopedEnv dump("FLUXION_DUMP", dir);
-  const fx::Array y = fx::runtime::compile(fx::make_ir(layer)(x, g, b), dev)->run(std::vector<fx::Array>{x, g, b})[0];
-  const std::vector<fx::Array> d =
-      fx::runtime::compile(fx::make_ir(grads)(p, dy), dev)->run(std::vector<fx::Array>{x, g, b, dy});
-  dump.set(nullptr);
-  CHECK(max_abs_diff(y, layer(x, g, b)) <= 1e-4);
-  const std::vector<fx::Array> d0 = grads(p, dy);
-  REQUIRE(d.size() == 3);
-  CHECK(max_abs_diff(d[0], d0[0]) <= 1e-4);
-  CHECK(max_abs_diff(d[1], d0[1]) <= 1e-2);  // sums of 128K products, in f32 against f64
-  CHECK(max_abs_diff(d[2], d0[2]) <= 1e-2);
-  const std::string vectorized = read_dump(dir, ".vectorized.mlir"), fused = read_dump(dir, ".fused.mlir");
+  const BatchNormRun r = run_batch_norm(batch_norm_case({128, 8, 32, 32}, fx::float32), dir);
+  CHECK(max_abs_diff(r.y, r.y_eager) <= 1e-4);
+  REQUIRE(r.d.size() == 3);
+  CHECK(max_abs_diff(r.d[0], r.d_eager[0]) <= 1e-4);
+  CHECK(max_abs_diff(r.d[1], r.d_eager[1]) <= 1e-2);  // sums of 128K products, in f32 against f64
+  CHECK(max_abs_diff(r.d[2], r.d_eager[2]) <= 1e-2);
+  const std::string vectorized = r.forward_vectors + r.backward_vectors, fused = r.forward + r.backward;
   REQUIRE(vectorized.find("scf.forall") != std::string::npos);
   CHECK(vectorized.find("fx.empty") != std::string::npos);
   CHECK(foralls_with_tied_outs(vectorized) == 0);
   CHECK(unit_dim_broadcasts(fused) == 0);
   // (x - mean)^2 and dy * xhat fuse into their reductions instead of being written for them.
   CHECK(temporaries_only_reduced(fused, "128x8x32x32|128x8x1024") == 0);
-  std::filesystem::remove_all(dir);
 }
 
 namespace {
@@ -187,31 +213,14 @@ int full_size_results(const std::string& mlir, const std::string& full) {
 
 TEST_CASE("jit: a bfloat16 batch-norm layer over 4x4 images computes per-channel math once, in whole vectors") {
   const std::string dir = "/tmp/fluxion_test_buffers_bf16_" + std::to_string(::getpid());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
   // ResNet-18's last stage at batch 128: 1M elements, threaded.
-  const BatchNormCase bn = batch_norm_case({128, 512, 4, 4}, fx::bfloat16);
-  const fx::Array &x = bn.x, &dy = bn.dy, &g = bn.g, &b = bn.b;
-  const int64_t c = bn.c;
-  auto layer = [c](const fx::Array& u, const fx::Array& k, const fx::Array& o) { return batch_norm_relu(c, u, k, o); };
-  auto grads = [c](const std::vector<fx::Array>& p, const fx::Array& t) { return batch_norm_relu_grads(c, p, t); };
-  const std::vector<fx::Array> p{x, g, b};
-  const fx::runtime::Device dev = two_thread_device();
-  const test_helpers::ScopedEnv dump("FLUXION_DUMP", dir);
-  const fx::Array y = fx::runtime::compile(fx::make_ir(layer)(x, g, b), dev)->run(std::vector<fx::Array>{x, g, b})[0];
-  const std::string forward = read_dump(dir, ".fused.mlir"), forward_vectors = read_dump(dir, ".vectorized.mlir");
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  const std::vector<fx::Array> d =
-      fx::runtime::compile(fx::make_ir(grads)(p, dy), dev)->run(std::vector<fx::Array>{x, g, b, dy});
-  dump.set(nullptr);
-  const std::string backward = read_dump(dir, ".fused.mlir"), backward_vectors = read_dump(dir, ".vectorized.mlir");
-  std::filesystem::remove_all(dir);
+  const BatchNormRun r = run_batch_norm(batch_norm_case({128, 512, 4, 4}, fx::bfloat16), dir);
+  const std::string &forward = r.forward, &forward_vectors = r.forward_vectors, &backward = r.backward,
+                    &backward_vectors = r.backward_vectors;
   // bfloat16 has 8 bits of mantissa: values of about 2 agree to 2^-7, the sums to a few of those.
-  CHECK(max_abs_diff(y, layer(x, g, b)) <= 0.02);
-  const std::vector<fx::Array> d0 = grads(p, dy);
-  REQUIRE(d.size() == 3);
-  CHECK(max_abs_diff(d[0], d0[0]) <= 0.05);
+  CHECK(max_abs_diff(r.y, r.y_eager) <= 0.02);
+  REQUIRE(r.d.size() == 3);
+  CHECK(max_abs_diff(r.d[0], r.d_eager[0]) <= 0.05);
   REQUIRE(forward_vectors.find("scf.forall") != std::string::npos);
   // The square of x - mean is widened to f32 for its reduction; it fuses into it all the same.
   CHECK(temporaries_only_reduced(forward, "128x512x4x4|128x512x16") == 0);
@@ -231,9 +240,7 @@ TEST_CASE("jit: a reversed conv weight is gathered with its own loop indices, an
   const fx::Shape s{256, 512, 3, 3};  // over 1M elements: threaded
   const fx::Array w = fx::astype(fx::reshape(fx::linspace(-1.0, 1.0, s.numel(), fx::float32), s), fx::bfloat16);
   auto flip = [](const fx::Array& a) { return fx::flip(a, {2, 3}); };
-  fx::runtime::Device dev = fx::runtime::cpu_device();
-  dev.num_threads = 2;
-  dev.name = "cpu-buffers-test";
+  const fx::runtime::Device dev = two_thread_device();
   const test_helpers::ScopedEnv dump("FLUXION_DUMP", dir);
   const fx::Array r = fx::runtime::compile(fx::make_ir(flip)(w), dev)->run(std::vector<fx::Array>{w})[0];
   dump.set(nullptr);
