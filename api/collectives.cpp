@@ -2,7 +2,7 @@
 
 #include "ir/spmd.h"
 #include "ir/trace.h"
-#include "transforms/axis_env.h"
+#include "interpreters/axis_env.h"
 
 namespace fluxion {
 

@@ -9,7 +9,7 @@
 #include <cmath>
 
 #include "models.h"
-#include "transforms/vjp.h"
+#include "interpreters/vjp.h"
 
 namespace fx = fluxion;
 

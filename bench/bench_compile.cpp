@@ -71,7 +71,7 @@ struct CompileSplit {
 // Compiles p under a device name no other compile used (a fresh fingerprint).
 CompileSplit compile_fresh(const fx::Program& p) {
   static int n = 0;
-  fx::runtime::Device dev = fx::runtime::cpu_device();
+  fx::runtime::CompileTarget dev = fx::runtime::default_target();
   dev.name = "cpu-bench-compile-" + std::to_string(::getpid()) + "-" + std::to_string(n++);
   auto t = Clock::now();
   const double c = thread_cpu_ms();
@@ -106,7 +106,7 @@ int disk_child() {
   auto t0 = Clock::now();
   fx::Program prog = fx::make_ir(mlp_step)(d.p, d.x, d.y);
   const double trace = ms_since(t0);
-  fx::runtime::Device dev = fx::runtime::cpu_device();
+  fx::runtime::CompileTarget dev = fx::runtime::default_target();
   dev.name = "cpu-bench-disk";
   auto t = Clock::now();
   auto exe = fx::runtime::compile(prog, dev);
@@ -132,7 +132,7 @@ void bench_mlp(const char* self) {
   const std::string dir = "/tmp/fluxion_bench_compile_" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
   setenv("FLUXION_CACHE_DIR", dir.c_str(), 1);
-  fx::runtime::Device dev = fx::runtime::cpu_device();
+  fx::runtime::CompileTarget dev = fx::runtime::default_target();
   dev.name = "cpu-bench-disk";
   fx::runtime::compile(prog, dev);  // fills the cache
   std::vector<double> child_ms;
@@ -243,7 +243,7 @@ constexpr int64_t kSpectralPoints = 64;  // example::heat_rk4_loss's grid, horiz
 // The best of 20 runs of p compiled fresh, in microseconds.
 double best_run_us(const fx::Program& p, const std::vector<fx::Array>& in) {
   static int n = 0;
-  fx::runtime::Device dev = fx::runtime::cpu_device();
+  fx::runtime::CompileTarget dev = fx::runtime::default_target();
   dev.name = "cpu-bench-spectral-run-" + std::to_string(::getpid()) + "-" + std::to_string(n++);
   auto exe = fx::runtime::compile(p, dev);
   double best = 1e30;
@@ -304,7 +304,7 @@ void bench_sweep() {
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--disk-child") == 0) return disk_child();
-  std::printf("kernel threads %d, target %s\n\n", fx::runtime::cpu_device().num_threads,
+  std::printf("kernel threads %d, target %s\n\n", fx::runtime::default_target().num_threads,
               std::getenv("FLUXION_CPU") ? std::getenv("FLUXION_CPU") : "host");
   if (want(argc, argv, "mlp")) bench_mlp(argv[0]);
   if (want(argc, argv, "onep")) bench_one_op();

@@ -28,8 +28,8 @@
 
 #include <eigen3/Eigen/Core>
 
-#include "runtime/conv.h"
-#include "runtime/device.h"
+#include "kernels/conv.h"
+#include "compile/target.h"
 
 #ifdef FLUXION_BENCH_DNNL
 #include <oneapi/dnnl/dnnl.hpp>
@@ -324,7 +324,7 @@ int main(int argc, char** argv) {
   const int64_t batch = args.size() > 1 ? std::atoll(args[1].c_str()) : 128;
   const std::string group = args.size() > 2 ? args[2] : "";
   const bool resnet = group == "resnet";
-  const int threads = fx::runtime::cpu_device().num_threads;
+  const int threads = fx::runtime::default_target().num_threads;
   std::vector<ConvShape> shapes{{64, 64, 32, 32, 3, 1}};
   long long c, o, hw, k, st;
   if (std::sscanf(group.c_str(), "%lld,%lld,%lld,%lld,%lld", &c, &o, &hw, &k, &st) == 5) shapes = {{c, o, hw, hw, k, st}};

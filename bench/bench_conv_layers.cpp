@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "bench/timing.h"
-#include "runtime/device.h"
+#include "compile/target.h"
 
 namespace fx = fluxion;
 
@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
     else only.push_back(a);
   }
   if (dtypes.empty()) dtypes = {fx::bfloat16, fx::float32};
-  std::printf("# fluxion, %d threads, best of %d\n", fx::runtime::cpu_device().num_threads, repeats);
+  std::printf("# fluxion, %d threads, best of %d\n", fx::runtime::default_target().num_threads, repeats);
   for (fx::DType dt : dtypes)
     for (const Layer& l : kLayers)
       if (only.empty() || std::find(only.begin(), only.end(), l.name) != only.end()) bench_layer(l, dt, repeats);

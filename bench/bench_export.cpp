@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(dir);
   fx::Exported e = fx::export_(mlp, x.aval());
   e.write_header((dir / "mlp.h").string(), "mlp_forward");
-  const int threads = fx::runtime::cpu_device().num_threads;
+  const int threads = fx::runtime::default_target().num_threads;
   e.write_object((dir / "mlp.o").string(), "", threads);
   std::ofstream(dir / "main.c") << kDriver;
   run("cd " + dir.string() + " && cc -O2 -std=c11 main.c mlp.o " FLUXION_AOT_RUNTIME
@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
 
   std::printf("MLP %lldx%lld-%lld-%lld inference (relu, softmax), f32, best of %d x 50 calls\n", (long long)kBatch,
               (long long)kIn, (long long)kHidden, (long long)kOut, reps);
-  std::printf("  jit call (in process, %d kernel threads)     %9.1f us\n", fx::runtime::cpu_device().num_threads, jitted);
+  std::printf("  jit call (in process, %d kernel threads)     %9.1f us\n", fx::runtime::default_target().num_threads, jitted);
   std::printf("  exported (%d threads), C program, AOT runtime %9.1f us   speed / jit = %.2fx (target >= 1.0x)\n", threads, exported,
               jitted / exported);
   std::printf("  first output: exported %.6f, jit %.6f\n", first, double(want));

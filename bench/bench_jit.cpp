@@ -20,8 +20,8 @@
 
 #include "lowering/target.h"
 #include "models.h"
-#include "runtime/compile_cache.h"
-#include "runtime/matmul.h"
+#include "compile/compile_cache.h"
+#include "kernels/matmul.h"
 
 // Eigen is the baseline of the matmul and MLP benchmarks (this file is built -march=native).
 #include <eigen3/Eigen/Core>
@@ -134,7 +134,7 @@ void bench_matmul(int threads) {
     })(a, b);
     std::vector<fx::Array> args{a, b};
     auto time_jit = [&](const char* path, int thr) {
-      fx::runtime::Device dev = fx::runtime::cpu_device();
+      fx::runtime::CompileTarget dev = fx::runtime::default_target();
       dev.matmul = path;
       dev.num_threads = thr;
       auto exe = fx::runtime::compile(p, dev);
@@ -276,7 +276,7 @@ void bench_mlp(int threads) {
   std::vector<double> compile_ms;
   double lower = 0, passes = 0, llvm = 0;
   for (int i = 0; i < 5; ++i) {
-    fx::runtime::Device dev = fx::runtime::cpu_device();
+    fx::runtime::CompileTarget dev = fx::runtime::default_target();
     dev.name = "cpu-compile-" + std::to_string(i);
     auto t = Clock::now();
     auto exe = fx::runtime::compile(prog, dev);
@@ -290,7 +290,7 @@ void bench_mlp(int threads) {
     const std::string dir = "/tmp/fluxion_bench_cache_" + std::to_string(::getpid());
     std::filesystem::create_directories(dir);
     setenv("FLUXION_CACHE_DIR", dir.c_str(), 1);
-    fx::runtime::Device dev = fx::runtime::cpu_device();
+    fx::runtime::CompileTarget dev = fx::runtime::default_target();
     dev.name = "cpu-disk";
     fx::runtime::compile(prog, dev);
     fx::runtime::clear_cache();
@@ -402,7 +402,7 @@ void bench_batchnorm(int threads, fx::DType dtype) {
 
 int main(int argc, char** argv) {
   if (argc > 1) g_repeats = std::max(1, std::atoi(argv[1]));
-  const int threads = fx::runtime::cpu_device().num_threads;
+  const int threads = fx::runtime::default_target().num_threads;
   std::printf("fluxion jit benchmarks: %d kernel threads (FLUXION_NUM_THREADS), best of %d runs\n\n", threads, g_repeats);
 
   if (argc > 2 && std::strcmp(argv[2], "probe") == 0) {  // per-op costs at the MLP's shapes

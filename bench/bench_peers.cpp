@@ -24,8 +24,8 @@
 #include "models.h"
 #include "peer_data.h"
 #include "peer_models.h"
-#include "runtime/compile_cache.h"
-#include "runtime/device.h"
+#include "compile/compile_cache.h"
+#include "compile/target.h"
 
 namespace fx = fluxion;
 using namespace bench::peers;
@@ -237,7 +237,7 @@ void mixed_rows() {
     const std::string name = std::string("matmul512_") + (d == fx::bfloat16 ? "bf16" : "f16");
     timed(name.c_str(), mm, abs, "ms", 1, a16, b16);
     timed((name + "_f32out").c_str(), mm32, abs, "ms", 1, a16, b16);
-    fx::runtime::Device dev = fx::runtime::cpu_device();
+    fx::runtime::CompileTarget dev = fx::runtime::default_target();
     dev.matmul = "generated";
     auto exe = fx::runtime::compile(fx::make_ir([](const fx::Array& x, const fx::Array& y) { return fx::matmul(x, y); })(a16, b16), dev);
     const std::vector<fx::Array> args{a16, b16};
@@ -316,7 +316,7 @@ void linalg_rows() {
 // Max pooling forward and forward + gradient on a ResNet-sized activation (bench/peers/common.py
 // pool_data): 2x2 stride 2 (VALID) and ResNet's 3x3 stride 2 with padding 1. The "_ref" rows run
 // the same functions eagerly, i.e. through the reference kernels the jit called before
-// runtime/pool.cpp (the baseline of docs/nn.md's measurement).
+// kernels/pool.cpp (the baseline of docs/nn.md's measurement).
 void pool_rows() {
   const int64_t n = 32, ch = 64, hw = 56;
   const fx::Array x = pattern({n, ch, hw, hw}, -1, 1, 1);
@@ -345,7 +345,7 @@ void pool_rows() {
 
 int main(int argc, char** argv) {
   if (argc > 1) g_repeats = std::max(1, std::atoi(argv[1]));
-  const int threads = fx::runtime::cpu_device().num_threads;
+  const int threads = fx::runtime::default_target().num_threads;
   const char* cpu = std::getenv("FLUXION_CPU");
   std::printf("# fluxion: %d kernel threads, FLUXION_CPU=%s, best of %d\n", threads, cpu ? cpu : "(host)", g_repeats);
   if (want(argc, argv, "elementwise")) elementwise_rows();

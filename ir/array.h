@@ -42,7 +42,7 @@ struct ArrayImpl {
   std::shared_ptr<TraceState> trace;  // tracers: the trace that owns `var` (possibly ended)
   int32_t var = -1;
   SourceLoc loc;  // where a tracer was created (for ConcretizationError)
-  /// Set when the array was donated to a jit call (donate_argnums, transforms/donation.h): the
+  /// Set when the array was donated to a jit call (donate_argnums, interpreters/donation.h): the
   /// buffer is gone, and reading the data raises ValueError with this message.
   std::shared_ptr<const std::string> deleted;
 };

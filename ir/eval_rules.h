@@ -1,7 +1,7 @@
 // The evaluation table: what `bind` and the verifier need of each primitive -- its shape rule, and
 // its reference kernel (or, for a primitive that holds sub-programs, its impl). ir/ owns the table
 // and declares the rule signatures; prims/ fills it, one block per primitive (prims/registry.h),
-// as the library loads. The transforms own their tables the same way (transforms/jvp.h,
+// as the library loads. The transforms own their tables the same way (interpreters/jvp.h,
 // transpose.h, vmap.h).
 #pragma once
 #include <span>
@@ -38,7 +38,7 @@ using Kernel = void (*)(std::span<const View> in, std::span<const View> out, con
 using ImplRule = std::vector<Array> (*)(std::span<const Array> in, const Params& params, SourceLoc loc);
 
 /// A param the reference kernel reads, as compiled code passes it when it calls the kernel as a
-/// library function (runtime/library_calls.h): an integer; a bool as 0/1; an IntList (is_ints) as
+/// library function (kernels/library_calls.h): an integer; a bool as 0/1; an IntList (is_ints) as
 /// its length, then its elements; a string (choices not empty) as its index in `choices`, the
 /// values the param can take.
 struct KernelParam {

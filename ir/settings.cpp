@@ -227,4 +227,6 @@ int thread_setting() {
   return int(integer_setting("FLUXION_NUM_THREADS", std::max(1u, std::thread::hardware_concurrency())));
 }
 
+int cpu_devices_setting() { return int(integer_setting("FLUXION_CPU_DEVICES", 1)); }
+
 }  // namespace fluxion

@@ -68,4 +68,8 @@ void check_settings();
 /// positive integer.
 int thread_setting();
 
+/// FLUXION_CPU_DEVICES: the CPU devices of each process (default 1); ValueError when it is not a
+/// positive integer.
+int cpu_devices_setting();
+
 }  // namespace fluxion

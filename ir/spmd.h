@@ -5,7 +5,7 @@
 // (runtime/distributed.h). A GPU backend would add one over NCCL.
 //
 // An axis is found by its key, a stable hash of its name, because compiled code calls the kernels
-// with integer params only (runtime/library_calls.h), and a kernel cached on disk by one process
+// with integer params only (kernels/library_calls.h), and a kernel cached on disk by one process
 // must find the same axis in another.
 #pragma once
 #include <cstdint>

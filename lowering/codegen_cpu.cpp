@@ -44,7 +44,7 @@
 #include "lowering/passes.h"
 #include "lowering/target.h"
 #include "lowering/tiling.h"
-#include "runtime/kernel_symbols.h"
+#include "kernels/kernel_symbols.h"
 
 namespace fluxion::lowering {
 

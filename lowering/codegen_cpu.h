@@ -33,7 +33,7 @@ ObjectCode emit_object(mlir::ModuleOp m, int opt_level, const std::string& ll_du
 std::vector<std::string> undefined_symbols(const std::string& object);
 
 /// The undefined symbols of `object` that nothing here provides: not the runtime's kernel symbols
-/// (runtime/kernel_symbols.h), not libmvec, libomp or any library of the process. Loads libomp
+/// (kernels/kernel_symbols.h), not libmvec, libomp or any library of the process. Loads libomp
 /// first when the object calls it.
 std::vector<std::string> unresolved_symbols(const std::string& object);
 

@@ -1,5 +1,5 @@
 // The MLIR-free face of the CPU backend: compile a Program into a native kernel
-// (runtime/kernel.h, whose comment states the kernel ABI). runtime/compile_cache.cpp calls this;
+// (runtime/kernel.h, whose comment states the kernel ABI). compile/compile_cache.cpp calls this;
 // no MLIR or LLVM type crosses this header.
 #pragma once
 #include <memory>
@@ -11,7 +11,7 @@
 
 namespace fluxion::lowering {
 
-/// Where dot_general's work happens: a call into Eigen (runtime/library_calls.h) or the generated
+/// Where dot_general's work happens: a call into Eigen (kernels/library_calls.h) or the generated
 /// contraction loop nest. `automatic` takes Eigen for float32/float64 (batched) matmuls of at
 /// least 32^3 multiply-adds, which measured faster (docs/jit.md), and generated code otherwise
 /// (small products fuse with their neighbours).

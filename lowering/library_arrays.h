@@ -1,6 +1,6 @@
 // The arrays of a library call (lower_library.cpp), shared by the calls whose argument arrays end in
 // them (fluxion_rt_call_prim, fluxion_rt_windowed): one description per operand and output -- dtype,
-// rank, dims, address -- as runtime/call_arrays.h reads them back.
+// rank, dims, address -- as kernels/call_arrays.h reads them back.
 #pragma once
 #include <string>
 

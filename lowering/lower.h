@@ -142,7 +142,7 @@ struct LibraryArg {
 };
 /// Whether e is lowered to a library call (the elementwise code on each side cannot fuse across it).
 bool is_library_call(const Eqn& e);
-/// Calls the C function `symbol(int64_t* args)` (runtime/library_calls.h) with `layout` on the
+/// Calls the C function `symbol(int64_t* args)` (kernels/library_calls.h) with `layout` on the
 /// buffers of `ins` and of fresh outputs of types `outs`; returns the outputs as tensors.
 std::vector<mlir::Value> library_call(LowerCtx& c, const std::string& symbol, std::span<const mlir::Value> ins,
                                       std::span<const AbstractArray> in_avals, std::span<const AbstractArray> outs,

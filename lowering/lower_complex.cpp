@@ -78,7 +78,7 @@ Value complex_beats(OpBuilder& b, Location l, Value v, Value best, bool is_max) 
 
 namespace {
 
-// The reference kernel of e.prim on the whole operand (fluxion_rt_call_prim, runtime/library_calls.h:
+// The reference kernel of e.prim on the whole operand (fluxion_rt_call_prim, kernels/library_calls.h:
 // prim, #inputs, #outputs, #params, then the arrays); for primitives without params.
 std::vector<Value> call_reference(LowerCtx& c, const Eqn& e, std::span<const Operand> in, std::span<const AbstractArray> out) {
   if (out[0].size() == 0) return {empty(c, out[0])};

@@ -1,5 +1,5 @@
 // Lowering of the windowed primitives (conv_general_dilated, the reduce_window family): one library
-// call of fluxion_rt_windowed (runtime/conv.h), which runs a float convolution as im2col + the GEMM
+// call of fluxion_rt_windowed (kernels/conv.h), which runs a float convolution as im2col + the GEMM
 // of the level this kernel is compiled for (FLUXION_CPU included) on the kernel's threads, and the
 // other cases through the reference kernel. docs/nn.md records the measurements behind the choice:
 // linalg's convolution op, tiled and vectorized by the pipeline, is kept below as a switch for
@@ -12,7 +12,7 @@
 #include "lowering/library_arrays.h"
 #include "lowering/lower.h"
 #include "lowering/target.h"
-#include "runtime/conv.h"
+#include "kernels/conv.h"
 
 namespace fluxion::lowering {
 

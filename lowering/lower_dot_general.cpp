@@ -43,7 +43,7 @@ AffineMap operand_map(MLIRContext* ctx, int rank, const DimRoles& r, unsigned fr
 // A (batched) matrix product the runtime's library call can do: float32/float64 operands and
 // output (or bfloat16/float16 operands, output float32 or theirs), batch dims leading and in
 // order on both sides, one contracting dim, each operand of rank batch+2 (either orientation).
-// Fills the fluxion_rt_gemm layout (runtime/library_calls.h): the call runs the Eigen build for
+// Fills the fluxion_rt_gemm layout (kernels/library_calls.h): the call runs the Eigen build for
 // the level this kernel is compiled for (FLUXION_CPU included) on the kernel's threads.
 bool gemm_layout(const LowerCtx& c, const Eqn& e, std::span<const Operand> in, const AbstractArray& out,
                  std::vector<LibraryArg>& layout) {

@@ -1,4 +1,4 @@
-// Library calls: an eqn whose work a C function of the runtime does (runtime/library_calls.h).
+// Library calls: an eqn whose work a C function of the runtime does (kernels/library_calls.h).
 // sort and polygamma call the reference kernel itself (sorting networks and the polygamma series
 // gain nothing from generated code), as do the decompositions (Eigen/LAPACK) and fft (FFTW);
 // dot_general may call Eigen (lower_dot_general.cpp decides).
@@ -16,7 +16,7 @@
 #include "ir/error.h"
 #include "lowering/library_arrays.h"
 #include "lowering/lower.h"
-#include "runtime/library_calls.h"
+#include "kernels/library_calls.h"
 
 namespace fluxion::lowering {
 
@@ -152,7 +152,7 @@ void encode_param(const Eqn& e, const KernelParam& k, std::vector<LibraryArg>& l
   }
 }
 
-// The reference kernel of e.prim through fluxion_rt_call_prim (layout in runtime/library_calls.h).
+// The reference kernel of e.prim through fluxion_rt_call_prim (layout in kernels/library_calls.h).
 std::vector<Value> call_reference_kernel(LowerCtx& c, const Eqn& e, std::span<const Operand> in,
                                          std::span<const AbstractArray> out) {
   for (const Operand& o : in)

@@ -36,7 +36,7 @@
 #include "lowering/pipeline_state.h"
 #include "lowering/row_blocks.h"
 #include "lowering/tiling.h"
-#include "runtime/openmp.h"
+#include "kernels/openmp.h"
 
 namespace fluxion::lowering {
 
@@ -119,7 +119,7 @@ std::string bufferize_and_lower_passes(int num_threads) {
   return s;
 }
 
-// Threads are bound as runtime/openmp.h says (pinned with one CPU device), before libomp loads.
+// Threads are bound as kernels/openmp.h says (pinned with one CPU device), before libomp loads.
 int usable_threads(int requested) {
   if (requested <= 1) return 1;
   static const bool have_omp = [] {

@@ -4,7 +4,7 @@
 // Every eqn carries its axis as params: `axis_name` (printed, and what vmap matches), `axis_size`
 // (so shape rules need no environment) and `axis_key` (ir/spmd.h: how a kernel called from
 // compiled code, which passes integers only, finds the axis's communicator). api/collectives.cpp
-// fills them from the names bound while tracing (transforms/axis_env.h).
+// fills them from the names bound while tracing (interpreters/axis_env.h).
 //
 // Kernels run inside fx::pmap, one per device at once, and meet through the communicator
 // (ir/spmd.h); the communicator only all-reduces and all-gathers, and the other collectives are
@@ -24,7 +24,7 @@
 #include "ir/spmd.h"
 #include "lax/lax.h"
 #include "prims/elementwise.h"
-#include "transforms/axis_env.h"
+#include "interpreters/axis_env.h"
 
 namespace fluxion {
 
@@ -83,7 +83,7 @@ bool failed(Communicator& c, std::span<const View> out) {
 
 Array bind_like(Prim p, A x, const Params& params) { return bind1(p, {x}, params, SourceLoc{}); }
 
-// The int params compiled code passes to each kernel (runtime/library_calls.h).
+// The int params compiled code passes to each kernel (kernels/library_calls.h).
 constexpr KernelParam kAxisKernelParams[] = {{"axis_key"}, {"axis_size"}};
 constexpr KernelParam kAllGatherKernelParams[] = {{"axis_key"}, {"axis_size"}, {"axis"}, {"tiled", true}};
 constexpr KernelParam kScatterKernelParams[] = {{"axis_key"}, {"axis_size"}, {"scatter_dimension"}, {"tiled", true}};

@@ -10,7 +10,7 @@
 
 #include "prims/registry.h"
 #include "prims/subprograms.h"
-#include "transforms/simplify.h"
+#include "interpreters/simplify.h"
 
 namespace fluxion {
 namespace {

@@ -10,7 +10,7 @@
 // reversed kernel, strides becoming input dilation; the kernel gradient correlates the input with
 // the cotangent, strides becoming kernel dilation), with the specs swapped so that no operand is
 // ever transposed in memory. Batching folds the vmapped dim into the batch dim, the output-feature
-// dim or the groups. The jit calls runtime/conv.cpp (im2col + the ISA-dispatched GEMM).
+// dim or the groups. The jit calls kernels/conv.cpp (im2col + the ISA-dispatched GEMM).
 #include <algorithm>
 #include <numeric>
 

@@ -1,6 +1,6 @@
 // The geometry of one conv_general_dilated (prims/conv.cpp): its params read and checked, the
 // operands' dims named by role, and the index tables both kernels walk -- the reference kernel
-// (prims/conv.cpp) and the jit's library call (runtime/conv.cpp), which shares them so that the two
+// (prims/conv.cpp) and the jit's library call (kernels/conv.cpp), which shares them so that the two
 // cannot disagree about where a window reads.
 //
 // Roles (JAX's ConvDimensionNumbers): lhs_spec = (batch dim, feature dim, spatial dims...) of the

@@ -1,4 +1,4 @@
-// Included first by the objects built once per x86-64 level (runtime/matmul_eigen.cpp,
+// Included first by the objects built once per x86-64 level (kernels/matmul_eigen.cpp,
 // prims/linalg_eigen.cpp; runtime/meson.build sets FLUXION_ISA_LEVEL and that level's -march):
 // renames Eigen's namespace to fluxion_eigen_level<N> before Eigen is included. Its templates
 // instantiate as weak symbols, and with one shared name the linker would keep one level's copy

@@ -1,6 +1,6 @@
 // Which x86-64 micro-architecture level (psABI: 1 baseline, 2 SSE4.2, 3 AVX2+FMA, 4 AVX-512) the
 // precompiled kernels may use. The library carries Eigen's kernels built once per level
-// (runtime/matmul_eigen.cpp, prims/linalg_eigen.cpp) and picks one per call from these.
+// (kernels/matmul_eigen.cpp, prims/linalg_eigen.cpp) and picks one per call from these.
 #pragma once
 
 namespace fluxion {

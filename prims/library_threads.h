@@ -12,11 +12,11 @@ namespace fluxion {
 int library_threads();
 
 /// Runs body(i) for every i in [0, n) on at most `threads` threads of the compiled kernels' pool:
-/// libomp's parallel_chunks (runtime/openmp.h), which runtime/library_parallel.cpp installs when the
+/// libomp's parallel_chunks (kernels/openmp.h), which kernels/library_parallel.cpp installs when the
 /// library loads (prims/ sits below runtime/ and cannot call it); one i after another before that.
 /// The kernels that split work (a batch of small matrices, FFTW's loops) use it rather than threads
 /// of their own: libomp pins the calling thread to one core at its first parallel region
-/// (OMP_PROC_BIND, runtime/openmp.h), and threads created after that inherit the pin -- FFTW's own
+/// (OMP_PROC_BIND, kernels/openmp.h), and threads created after that inherit the pin -- FFTW's own
 /// threads then shared one core (2^20 points: 15.7 ms on two such threads, 7.4 ms unpinned).
 /// `body` must not throw.
 using ParallelChunks = void (*)(int threads, int64_t n, const std::function<void(int64_t)>& body);

@@ -5,7 +5,7 @@
 // vectors, and the jit's library calls, which run the same kernels, do too.
 //
 // This header is compiled into the per-level objects, so it declares plain data and functions
-// only (the reason is runtime/matmul_block.h's; tests/check_level_symbols.sh checks both).
+// only (the reason is kernels/matmul_block.h's; tests/check_level_symbols.sh checks both).
 #pragma once
 #include <cstdint>
 

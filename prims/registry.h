@@ -15,8 +15,8 @@
 // (prims/unary.cpp is the model to copy; docs/architecture.md walks through adding a primitive.)
 //
 // Registering puts each rule into the table of the floor that uses it -- the shape rule, kernel and
-// impl into ir's evaluation table (ir/eval_rules.h), the JVP rule into transforms/jvp.h's, the
-// transpose rule into transforms/transpose.h's, the batching rule into transforms/vmap.h's -- and
+// impl into ir's evaluation table (ir/eval_rules.h), the JVP rule into interpreters/jvp.h's, the
+// transpose rule into interpreters/transpose.h's, the batching rule into interpreters/vmap.h's -- and
 // keeps the whole record here, where the registry tests (tests/test_registry.cpp) read it.
 // Lowering rules live in lowering/, in a table of their own (prims/ never sees MLIR); `eager_only`
 // records which primitives have none.
@@ -27,10 +27,10 @@
 #include <cstdint>
 
 #include "ir/eval_rules.h"
-#include "transforms/donation.h"
-#include "transforms/jvp.h"
-#include "transforms/transpose.h"
-#include "transforms/vmap.h"
+#include "interpreters/donation.h"
+#include "interpreters/jvp.h"
+#include "interpreters/transpose.h"
+#include "interpreters/vmap.h"
 
 namespace fluxion {
 
@@ -61,23 +61,23 @@ struct PrimitiveRules {
   std::span<const KernelParam> kernel_params = {};  // for a kernel compiled code calls
   /// An effect beyond the results (debug_callback): passes never drop, merge or hoist the eqn.
   bool effect = false;
-  // ---- forward mode (transforms/jvp.h) ------------------------------------------------------
+  // ---- forward mode (interpreters/jvp.h) ------------------------------------------------------
   JvpRule jvp = nullptr;
   /// Piecewise constant (comparisons, floor, argmax, ...): the derivative is an explicit zero, and
   /// there is no JVP rule.
   bool zero_derivative = false;
   /// The JVP rule computes the primal outputs too (scan: its residuals come out of the same loop).
   bool jvp_computes_primal = false;
-  // ---- reverse mode (transforms/transpose.h) ------------------------------------------------
+  // ---- reverse mode (interpreters/transpose.h) ------------------------------------------------
   TransposeRule transpose = nullptr;  // set exactly when `linear` names some operand
   Linearity linear = {};
-  // ---- batching (transforms/vmap.h) ---------------------------------------------------------
+  // ---- batching (interpreters/vmap.h) ---------------------------------------------------------
   BatchRule batch = nullptr;  // every primitive with operands
   // ---- compilation (lowering/) ---------------------------------------------------------------
   /// No lowering: jit inlines the primitive away (custom derivatives, checkpoint) or refuses it
   /// with a CompileError (custom_vjp_linear).
   bool eager_only = false;
-  // ---- buffer donation (transforms/donation.h) ---------------------------------------------------
+  // ---- buffer donation (interpreters/donation.h) ---------------------------------------------------
   Reads reads = Reads::other;
 };
 

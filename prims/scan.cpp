@@ -4,8 +4,8 @@
 // the helpers prims/subprograms.h.
 #include "prims/registry.h"
 #include "prims/subprograms.h"
-#include "transforms/simplify.h"
-#include "transforms/vjp.h"
+#include "interpreters/simplify.h"
+#include "interpreters/vjp.h"
 
 namespace fluxion {
 namespace {

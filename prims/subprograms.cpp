@@ -1,6 +1,6 @@
 #include "prims/subprograms.h"
 
-#include "transforms/jvp.h"
+#include "interpreters/jvp.h"
 
 namespace fluxion::subprograms {
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "ir/trace.h"
-#include "transforms/vmap.h"
+#include "interpreters/vmap.h"
 
 namespace fluxion::subprograms {
 

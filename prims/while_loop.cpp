@@ -4,7 +4,7 @@
 // helpers prims/subprograms.h.
 #include "prims/registry.h"
 #include "prims/subprograms.h"
-#include "transforms/simplify.h"
+#include "interpreters/simplify.h"
 
 namespace fluxion {
 namespace {

@@ -20,7 +20,7 @@
 #endif
 
 #include "ir/error.h"
-#include "runtime/device.h"
+#include "ir/settings.h"
 
 namespace fluxion::runtime {
 
@@ -191,7 +191,7 @@ void work(Slot& s, bool spins) {
   }
 }
 
-int cores() { return std::max(1, cpu_device().num_threads); }
+int cores() { return std::max(1, thread_setting()); }
 
 // Workers 1 .. last, started on first use (before a launch is published: starting one may throw).
 void start_workers(Pool& p, size_t last) {

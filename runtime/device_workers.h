@@ -24,7 +24,7 @@
 
 #include "memory/device.h"
 
-namespace fluxion::runtime {  // (runtime::Device, runtime/device.h, is a compile target: fluxion::Device here)
+namespace fluxion::runtime {
 
 enum class Schedule { together, any_thread };
 

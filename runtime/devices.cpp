@@ -15,7 +15,7 @@ namespace fluxion {
 namespace runtime {
 
 int cpu_devices_per_process() {
-  static const int n = int(integer_setting("FLUXION_CPU_DEVICES", 1));
+  static const int n = cpu_devices_setting();
   return n;
 }
 

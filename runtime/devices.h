@@ -44,7 +44,7 @@ class default_device_scope {
   default_device_scope& operator=(const default_device_scope&) = delete;
 };
 
-namespace runtime {  // (runtime::Device, runtime/device.h, is a compile target: say fluxion::Device here)
+namespace runtime {
 /// CPU devices per process: FLUXION_CPU_DEVICES (default 1).
 int cpu_devices_per_process();
 /// Checks that d is one of this process's devices; DeviceError naming `what` and `loc` if not.

@@ -4,7 +4,7 @@
 #include "ir/profiler.h"
 #include "ir/trace.h"
 #include "memory/buffer.h"
-#include "runtime/library_calls.h"
+#include "kernels/library_calls.h"
 
 namespace fluxion::runtime {
 

@@ -1,5 +1,5 @@
 // A compiled program ready to call: its kernel (runtime/kernel.h) with the types it takes and
-// returns. runtime/compile_cache.h makes them.
+// returns. compile/compile_cache.h makes them.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -21,7 +21,7 @@ class Executable {
   /// Runs the kernel into freshly allocated outputs. Inputs must have the program's types.
   std::vector<Array> run(std::span<const Array> inputs) const;
   /// The same, writing output k into `into[k]` where that is not null (buffer donation,
-  /// transforms/donation.h: a donated input's buffer of the output's size, which the caller has
+  /// interpreters/donation.h: a donated input's buffer of the output's size, which the caller has
   /// proved the kernel may overwrite).
   std::vector<Array> run(std::span<const Array> inputs, std::span<const std::shared_ptr<Buffer>> into) const;
 

@@ -14,33 +14,21 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Lowest first. A path belongs to the floor of the longest prefix that matches it.
 FLOORS = [
-    ("memory", ["memory/"]),          # host buffers and the caching allocator
-    ("ir", ["ir/"]),                  # types, programs, arrays, trees, tracing and bind, the eval table
-    ("lax", ["lax/"]),                # one op per primitive, no promotion: what rules are written with
-    ("transforms", ["transforms/"]),  # Program -> Program rewrites, each owning its rule table
-    ("prims", ["prims/"]),            # one block per primitive, registered into those tables
-    ("api", ["api/"]),                # the numpy-style functions and operators
-    ("train", ["train/"]),            # the training library: layers, losses, optimizers, checkpoints, data
-    ("runtime", ["runtime/"]),        # below lowering: what compiled kernels call (library calls, symbols)
-    ("lowering", ["lowering/"]),      # Program -> MLIR -> native code
-    # The compile cache: a Program in, an Executable out, through a backend's lowering. It lives in
-    # runtime/ beside Executable but sits above lowering/, the one runtime file that does.
-    ("compile", ["runtime/compile_cache."]),
-    ("user", [                        # what users call: transformations of C++ functions
-        "include/",
-        "transforms/autodiff.",
-        "transforms/control_flow.",
-        "transforms/custom_derivatives.h",
-        "transforms/jacobian.",
-        "transforms/export.",
-        "transforms/onnx",
-        "transforms/jit.",
-        "transforms/make_ir.h",
-        "transforms/pmap.",
-        "transforms/vmap_api.",
-    ]),
+    ("memory", ["memory/"]),              # host buffers and the caching allocator; what a device is
+    ("ir", ["ir/"]),                      # types, programs, arrays, trees, tracing and bind, the eval table
+    ("lax", ["lax/"]),                    # one op per primitive, no promotion: what rules are written with
+    ("interpreters", ["interpreters/"]),  # Program -> Program rewrites, each owning its rule table
+    ("prims", ["prims/"]),                # one block per primitive, registered into those tables
+    ("api", ["api/"]),                    # the numpy-style functions and operators
+    ("train", ["train/"]),                # the training library: layers, losses, optimizers, checkpoints, data
+    ("kernels", ["kernels/"]),            # what compiled kernels call on the host: matmul, convolutions, library calls
+    ("runtime", ["runtime/"]),            # devices, drivers, allocators, executables, collectives
+    ("lowering", ["lowering/"]),          # Program -> MLIR -> native code or PTX
+    ("compile", ["compile/"]),            # the compile cache: a Program in, an Executable out, by platform
+    ("user", ["include/", "transforms/"]),  # what users call: transformations of C++ functions
 ]
-CHECKED = ["memory", "ir", "lax", "transforms", "prims", "api", "train", "runtime", "lowering", "include"]
+CHECKED = ["memory", "ir", "lax", "interpreters", "prims", "api", "train", "kernels", "runtime", "lowering", "compile",
+           "transforms", "include"]
 
 # Upward includes that are known and scheduled to go (from, to): each must still exist.
 KNOWN: set = set()

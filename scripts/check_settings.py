@@ -8,7 +8,8 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LIBRARY = ["ir", "lax", "transforms", "prims", "api", "train", "runtime", "lowering", "memory", "include"]
+LIBRARY = ["ir", "lax", "interpreters", "transforms", "prims", "api", "train", "kernels", "runtime", "lowering", "compile",
+           "memory", "include"]
 READ = re.compile(r'(?:getenv|setting_value|choice_setting|toggle_setting|integer_setting|seconds_setting|switched_off|env_on)'
                   r'\(\s*"(FLUXION_[A-Z0-9_]+)"')
 

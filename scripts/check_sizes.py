@@ -13,7 +13,8 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FOLDERS = ["memory", "ir", "lax", "prims", "api", "train", "transforms", "runtime", "lowering", "tests"]
+FOLDERS = ["memory", "ir", "lax", "interpreters", "prims", "api", "train", "kernels", "runtime", "lowering", "compile",
+           "transforms", "tests"]
 MAX_FILE_LINES = 600
 MAX_FUNCTION_LINES = 80
 

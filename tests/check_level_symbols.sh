@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks that the per-level builds of Eigen's kernels (runtime/matmul_eigen.cpp and
+# Checks that the per-level builds of Eigen's kernels (kernels/matmul_eigen.cpp and
 # prims/linalg_eigen.cpp, one static library per x86-64 level each) define no symbol another object
 # of the library could also define. A weak or global symbol both objects define is one symbol to the
 # linker, which keeps one copy for every caller: an inline function compiled with -march=x86-64-v4

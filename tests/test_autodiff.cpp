@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-#include "transforms/vjp.h"
+#include "interpreters/vjp.h"
 
 namespace fx = fluxion;
 

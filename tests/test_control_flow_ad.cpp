@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "transforms/jvp.h"
-#include "transforms/vjp.h"
+#include "interpreters/jvp.h"
+#include "interpreters/vjp.h"
 
 namespace fx = fluxion;
 

@@ -1,4 +1,4 @@
-// Focused tests of the convolution family (prims/conv.cpp, prims/reduce_window.cpp, runtime/conv.cpp)
+// Focused tests of the convolution family (prims/conv.cpp, prims/reduce_window.cpp, kernels/conv.cpp)
 // and of the fx::nn compositions built on it (api/nn.cpp): bad input, the jit's GEMM paths against
 // the reference kernel (forward and both gradients, each layout), and batch norm, layer norm, group
 // norm, dropout, pooling and attention against hand-computed values and through grad, vmap and jit.
@@ -13,8 +13,8 @@
 #include <string>
 
 #include "op_table.h"
-#include "runtime/conv.h"
-#include "runtime/pool.h"
+#include "kernels/conv.h"
+#include "kernels/pool.h"
 
 namespace {
 namespace fx = fluxion;
@@ -228,7 +228,7 @@ TEST_CASE("conv mixed precision: bfloat16 operands accumulate in float32, to a f
   CHECK(rel_diff(fx::jit(g)(x, w), g(x, w)) < 1e-2);
 }
 
-// The jit's strided pooling loops (runtime/pool.cpp) against the reference kernels, bit for bit:
+// The jit's strided pooling loops (kernels/pool.cpp) against the reference kernels, bit for bit:
 // forward, JVP (select_and_gather_add) and gradient (select_and_scatter_add) over NCHW and NHWC
 // windows, overlapping windows, padding and both dilations, with ties, NaN and -inf in the data
 // (the first maximum, the NaN rule and the scatter's sums must be the reference's exactly).

@@ -1,4 +1,4 @@
-// The jit's convolution forms of runtime/conv.cpp against the reference kernel (eager), on shapes
+// The jit's convolution forms of kernels/conv.cpp against the reference kernel (eager), on shapes
 // chosen to take each form's less common branches: im2col with several images per product (small
 // outputs, a batch that the blocks do not divide), col2im (the input gradient of strided
 // convolutions, 1x1 and 3x3, with groups and in NHWC), and by-feature products over several
@@ -14,8 +14,8 @@
 #include <string>
 
 #include "lowering/target.h"
-#include "runtime/conv.h"
-#include "runtime/matmul.h"
+#include "kernels/conv.h"
+#include "kernels/matmul.h"
 #include "tests/test_helpers.h"
 
 namespace {

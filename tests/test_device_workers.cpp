@@ -19,7 +19,7 @@
 #include <sched.h>
 #endif
 
-#include "runtime/device.h"
+#include "compile/target.h"
 #include "runtime/device_workers.h"
 
 namespace fx = fluxion;
@@ -93,7 +93,7 @@ TEST_CASE("devices: workers run on every CPU of the process even when the caller
 #endif
 
 TEST_CASE("devices: an any_thread launch runs every shard once on at most cores threads") {
-  const int cores = rt::cpu_device().num_threads;
+  const int cores = fx::thread_setting();
   for (int n : {1, 2, 8, 9}) {
     const std::vector<fx::Device> devs = made_up(n);
     for (int round = 0; round < 200; ++round) {

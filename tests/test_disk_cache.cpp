@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "lowering/object_cache.h"
-#include "runtime/compile_cache.h"
-#include "runtime/device.h"
+#include "compile/compile_cache.h"
+#include "compile/target.h"
 #include "tests/test_helpers.h"
 
 namespace fx = fluxion;
@@ -30,7 +30,7 @@ TEST_CASE("jit: the on-disk cache serves a fresh in-memory cache") {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const test_helpers::ScopedEnv cache("FLUXION_CACHE_DIR", dir);
-  fx::runtime::Device dev = fx::runtime::cpu_device();
+  fx::runtime::CompileTarget dev = fx::runtime::default_target();
   dev.name = "cpu-disk-cache-test";  // a fingerprint no other test compiled
   auto f = [](const fx::Array& x, const fx::Array& i) {
     return std::make_tuple(fx::sum(fx::exp(x) * 3.f, {1}), fx::sort(x, 0), fx::cumsum(x, 1), fx::take(x, i, 1));

@@ -1,4 +1,4 @@
-// Buffer donation (fx::jit(f, fx::donate_argnums(...)), transforms/donation.h): results equal the
+// Buffer donation (fx::jit(f, fx::donate_argnums(...)), interpreters/donation.h): results equal the
 // undonated call's; an output takes a donated buffer only where the compiled code reads the input
 // first and nothing else shares the buffer; a donated array raises ValueError naming it when used.
 #include <doctest/doctest.h>

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "ir/settings.h"
-#include "runtime/device.h"
+#include "compile/target.h"
 #include "tests/test_helpers.h"
 
 namespace fx = fluxion;

@@ -1,4 +1,4 @@
-// The AVX512-BF16 GEMM (runtime/gemm_tiles.h) against the widening path of runtime::matmul (both
+// The AVX512-BF16 GEMM (kernels/gemm_tiles.h) against the widening path of runtime::matmul (both
 // operands widened to float32, Eigen's float32 product) on the same bfloat16 values: tails of the
 // register tile and of the cache blocks, odd k, every orientation, batches, one and two threads,
 // float32 and bfloat16 outputs. And which path a product takes: the native kernel only where the
@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "lowering/target.h"
-#include "runtime/gemm_tiles.h"
-#include "runtime/matmul.h"
+#include "kernels/gemm_tiles.h"
+#include "kernels/matmul.h"
 
 namespace fx = fluxion;
 namespace rt = fluxion::runtime;
@@ -134,8 +134,8 @@ TEST_CASE("matmul jit: a bfloat16 product takes the AVX512-BF16 kernel only wher
   CHECK(std::all_of(v.begin(), v.end(), [](float x) { return x == 6.0f; }));
 }
 
-// The float32 twin of the kernel (runtime/gemm_tiles.h's gemm_f32_block: the same blocking, packing
-// and tiles, one FMA per value of k; runtime/conv_forms.cpp runs it on convolution windows) against
+// The float32 twin of the kernel (kernels/gemm_tiles.h's gemm_f32_block: the same blocking, packing
+// and tiles, one FMA per value of k; kernels/conv_forms.cpp runs it on convolution windows) against
 // a float64 product of the same float32 values: each float32 sum is within k roundings of the exact
 // one, 2 (k + 1) * 2^-24 * sum |a b|. Blocks inside a larger output (out_stride > n), every
 // orientation, tails of the tile and of the cache blocks (k across the 256-step depth block).

@@ -13,7 +13,7 @@
 
 #include "lowering/compile.h"
 #include "tests/test_helpers.h"
-#include "transforms/jit_passes.h"
+#include "interpreters/jit_passes.h"
 
 namespace fx = fluxion;
 using test_helpers::ramp;
@@ -352,7 +352,7 @@ TEST_CASE("jit: large kernels (threaded outer loops when the device has several 
   close(e, e0, 1e-5);
   close(s, s0, 1e-5);
   close(mx, mx0, 0);
-  MESSAGE("device threads: " << fx::runtime::cpu_device().num_threads);
+  MESSAGE("device threads: " << fx::runtime::default_target().num_threads);
 }
 
 // dot_general through Eigen (the automatic choice for these sizes) and through generated code, in
@@ -386,7 +386,7 @@ TEST_CASE("jit: matmul through Eigen and through generated code agree with eager
         fx::Program prog = fx::make_ir(f)(a, b);
         for (const char* path : {"eigen", "generated"}) {
           CAPTURE(path);
-          fx::runtime::Device dev = fx::runtime::cpu_device();
+          fx::runtime::CompileTarget dev = fx::runtime::default_target();
           dev.matmul = path;
           std::vector<fx::Array> got = fx::runtime::compile(prog, dev)->run(std::vector<fx::Array>{a, b});
           if (d == fx::float32) check_same<float>(got[0], want, rtol);
@@ -413,7 +413,7 @@ TEST_CASE("jit: cache-tiled generated matmuls agree with eager") {
       fx::Array b = fx::astype(fx::cos(fx::array(ramp(rs.numel(), -5, 7), rs)), d);
       auto f = [](const fx::Array& x, const fx::Array& y) { return fx::matmul(x, y) + 1.f; };
       fx::Program prog = fx::make_ir(f)(a, b);
-      fx::runtime::Device dev = fx::runtime::cpu_device();
+      fx::runtime::CompileTarget dev = fx::runtime::default_target();
       dev.matmul = "generated";
       std::vector<fx::Array> got = fx::runtime::compile(prog, dev)->run(std::vector<fx::Array>{a, b});
       fx::Array want = fx::astype(f(a, b), fx::float32);
@@ -437,7 +437,7 @@ TEST_CASE("jit: softmax and layernorm rows are tiled and fused, and match eager"
     fx::Array var = fx::mean((x - mu) * (x - mu), {1}, true);
     return (x - mu) / fx::sqrt(var + 1e-5f) * 1.5f + 0.25f;
   };
-  fx::runtime::Device dev = fx::runtime::cpu_device();
+  fx::runtime::CompileTarget dev = fx::runtime::default_target();
   dev.name = "cpu-rowfuse-test";
   for (auto* f : {+softmax, +layernorm}) {
     fx::Program p = fx::make_ir(f)(x);
@@ -474,7 +474,7 @@ TEST_CASE("jit: reductions of transposed inputs (interchanged loops) match eager
   }
 }
 
-// The Program-level jit passes (transforms/jit_passes.h) are one list; with FLUXION_DUMP every
+// The Program-level jit passes (interpreters/jit_passes.h) are one list; with FLUXION_DUMP every
 // stage of one compile is a file named by the user's line: the traced program, the program after
 // each pass (the transposed product of a matmul gradient is folded by the last one), then the
 // lowering's stages under the same stem.

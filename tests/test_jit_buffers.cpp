@@ -113,8 +113,8 @@ BatchNormCase batch_norm_case(const fx::Shape& s, fx::DType dtype) {
 }
 
 // Two kernel threads whatever FLUXION_NUM_THREADS says: the loops must be scf.foralls.
-fx::runtime::Device two_thread_device() {
-  fx::runtime::Device dev = fx::runtime::cpu_device();
+fx::runtime::CompileTarget two_thread_device() {
+  fx::runtime::CompileTarget dev = fx::runtime::default_target();
   dev.num_threads = 2;
   dev.name = "cpu-buffers-test";
   return dev;
@@ -133,7 +133,7 @@ BatchNormRun run_batch_norm(const BatchNormCase& bn, const std::string& dir) {
   auto layer = [c](const fx::Array& u, const fx::Array& k, const fx::Array& o) { return batch_norm_relu(c, u, k, o); };
   auto grads = [c](const std::vector<fx::Array>& p, const fx::Array& t) { return batch_norm_relu_grads(c, p, t); };
   const std::vector<fx::Array> p{bn.x, bn.g, bn.b};
-  const fx::runtime::Device dev = two_thread_device();
+  const fx::runtime::CompileTarget dev = two_thread_device();
   BatchNormRun r;
   auto compiled = [&](const std::string& pass, auto run) {
     const std::string at = dir + "/" + pass;
@@ -240,7 +240,7 @@ TEST_CASE("jit: a reversed conv weight is gathered with its own loop indices, an
   const fx::Shape s{256, 512, 3, 3};  // over 1M elements: threaded
   const fx::Array w = fx::astype(fx::reshape(fx::linspace(-1.0, 1.0, s.numel(), fx::float32), s), fx::bfloat16);
   auto flip = [](const fx::Array& a) { return fx::flip(a, {2, 3}); };
-  const fx::runtime::Device dev = two_thread_device();
+  const fx::runtime::CompileTarget dev = two_thread_device();
   const test_helpers::ScopedEnv dump("FLUXION_DUMP", dir);
   const fx::Array r = fx::runtime::compile(fx::make_ir(flip)(w), dev)->run(std::vector<fx::Array>{w})[0];
   dump.set(nullptr);

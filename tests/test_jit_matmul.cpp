@@ -1,4 +1,4 @@
-// Matrix products through the runtime's library call (runtime/matmul.h): every per-level Eigen
+// Matrix products through the runtime's library call (kernels/matmul.h): every per-level Eigen
 // build and its slicing for threads against a double-precision loop; compiled dot_generals against
 // eager in every orientation, batched, at odd sizes and on both sides of the library threshold,
 // with one and two threads; and the build a compiled kernel runs following the compile target.
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "lowering/target.h"
-#include "runtime/matmul.h"
+#include "kernels/matmul.h"
 
 namespace fx = fluxion;
 namespace rt = fluxion::runtime;
@@ -157,7 +157,7 @@ TEST_CASE("matmul jit: dot_general through the library call agrees with eager") 
             CAPTURE(orient);
             CAPTURE(batched);
             CAPTURE(threads);
-            fx::runtime::Device dev = fx::runtime::cpu_device();
+            fx::runtime::CompileTarget dev = fx::runtime::default_target();
             dev.num_threads = threads;
             const fx::Array got = fx::runtime::compile(prog, dev)->run(std::vector<fx::Array>{a, b})[0];
             REQUIRE(got.shape() == want.shape());

@@ -1,5 +1,5 @@
 // The CPU target of compiled code (lowering/target.h), the builtins the runtime lends to kernels
-// (runtime/kernel_symbols.h) and the check that every symbol of a kernel resolves before it is
+// (kernels/kernel_symbols.h) and the check that every symbol of a kernel resolves before it is
 // linked (lowering/codegen_cpu.h). meson also runs this file, with every other jit test, under
 // FLUXION_CPU=x86-64-v2 and x86-64-v3, where LLVM calls the conversion builtins.
 #include <doctest/doctest.h>
@@ -169,7 +169,7 @@ TEST_CASE("jit target: a new process links object code from the disk cache") {
   std::vector<float> v(4096);
   for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(float(i) * 0.37f) * 5.f;
   const fx::Array x = fx::array(v);
-  fx::runtime::Device dev = fx::runtime::cpu_device();
+  fx::runtime::CompileTarget dev = fx::runtime::default_target();
   dev.name = "cpu-new-process-test";
   const fx::Program p = fx::make_ir(f)(x);
   if (std::getenv("FLUXION_TEST_DISK_CHILD")) {  // the child: its first compile must come from disk

@@ -18,9 +18,9 @@
 #include "op_table_ad.h"
 #include "prims/registry.h"
 #include "transforms/autodiff.h"
-#include "transforms/jvp.h"
-#include "transforms/transpose.h"
-#include "transforms/vjp.h"
+#include "interpreters/jvp.h"
+#include "interpreters/transpose.h"
+#include "interpreters/vjp.h"
 
 namespace optable {
 

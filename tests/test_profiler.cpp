@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "ir/profiler.h"
-#include "runtime/compile_cache.h"
+#include "compile/compile_cache.h"
 
 namespace fx = fluxion;
 using nlohmann::json;

@@ -8,9 +8,9 @@
 #include "ir/eval_rules.h"
 #include "lowering/compile.h"
 #include "prims/registry.h"
-#include "transforms/jvp.h"
-#include "transforms/transpose.h"
-#include "transforms/vmap.h"
+#include "interpreters/jvp.h"
+#include "interpreters/transpose.h"
+#include "interpreters/vmap.h"
 
 namespace fx = fluxion;
 

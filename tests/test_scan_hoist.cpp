@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "transforms/scan_hoist.h"
+#include "interpreters/scan_hoist.h"
 
 namespace fx = fluxion;
 

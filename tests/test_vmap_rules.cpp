@@ -13,8 +13,8 @@
 #include <random>
 #include <string>
 
-#include "transforms/transpose.h"
-#include "transforms/vmap.h"
+#include "interpreters/transpose.h"
+#include "interpreters/vmap.h"
 #include "transforms/vmap_api.h"
 
 namespace fx = fluxion;

@@ -3,8 +3,8 @@
 #include "api/creation.h"
 #include "api/operands.h"
 #include "api/shape_ops.h"
-#include "transforms/jvp.h"
-#include "transforms/vjp.h"
+#include "interpreters/jvp.h"
+#include "interpreters/vjp.h"
 #include "transforms/vmap_api.h"
 
 namespace fluxion::detail {

@@ -12,13 +12,13 @@
 #include "lowering/codegen_cpu.h"
 #include "lowering/compile.h"
 #include "lowering/target.h"
-#include "transforms/jit_passes.h"
+#include "interpreters/jit_passes.h"
 
 namespace fluxion {
 
 namespace {
 
-// Compiled code of these calls a reference kernel of libfluxion (runtime/library_calls.h), which
+// Compiled code of these calls a reference kernel of libfluxion (kernels/library_calls.h), which
 // the AOT runtime does not carry.
 void refuse_library_calls(const Program& p) {
   for (const Eqn& e : p.eqns) {

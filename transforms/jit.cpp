@@ -4,13 +4,13 @@
 
 #include "ir/debug_checks.h"
 #include "memory/buffer.h"
-#include "transforms/donation.h"
-#include "transforms/jit_passes.h"
+#include "interpreters/donation.h"
+#include "interpreters/jit_passes.h"
 
 namespace fluxion::jit_detail {
 
 std::shared_ptr<const Compiled> compile_signature(JitCache& cache, const std::string& key, Program program,
-                                                  std::shared_ptr<const void> out_like, const runtime::Device& target,
+                                                  std::shared_ptr<const void> out_like, const runtime::CompileTarget& target,
                                                   const std::vector<bool>& donated) {
   auto c = std::make_shared<Compiled>();
   c->out_like = std::move(out_like);

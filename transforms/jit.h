@@ -17,7 +17,7 @@
 // Buffer donation: the leaves of the donated arguments are deleted by the call (using one
 // afterwards raises ValueError naming it), and an output of the same shape and dtype may be written
 // into a donated leaf's buffer -- where the compiled code provably reads that input before writing
-// the output (transforms/donation.h) and the array owns its buffer alone; otherwise the output gets
+// the output (interpreters/donation.h) and the array owns its buffer alone; otherwise the output gets
 // a fresh buffer as without donation. Inside another trace donation does nothing.
 #pragma once
 #include <cstring>
@@ -30,7 +30,7 @@
 
 #include "ir/tree.h"
 #include "ir/trace.h"
-#include "runtime/compile_cache.h"
+#include "compile/compile_cache.h"
 #include "transforms/make_ir.h"
 
 namespace fluxion {
@@ -144,7 +144,7 @@ R rebuild_results(const Compiled& c, const std::vector<Array>& results) {
 /// `donated`: per invar, whether it is donated (empty: none).
 std::shared_ptr<const Compiled> compile_signature(JitCache& cache, const std::string& key, Program program,
                                                   std::shared_ptr<const void> out_like,
-                                                  const runtime::Device& target = runtime::cpu_device(),
+                                                  const runtime::CompileTarget& target = runtime::default_target(),
                                                   const std::vector<bool>& donated = {});
 /// Runs a compiled signature on the flattened Array arguments.
 std::vector<Array> run_compiled(const Compiled& c, std::span<const Array> args);
@@ -185,7 +185,7 @@ class Jitted {
     if (!compiled) {
       auto [program, out] = detail::trace_to_program(f_, args...);
       compiled = jit_detail::compile_signature(*cache_, key, std::move(program), jit_detail::structure_of<R>(out),
-                                               runtime::cpu_device(), donated);
+                                               runtime::default_target(), donated);
     }
     if (!donated.empty())
       return jit_detail::rebuild_results<R>(*compiled, jit_detail::run_donating(*compiled, leaves, donated, leaf_argument));

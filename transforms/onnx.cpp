@@ -5,7 +5,7 @@
 
 #include "ir/trace.h"
 #include "prims/conv_geometry.h"
-#include "transforms/jit_passes.h"
+#include "interpreters/jit_passes.h"
 #include "transforms/onnx_proto.h"
 
 namespace fluxion::onnx {

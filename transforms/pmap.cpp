@@ -76,7 +76,7 @@ std::shared_ptr<const Signature> compile(Cache& cache, const std::string& key, P
                                          std::shared_ptr<const void> out_like, Placement at, std::vector<int64_t> dims,
                                          const OutAxes& out, SourceLoc loc) {
   // The devices run at once: each kernel gets its share of the cores.
-  runtime::Device target = runtime::cpu_device();
+  runtime::CompileTarget target = runtime::default_target();
   target.num_threads = std::max(1, target.num_threads / int(at.local.size()));
   auto sig = std::make_shared<Signature>();
   sig->compiled = jit_detail::compile_signature(cache.jit, key, std::move(program), std::move(out_like), target);

@@ -9,7 +9,7 @@
 //                                                        (api/collectives.h) reduce over the batch
 //
 // Negative axes count from the end. The function is traced once on one example's types and the
-// program is batched by vmap_eval (transforms/vmap.h); inside another transformation the batched
+// program is batched by vmap_eval (interpreters/vmap.h); inside another transformation the batched
 // program is recorded into the outer trace, so vmap composes with grad, jit and itself.
 #pragma once
 #include <cstdint>
@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "transforms/autodiff.h"
-#include "transforms/axis_env.h"
+#include "interpreters/axis_env.h"
 #include "transforms/make_ir.h"
-#include "transforms/vmap.h"
+#include "interpreters/vmap.h"
 
 namespace fluxion {
 

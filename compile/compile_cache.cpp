@@ -1,0 +1,108 @@
+#include "compile/compile_cache.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+#include <unordered_map>
+
+#include "ir/error.h"
+#include "ir/eval_rules.h"
+#include "ir/profiler.h"
+#include "ir/settings.h"
+#include "lowering/compile.h"
+#include "lowering/object_cache.h"
+#include "lowering/target.h"
+
+namespace fluxion::runtime {
+
+std::string fingerprint(const Program& p, const CompileTarget& device) {
+  return std::string(platform_name(device.platform)) + "/t" + std::to_string(device.num_threads) + "/mm-" + device.matmul + "/" +
+         lowering::cpu_target().id() + "\n" + p.str();
+}
+
+namespace {
+
+struct Entry {
+  std::once_flag once;
+  std::shared_ptr<const Executable> exe;
+  std::exception_ptr error;
+};
+
+struct Cache {
+  std::mutex mutex;
+  std::unordered_map<std::string, std::shared_ptr<Entry>> entries;
+  CacheStats stats;
+};
+
+Cache& cache() {
+  static Cache* c = new Cache;  // never destroyed: kernels may run during static destruction
+  return *c;
+}
+
+
+}  // namespace
+
+std::shared_ptr<const Executable> compile(const Program& p, const CompileTarget& device, const std::string& dump_stem) {
+  check_settings();  // before the cache: a bad value is raised, not cached with the program
+  std::string key = fingerprint(p, device);
+  Cache& c = cache();
+  std::shared_ptr<Entry> e;
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    auto [it, inserted] = c.entries.try_emplace(key);
+    if (inserted) {
+      it->second = std::make_shared<Entry>();
+      ++c.stats.compiles;
+    } else {
+      ++c.stats.hits;
+    }
+    e = it->second;
+    profiler::instant("cache", inserted ? "compile cache miss" : "compile cache hit");
+  }
+  std::call_once(e->once, [&] {
+    profiler::Scope prof("compile", [&] { return "compile " + (dump_stem.empty() ? std::string("program") : dump_stem); });
+    try {
+      lowering::CompileOptions options;
+      options.num_threads = device.num_threads;
+      options.matmul = device.matmul == "eigen"       ? lowering::MatmulPath::eigen
+                       : device.matmul == "generated" ? lowering::MatmulPath::generated
+                                                      : lowering::MatmulPath::automatic;
+      if (const char* dir = std::getenv("FLUXION_DUMP")) {
+        options.dump_dir = dir;
+        std::error_code ignored;  // unwritable: no dumps, never a failed compile
+        std::filesystem::create_directories(options.dump_dir, ignored);
+      }
+      options.dump_name = dump_stem.empty() ? lowering::hex_hash(key) : dump_stem;
+      // Not for programs with host callbacks: their ids mean something only in this process.
+      if (const char* dir = std::getenv("FLUXION_CACHE_DIR"); dir && *dir && !has_effect(p)) {
+        options.cache_dir = dir;
+        options.cache_key = key;
+      }
+      std::shared_ptr<Kernel> k = lowering::compile_cpu(p, options);
+      if (k->from_disk_cache) {
+        std::lock_guard<std::mutex> lock(c.mutex);
+        ++c.stats.disk_hits;
+      }
+      std::vector<AbstractArray> in = p.in_avals();
+      for (int32_t v : p.constvars) in.push_back(p.type(v));
+      e->exe = std::make_shared<Executable>(std::move(k), std::move(in), p.out_avals(), key);
+    } catch (...) {
+      e->error = std::current_exception();
+    }
+  });
+  if (e->error) std::rethrow_exception(e->error);
+  return e->exe;
+}
+
+void clear_cache() {
+  std::lock_guard<std::mutex> lock(cache().mutex);
+  cache().entries.clear();
+}
+
+CacheStats cache_stats() {
+  std::lock_guard<std::mutex> lock(cache().mutex);
+  return cache().stats;
+}
+
+}  // namespace fluxion::runtime

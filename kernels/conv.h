@@ -1,0 +1,56 @@
+// The jit's library call for the windowed primitives (conv_general_dilated and the reduce_window
+// family, prims/conv.cpp and prims/reduce_window.cpp): lowering/lower_conv.cpp encodes the eqn's
+// params and buffers into one int64 array, and fluxion_rt_windowed runs it -- a float32/float64
+// convolution as im2col + the ISA-dispatched GEMM of kernels/matmul.h on the kernel's threads,
+// bfloat16 on bfloat16 columns into the AVX512-BF16 GEMM where the target has it, float16 (and
+// bfloat16 elsewhere) in float32 the same way, the reduce_window family and the max-pool derivatives
+// through the strided loops of kernels/pool.h, everything else through the primitive's reference
+// kernel.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "ir/params.h"
+#include "ir/primitive.h"
+
+extern "C" {
+/// Layout: [prim, n_in, n_out, isa_level, threads, the params (encode_window_params), then per array
+/// (inputs, then outputs): dtype, rank, dims..., address].
+void fluxion_rt_windowed(int64_t* args);
+}
+
+namespace fluxion::runtime {
+
+/// Whether `p` travels through fluxion_rt_windowed.
+bool is_windowed(Prim p);
+/// Appends the params of an eqn of a windowed primitive, in the fixed order both sides know.
+void encode_window_params(Prim p, const Params& params, std::vector<int64_t>& out);
+/// Reads them back from `*cursor`, advancing it.
+Params decode_window_params(Prim p, const int64_t*& cursor);
+
+/// The algorithms a convolution can take: the reference kernel (integers, empty operands), im2col
+/// (per block of images and feature group, one GEMM of the packed kernel with the images' window
+/// columns side by side), im2col by feature (per block of input features, one GEMM of those
+/// features' kernel slices with their columns over all images, summed: for windows larger than the
+/// output, as the kernel gradient's are), or col2im (per block of images, one GEMM of the kernel
+/// with the input, its products then summed into the outputs the window table pairs them with: for
+/// inputs dilated so that most window elements are holes, as a strided convolution's input
+/// gradient's are).
+enum class ConvAlgorithm { reference, im2col, im2col_by_feature, col2im };
+/// How many convolutions took `a` in this process (tests check which path compiled code took).
+uint64_t conv_runs(ConvAlgorithm a);
+/// How many bfloat16 im2col products packed their right operand straight from the input
+/// (kernels/gemm_tiles.h, WindowRuns) instead of from gathered columns.
+uint64_t conv_products_from_input();
+/// How many by-feature products (the kernel gradient's form) packed both operands straight from the
+/// convolution's arrays (kernels/gemm_tiles.h, FeatureWindows) instead of gathered columns and a
+/// copied kernel.
+uint64_t conv_features_from_input();
+/// How many im2col convolutions ran their product by kernel offset, skipping the padding
+/// (kernels/gemm_taps.h, TapColumns), the input gradients of strided convolutions among them.
+uint64_t conv_im2col_by_tap();
+/// How many convolutions with 16-bit results rounded them as each block was stored (all of them
+/// since the rounding pass over the whole float32 output went; tests check the path ran).
+uint64_t conv_rounded_as_stored();
+
+}  // namespace fluxion::runtime
