@@ -72,7 +72,7 @@ struct CompileSplit {
 CompileSplit compile_fresh(const fx::Program& p) {
   static int n = 0;
   fx::runtime::CompileTarget dev = fx::runtime::default_target();
-  dev.name = "cpu-bench-compile-" + std::to_string(::getpid()) + "-" + std::to_string(n++);
+  dev.label = "cpu-bench-compile-" + std::to_string(::getpid()) + "-" + std::to_string(n++);
   auto t = Clock::now();
   const double c = thread_cpu_ms();
   auto exe = fx::runtime::compile(p, dev);
@@ -107,7 +107,7 @@ int disk_child() {
   fx::Program prog = fx::make_ir(mlp_step)(d.p, d.x, d.y);
   const double trace = ms_since(t0);
   fx::runtime::CompileTarget dev = fx::runtime::default_target();
-  dev.name = "cpu-bench-disk";
+  dev.label = "cpu-bench-disk";
   auto t = Clock::now();
   auto exe = fx::runtime::compile(prog, dev);
   const double compile = ms_since(t);
@@ -133,7 +133,7 @@ void bench_mlp(const char* self) {
   std::filesystem::create_directories(dir);
   setenv("FLUXION_CACHE_DIR", dir.c_str(), 1);
   fx::runtime::CompileTarget dev = fx::runtime::default_target();
-  dev.name = "cpu-bench-disk";
+  dev.label = "cpu-bench-disk";
   fx::runtime::compile(prog, dev);  // fills the cache
   std::vector<double> child_ms;
   for (int i = 0; i < 5; ++i) {
@@ -244,7 +244,7 @@ constexpr int64_t kSpectralPoints = 64;  // example::heat_rk4_loss's grid, horiz
 double best_run_us(const fx::Program& p, const std::vector<fx::Array>& in) {
   static int n = 0;
   fx::runtime::CompileTarget dev = fx::runtime::default_target();
-  dev.name = "cpu-bench-spectral-run-" + std::to_string(::getpid()) + "-" + std::to_string(n++);
+  dev.label = "cpu-bench-spectral-run-" + std::to_string(::getpid()) + "-" + std::to_string(n++);
   auto exe = fx::runtime::compile(p, dev);
   double best = 1e30;
   for (int i = 0; i < 20; ++i) {

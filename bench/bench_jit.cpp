@@ -277,7 +277,7 @@ void bench_mlp(int threads) {
   double lower = 0, passes = 0, llvm = 0;
   for (int i = 0; i < 5; ++i) {
     fx::runtime::CompileTarget dev = fx::runtime::default_target();
-    dev.name = "cpu-compile-" + std::to_string(i);
+    dev.label = "cpu-compile-" + std::to_string(i);
     auto t = Clock::now();
     auto exe = fx::runtime::compile(prog, dev);
     compile_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t).count());
@@ -291,7 +291,7 @@ void bench_mlp(int threads) {
     std::filesystem::create_directories(dir);
     setenv("FLUXION_CACHE_DIR", dir.c_str(), 1);
     fx::runtime::CompileTarget dev = fx::runtime::default_target();
-    dev.name = "cpu-disk";
+    dev.label = "cpu-disk";
     fx::runtime::compile(prog, dev);
     fx::runtime::clear_cache();
     auto t = Clock::now();

@@ -17,7 +17,7 @@
 namespace fluxion::runtime {
 
 std::string fingerprint(const Program& p, const CompileTarget& device) {
-  return std::string(platform_name(device.platform)) + "/t" + std::to_string(device.num_threads) + "/mm-" + device.matmul + "/" +
+  return std::string(platform_name(device.platform)) + device.label + "/t" + std::to_string(device.num_threads) + "/mm-" + device.matmul + "/" +
          lowering::cpu_target().id() + "\n" + p.str();
 }
 

@@ -17,6 +17,9 @@ struct CompileTarget {
   /// least 32^3 multiply-adds, generated code otherwise), "eigen" or "generated" (benchmarks
   /// compare them).
   std::string matmul = "auto";
+  /// Only makes the fingerprint differ: tests and benchmarks set it to compile a program again
+  /// (a cold compile) or to keep their disk-cache entries apart from everyone else's.
+  std::string label;
 };
 
 /// The default target of a platform: the host CPU with FLUXION_NUM_THREADS threads (or the number

@@ -20,6 +20,7 @@
 #endif
 
 #include "compile/target.h"
+#include "ir/settings.h"
 #include "runtime/device_workers.h"
 
 namespace fx = fluxion;

@@ -31,7 +31,7 @@ TEST_CASE("jit: the on-disk cache serves a fresh in-memory cache") {
   std::filesystem::create_directories(dir);
   const test_helpers::ScopedEnv cache("FLUXION_CACHE_DIR", dir);
   fx::runtime::CompileTarget dev = fx::runtime::default_target();
-  dev.name = "cpu-disk-cache-test";  // a fingerprint no other test compiled
+  dev.label = "cpu-disk-cache-test";  // a fingerprint no other test compiled
   auto f = [](const fx::Array& x, const fx::Array& i) {
     return std::make_tuple(fx::sum(fx::exp(x) * 3.f, {1}), fx::sort(x, 0), fx::cumsum(x, 1), fx::take(x, i, 1));
   };

@@ -438,7 +438,7 @@ TEST_CASE("jit: softmax and layernorm rows are tiled and fused, and match eager"
     return (x - mu) / fx::sqrt(var + 1e-5f) * 1.5f + 0.25f;
   };
   fx::runtime::CompileTarget dev = fx::runtime::default_target();
-  dev.name = "cpu-rowfuse-test";
+  dev.label = "cpu-rowfuse-test";
   for (auto* f : {+softmax, +layernorm}) {
     fx::Program p = fx::make_ir(f)(x);
     auto exe = fx::runtime::compile(p, dev);

@@ -116,7 +116,7 @@ BatchNormCase batch_norm_case(const fx::Shape& s, fx::DType dtype) {
 fx::runtime::CompileTarget two_thread_device() {
   fx::runtime::CompileTarget dev = fx::runtime::default_target();
   dev.num_threads = 2;
-  dev.name = "cpu-buffers-test";
+  dev.label = "cpu-buffers-test";
   return dev;
 }
 

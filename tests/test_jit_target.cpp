@@ -170,7 +170,7 @@ TEST_CASE("jit target: a new process links object code from the disk cache") {
   for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(float(i) * 0.37f) * 5.f;
   const fx::Array x = fx::array(v);
   fx::runtime::CompileTarget dev = fx::runtime::default_target();
-  dev.name = "cpu-new-process-test";
+  dev.label = "cpu-new-process-test";
   const fx::Program p = fx::make_ir(f)(x);
   if (std::getenv("FLUXION_TEST_DISK_CHILD")) {  // the child: its first compile must come from disk
     auto exe = fx::runtime::compile(p, dev);
