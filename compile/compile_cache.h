@@ -1,12 +1,14 @@
 // The compile cache: a Program and a CompileTarget in, a shared Executable out, compiled at most once
-// per fingerprint by the target platform's backend (lowering/compile.h for the CPU).
+// per fingerprint by the backend of the target's platform -- the CPU's stage list
+// (lowering/compile.h: a native kernel, runtime/cpu_executable.h) or the GPU's
+// (lowering/compile_cuda.h: PTX and a launch plan, runtime/gpu_executable.h). Everything above it
+// (jit, pmap, eager GPU ops) is the same for both.
 //
-// The fingerprint is structural -- the device, the compile options, the target CPU and the
-// program's text, which spells out every input type, every param and every literal -- never a
-// function's address. The cache is safe to use from several threads and compiles each key once
-// (threads asking for a key being compiled wait for it; a failed compile is remembered and
-// re-raised). This is the one runtime file above the lowering: the rest of runtime/ (memory,
-// devices, kernels, library calls) sits below it.
+// The fingerprint is structural -- the platform, the compile options, the target CPU or GPU
+// architecture and the program's text, which spells out every input type, every param and every
+// literal -- never a function's address. The cache is safe to use from several threads and
+// compiles each key once (threads asking for a key being compiled wait for it; a failed compile is
+// remembered and re-raised).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -18,11 +20,12 @@
 
 namespace fluxion::runtime {
 
-/// The fingerprint the cache uses for `p` on `device`.
+/// The fingerprint the cache uses for `p` compiled for `target`.
 std::string fingerprint(const Program& p, const CompileTarget& target);
 
 /// The executable of `p` (its consts are not part of it: they are passed at each call), compiled
-/// at most once per fingerprint. Throws CompileError. With FLUXION_DUMP=dir set, each compile
+/// at most once per fingerprint. Throws CompileError (for the GPU: naming a primitive it does not
+/// lower, and the user's line). With FLUXION_DUMP=dir set, each compile
 /// writes its program, MLIR, LLVM IR and assembly to dir/<dump_stem>.* (the fingerprint's hash
 /// when no stem is given; fx::jit passes interpreters/jit_passes.h's jit_dump_stem).
 std::shared_ptr<const Executable> compile(const Program& p, const CompileTarget& target = default_target(),

@@ -85,7 +85,7 @@ std::shared_ptr<Buffer> gather(const AbstractArray& global, const Sharding& s) {
 }  // namespace
 
 void* host_data(const ArrayImpl& a) {
-  if (a.buffer) return a.buffer->data;
+  if (a.buffer) return const_cast<void*>(a.buffer->host_bytes());
   if (a.deleted) throw ValueError(*a.deleted);
   if (!a.sharding) throw ValueError("ValueError: an array without data (internal)");
   Sharding& s = *a.sharding;
@@ -104,6 +104,13 @@ Device Array::device(std::source_location loc) const {
   }
   if (a.deleted) throw ValueError(*a.deleted);
   return a.buffer->device;
+}
+
+void Array::block_until_ready() const {
+  const ArrayImpl& a = checked();
+  if (a.buffer) a.buffer->synchronize();
+  if (a.sharding)
+    for (const Array& s : a.sharding->shards) s.block_until_ready();
 }
 
 std::vector<Array> Array::shards() const {

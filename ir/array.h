@@ -84,9 +84,10 @@ class Array {
       return out;
     }
   }
-  /// Waits for device work producing this array. Execution on the CPU is synchronous (pmap
-  /// returns when every device has finished), so this only checks the handle.
-  void block_until_ready() const { (void)checked(); }
+  /// Waits for the device work producing this array: a GPU's queued kernels and copies (raising
+  /// their errors as DeviceError). Execution on the CPU is synchronous (pmap returns when every
+  /// device has finished), so there it only checks the handle.
+  void block_until_ready() const;
   /// The device a concrete array lives on (runtime/devices.h). A sharded array spans several:
   /// DeviceError, naming them (ask shards() instead); a tracer: ConcretizationError.
   Device device(std::source_location loc = std::source_location::current()) const;
@@ -115,7 +116,9 @@ class Array {
   std::shared_ptr<ArrayImpl> impl_;
 };
 
-/// The host bytes of a concrete array, gathering a sharded one first (internal: kernels, printing).
+/// The host bytes of a concrete array (internal: kernels, printing): gathering a sharded one
+/// first, copying one in device memory to the host first (Buffer::host_bytes). Read-only for
+/// device memory: the copy is the buffer's.
 void* host_data(const ArrayImpl& a);
 
 /// numpy-like printing of a concrete array; a tracer prints as "Traced<f32[3]>".

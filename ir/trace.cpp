@@ -75,6 +75,21 @@ Placement placement(Prim p, std::span<const Array> inputs, std::span<const Abstr
   return at;
 }
 
+DeviceOpRunner g_device_runners[2] = {nullptr, nullptr};  // by Platform
+
+// An eager op on a GPU: its platform's runner (the compile floor's); a process without one cannot
+// have made a GPU array, so a missing runner is an internal error.
+std::vector<Array> run_on_device(Prim p, std::span<const Array> inputs, const Params& params,
+                                 std::span<const AbstractArray> in_avals, const Placement& at, SourceLoc loc) {
+  DeviceOpRunner run = g_device_runners[size_t(at.device.platform)];
+  if (!run)
+    op_error(ErrorKind::Device, prim_name(p), in_avals, loc,
+             "internal error: no eager runner for " + at.device.str() + " (the library's compile floor registers it)");
+  std::vector<Array> outs = run(p, inputs, params, at.device, at.committed, loc);
+  if (config::debug_nans()) check_nonfinite(p, inputs, outs, params, loc);
+  return outs;
+}
+
 const ArrayImpl& operand(const Array& a, Prim p, size_t i, SourceLoc loc) {
   if (!a.valid())
     throw ValueError("ValueError: " + std::string(prim_name(p)) + " at " + loc.str() + ": operand " +
@@ -82,6 +97,8 @@ const ArrayImpl& operand(const Array& a, Prim p, size_t i, SourceLoc loc) {
   return *a.impl();
 }
 }  // namespace
+
+void set_device_op_runner(Platform platform, DeviceOpRunner runner) { g_device_runners[size_t(platform)] = runner; }
 
 // ---- TraceScope ---------------------------------------------------------------------------------
 TraceScope::TraceScope() : state_(std::make_shared<TraceState>()) {
@@ -172,18 +189,16 @@ std::vector<Array> bind(Prim p, std::span<const Array> inputs, const Params& par
   if (t_stack.empty()) {
     // Eager: run the reference kernel now, on the device of the committed operands.
     profiler::Scope prof("eager", [&] { return std::string(prim_name(p)); });
-    std::vector<View> in_views(inputs.size()), out_views(out_avals.size());
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const ArrayImpl& a = *inputs[i].impl();
-      if (a.trace) leaked(a, p, loc);
-      in_views[i] = View{host_data(a), &a.aval};
-    }
+    for (const Array& x : inputs)
+      if (x.impl()->trace) leaked(*x.impl(), p, loc);
     const Placement at = placement(p, inputs, in_avals, loc);
+    if (at.device.memory_kind() == MemoryKind::device) return run_on_device(p, inputs, params, in_avals, at, loc);
+    std::vector<View> in_views(inputs.size()), out_views(out_avals.size());
+    for (size_t i = 0; i < inputs.size(); ++i) in_views[i] = View{host_data(*inputs[i].impl()), &inputs[i].impl()->aval};
     for (size_t i = 0; i < out_avals.size(); ++i) {
       auto impl = std::make_shared<ArrayImpl>();
       impl->aval = std::move(out_avals[i]);
-      impl->buffer = Buffer::allocate(impl->aval.nbytes());
-      impl->buffer->device = at.device;
+      impl->buffer = Buffer::allocate_on(at.device, impl->aval.nbytes());
       impl->buffer->committed = at.committed;
       out_views[i] = View{impl->buffer->data, &impl->aval};
       outs.emplace_back(std::move(impl));
@@ -222,6 +237,14 @@ Array make_uninitialized(const AbstractArray& aval) {
 }
 
 Array make_concrete(const AbstractArray& aval, const void* data) {
+  const Device d = default_device();
+  if (d.memory_kind() == MemoryKind::device) {
+    auto impl = std::make_shared<ArrayImpl>();
+    impl->aval = aval;
+    impl->buffer = Buffer::allocate_on(d, aval.nbytes());
+    if (aval.nbytes()) device_memory(d.platform).copy_to_device(d.id, impl->buffer->address, data, aval.nbytes());
+    return Array(std::move(impl));
+  }
   Array a = make_uninitialized(aval);
   if (aval.nbytes()) std::memcpy(a.impl()->buffer->data, data, aval.nbytes());
   return a;

@@ -70,11 +70,20 @@ inline Array bind1(Prim p, std::initializer_list<Array> inputs, const Params& pa
   return bind1(p, std::span<const Array>(inputs.begin(), inputs.size()), params, loc);
 }
 
+/// Runs one primitive eagerly on a device whose memory is not the host's (a GPU): the compile floor
+/// registers one per such platform (compile/eager_device.cpp compiles the eqn as a one-op program
+/// for the device). `on` is where the op runs and `committed` whether its results are committed
+/// there (JAX's rule: committed when an operand was).
+using DeviceOpRunner = std::vector<Array> (*)(Prim p, std::span<const Array> inputs, const Params& params,
+                                              const Device& on, bool committed, SourceLoc loc);
+void set_device_op_runner(Platform platform, DeviceOpRunner runner);
+
 /// Abstract evaluation of one primitive (the shape rule, with errors formatted for the user).
 std::vector<AbstractArray> abstract_eval(Prim p, std::span<const AbstractArray> in, const Params& params,
                                          SourceLoc loc);
 
-/// A concrete array holding a copy of `nbytes` bytes.
+/// A concrete array holding a copy of `nbytes` host bytes, on the default device (a GPU's memory
+/// under a default_device_scope of one; uncommitted).
 Array make_concrete(const AbstractArray& aval, const void* data);
 /// A concrete array with uninitialised storage (callers fill `data()` before sharing it).
 Array make_uninitialized(const AbstractArray& aval);

@@ -1,6 +1,8 @@
 #include "memory/buffer.h"
 
 #include <algorithm>
+#include <cstring>
+#include <stdexcept>
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
@@ -138,13 +140,67 @@ void give_block(void* p, size_t capacity) {
 
 }  // namespace
 
-Buffer::Buffer(size_t n) : nbytes(n), capacity(size_class(n)) { data = take_block(capacity); }
+namespace {
+// The device a new host buffer says it is on: the default device when that is a CPU device (the
+// CPU devices share host memory), else cpu:0 (host bytes are not a GPU's).
+Device host_device() {
+  const Device d = default_device();
+  return d.memory_kind() == MemoryKind::host ? d : Device{};
+}
+
+DeviceMemory* g_device_memory[2] = {nullptr, nullptr};  // by Platform
+}  // namespace
+
+void set_device_memory(Platform p, DeviceMemory* memory) { g_device_memory[size_t(p)] = memory; }
+
+DeviceMemory& device_memory(Platform p) {
+  DeviceMemory* m = g_device_memory[size_t(p)];
+  if (!m) throw std::logic_error(std::string("no device memory is registered for platform ") + std::string(platform_name(p)));
+  return *m;
+}
+
+Buffer::Buffer(size_t n) : nbytes(n), capacity(size_class(n)), device(host_device()) { data = take_block(capacity); }
 
 Buffer::Buffer(void* external_data, size_t n, std::shared_ptr<void> keep_alive)
-    : data(external_data), nbytes(n), capacity(n), owner(std::move(keep_alive)), external(true) {}
+    : data(external_data), nbytes(n), capacity(n), device(host_device()), owner(std::move(keep_alive)), external(true) {}
+
+Buffer::Buffer(const Device& d, size_t n) : nbytes(n), device(d) {
+  if (d.memory_kind() == MemoryKind::host) {
+    capacity = size_class(n);
+    data = take_block(capacity);
+    return;
+  }
+  memory = MemoryKind::device;
+  capacity = n;
+  address = device_memory(d.platform).allocate(d.id, n);
+}
 
 Buffer::~Buffer() {
+  if (memory == MemoryKind::device) {
+    device_memory(device.platform).release(device.id, address);
+    return;
+  }
   if (!external) give_block(data, capacity);
+}
+
+const void* Buffer::host_bytes() const {
+  if (memory == MemoryKind::host) return data;
+  std::lock_guard<std::mutex> lock(host_copy_mutex_);
+  if (!host_copy_) {
+    auto copy = std::make_shared<Buffer>(nbytes);
+    if (nbytes) device_memory(device.platform).copy_to_host(device.id, copy->data, address, nbytes);
+    host_copy_ = std::move(copy);
+  }
+  return host_copy_->data;
+}
+
+void Buffer::device_written() {
+  std::lock_guard<std::mutex> lock(host_copy_mutex_);
+  host_copy_.reset();
+}
+
+void Buffer::synchronize() const {
+  if (memory == MemoryKind::device) device_memory(device.platform).synchronize(device.id);
 }
 
 // The block and its capacity sit in the 16 bytes in front of the pointer handed out, which is

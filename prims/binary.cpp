@@ -66,6 +66,7 @@ const Registration add_registration = PrimitiveRules{
     .transpose = &add_transpose,
     .linear = kLinear,
     .batch = &batch_elementwise<Prim::add>,
+    .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };
 const Registration add_any_registration = PrimitiveRules{
@@ -76,6 +77,7 @@ const Registration add_any_registration = PrimitiveRules{
     .transpose = &add_transpose,
     .linear = kLinear,
     .batch = &batch_elementwise<Prim::add_any>,
+    .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };
 
@@ -95,6 +97,7 @@ const Registration sub_registration = PrimitiveRules{
     .transpose = &sub_transpose,
     .linear = kLinear,
     .batch = &batch_elementwise<Prim::sub>,
+    .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };
 
@@ -117,6 +120,7 @@ const Registration mul_registration = PrimitiveRules{
     .transpose = &mul_transpose,
     .linear = {.operands = 0b11, .one_at_a_time = true},
     .batch = &batch_elementwise<Prim::mul>,
+    .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };
 
@@ -155,6 +159,7 @@ const Registration div_registration = PrimitiveRules{
     .transpose = &div_transpose,
     .linear = {.operands = 0b01},
     .batch = &batch_elementwise<Prim::div>,
+    .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };
 
@@ -185,6 +190,7 @@ const Registration rem_registration = PrimitiveRules{
     .kernel = &binary_kernel<rem_op>,
     .jvp = &rem_jvp,
     .batch = &batch_elementwise<Prim::rem>,
+    .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };
 
@@ -202,6 +208,7 @@ const Registration pow_registration = PrimitiveRules{
     .kernel = &binary_kernel<pow_op>,
     .jvp = &pow_jvp,
     .batch = &batch_elementwise<Prim::pow>,
+    .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };
 
@@ -233,6 +240,7 @@ const Registration max_registration = PrimitiveRules{
     .kernel = &binary_kernel<max_op>,
     .jvp = &max_jvp,
     .batch = &batch_elementwise<Prim::max>,
+    .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };
 const Registration min_registration = PrimitiveRules{
@@ -241,6 +249,7 @@ const Registration min_registration = PrimitiveRules{
     .kernel = &binary_kernel<min_op>,
     .jvp = &min_jvp,
     .batch = &batch_elementwise<Prim::min>,
+    .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };
 
@@ -259,6 +268,7 @@ const Registration atan2_registration = PrimitiveRules{
     .kernel = &binary_kernel<atan2_op>,
     .jvp = &atan2_jvp,
     .batch = &batch_elementwise<Prim::atan2>,
+    .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };
 
@@ -272,6 +282,7 @@ const Registration and_registration = PrimitiveRules{
     .kernel = &binary_kernel<bitwise_and_op>,
     .zero_derivative = true,
     .batch = &batch_elementwise<Prim::and_>,
+    .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };
 const Registration or_registration = PrimitiveRules{
@@ -280,6 +291,7 @@ const Registration or_registration = PrimitiveRules{
     .kernel = &binary_kernel<bitwise_or_op>,
     .zero_derivative = true,
     .batch = &batch_elementwise<Prim::or_>,
+    .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };
 const Registration xor_registration = PrimitiveRules{
@@ -288,6 +300,7 @@ const Registration xor_registration = PrimitiveRules{
     .kernel = &binary_kernel<bitwise_xor_op>,
     .zero_derivative = true,
     .batch = &batch_elementwise<Prim::xor_>,
+    .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };
 #undef FLUXION_BINARY_OP

@@ -41,6 +41,7 @@ PrimitiveRules comparison() {
       .kernel = &compare_kernel<Op>,
       .zero_derivative = true,
       .batch = &batch_elementwise<P>,
+      .gpu = GpuLowering::generic,
       .reads = Reads::elementwise,
   };
 }
@@ -102,6 +103,7 @@ const Registration select_registration = PrimitiveRules{
     .transpose = &select_transpose,
     .linear = {.operands = 0b110},
     .batch = &batch_elementwise<Prim::select>,
+    .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };
 
@@ -147,6 +149,7 @@ const Registration clamp_registration = PrimitiveRules{
     .kernel = &clamp_kernel,
     .jvp = &clamp_jvp,
     .batch = &batch_elementwise<Prim::clamp>,
+    .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };
 

@@ -195,6 +195,7 @@ const Registration reduce_sum_registration = PrimitiveRules{
     .transpose = &reduce_sum_transpose,
     .linear = kLinear,
     .batch = &reduce_batch<Prim::reduce_sum>,
+    .gpu = GpuLowering::generic,
     .reads = Reads::whole,
 };
 
@@ -233,6 +234,7 @@ const Registration reduce_prod_registration = PrimitiveRules{
     .kernel = &reduce_prod_kernel,
     .jvp = &reduce_prod_jvp,
     .batch = &reduce_batch<Prim::reduce_prod>,
+    .gpu = GpuLowering::generic,
     .reads = Reads::whole,
 };
 
@@ -275,6 +277,7 @@ const Registration reduce_max_registration = PrimitiveRules{
     .kernel = &reduce_extremum_kernel<true>,
     .jvp = &reduce_chooser_jvp,
     .batch = &reduce_batch<Prim::reduce_max>,
+    .gpu = GpuLowering::generic,
     .reads = Reads::whole,
 };
 const Registration reduce_min_registration = PrimitiveRules{
@@ -283,6 +286,7 @@ const Registration reduce_min_registration = PrimitiveRules{
     .kernel = &reduce_extremum_kernel<false>,
     .jvp = &reduce_chooser_jvp,
     .batch = &reduce_batch<Prim::reduce_min>,
+    .gpu = GpuLowering::generic,
     .reads = Reads::whole,
 };
 
@@ -308,6 +312,7 @@ const Registration reduce_and_registration = PrimitiveRules{
     .kernel = &reduce_bits_kernel<true>,
     .zero_derivative = true,
     .batch = &reduce_batch<Prim::reduce_and>,
+    .gpu = GpuLowering::generic,
     .reads = Reads::whole,
 };
 const Registration reduce_or_registration = PrimitiveRules{
@@ -316,6 +321,7 @@ const Registration reduce_or_registration = PrimitiveRules{
     .kernel = &reduce_bits_kernel<false>,
     .zero_derivative = true,
     .batch = &reduce_batch<Prim::reduce_or>,
+    .gpu = GpuLowering::generic,
     .reads = Reads::whole,
 };
 
@@ -384,6 +390,7 @@ const Registration argmax_registration = PrimitiveRules{
     .kernel = &argminmax_kernel<true>,
     .zero_derivative = true,
     .batch = &reduce_batch<Prim::argmax>,
+    .gpu = GpuLowering::generic,
     .reads = Reads::whole,
 };
 const Registration argmin_registration = PrimitiveRules{
@@ -392,6 +399,7 @@ const Registration argmin_registration = PrimitiveRules{
     .kernel = &argminmax_kernel<false>,
     .zero_derivative = true,
     .batch = &reduce_batch<Prim::argmin>,
+    .gpu = GpuLowering::generic,
     .reads = Reads::whole,
 };
 

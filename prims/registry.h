@@ -50,6 +50,14 @@ inline constexpr uint32_t kEveryOperand = ~0u;
 inline constexpr Linearity kLinear{kEveryOperand};           // jointly in every operand
 inline constexpr Linearity kLinearByParams{0, false, true};  // as the params say
 
+/// How the GPU pipeline lowers a primitive (the registry test reports the column; the GPU op table,
+/// on a GPU or the emulated one, checks every claim).
+enum class GpuLowering : uint8_t {
+  none,     // it does not
+  generic,  // its CPU lowering -- linalg on tensors with arith/math bodies -- maps to blocks and
+            // threads as it is (lowering/gpu_passes.cpp)
+};
+
 /// One primitive's rules and facts. Fields are grouped by the floor that consumes them; designated
 /// initialisers must follow this order (the compiler checks it), and every field may be omitted.
 struct PrimitiveRules {
@@ -77,6 +85,9 @@ struct PrimitiveRules {
   /// No lowering: jit inlines the primitive away (custom derivatives, checkpoint) or refuses it
   /// with a CompileError (custom_vjp_linear).
   bool eager_only = false;
+  /// How the GPU pipeline (lowering/pipeline_cuda.cpp) lowers it; `none` is a CompileError naming
+  /// the primitive when a program holding it is compiled for a GPU (never a CPU fallback).
+  GpuLowering gpu = GpuLowering::none;
   // ---- buffer donation (interpreters/donation.h) ---------------------------------------------------
   Reads reads = Reads::other;
 };

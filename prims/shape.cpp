@@ -129,6 +129,7 @@ const Registration broadcast_in_dim_registration = PrimitiveRules{
     .transpose = &broadcast_in_dim_transpose,
     .linear = kLinear,
     .batch = &broadcast_in_dim_batch,
+    .gpu = GpuLowering::generic,
 };
 
 // ---- reshape[new_sizes=S] x: the same elements in row-major order under a new shape of equal size --
@@ -162,6 +163,7 @@ const Registration reshape_registration = PrimitiveRules{
     .transpose = &reshape_transpose,
     .linear = kLinear,
     .batch = &reshape_batch,
+    .gpu = GpuLowering::generic,
 };
 
 // ---- squeeze[dimensions=D] x: drops the listed dimensions, each of size 1 ---------------------------
@@ -195,6 +197,7 @@ const Registration squeeze_registration = PrimitiveRules{
     .transpose = &reshape_transpose,
     .linear = kLinear,
     .batch = &squeeze_batch,
+    .gpu = GpuLowering::generic,
 };
 
 // ---- transpose[permutation=P] x: output dim i is operand dim P[i] ---------------------------------
@@ -240,6 +243,7 @@ const Registration transpose_registration = PrimitiveRules{
     .transpose = &transpose_transpose,
     .linear = kLinear,
     .batch = &transpose_batch,
+    .gpu = GpuLowering::generic,
 };
 
 // ---- rev[dimensions=D] x: reverses the order of elements along each listed dimension ---------------
@@ -277,6 +281,7 @@ const Registration rev_registration = PrimitiveRules{
     .transpose = &rev_transpose,
     .linear = kLinear,
     .batch = &rev_batch,
+    .gpu = GpuLowering::generic,
 };
 
 // ---- iota[dtype shape dimension]: 0, 1, ... along `dimension`, constant along the others ------------
@@ -316,6 +321,7 @@ const Registration iota_registration = PrimitiveRules{
     .kernel = &iota_kernel,
     .zero_derivative = true,  // no operands
     .batch = &iota_batch,
+    .gpu = GpuLowering::generic,
 };
 
 }  // namespace

@@ -102,6 +102,7 @@ const Registration concatenate_registration = PrimitiveRules{
     .transpose = &concatenate_transpose,
     .linear = kLinear,
     .batch = &concatenate_batch,
+    .gpu = GpuLowering::generic,
 };
 
 // ---- pad[padding_config=(lo0,hi0,interior0, lo1,hi1,interior1, ...)] x padding_value: lax.pad ------
@@ -196,6 +197,7 @@ const Registration pad_registration = PrimitiveRules{
     .transpose = &pad_transpose,
     .linear = kLinear,
     .batch = &pad_batch,
+    .gpu = GpuLowering::generic,
 };
 
 // ---- slice[start_indices=S limit_indices=L strides=T] x: elements S[d], S[d]+T[d], ... below L[d] --
@@ -267,6 +269,7 @@ const Registration slice_registration = PrimitiveRules{
     .transpose = &slice_transpose,
     .linear = kLinear,
     .batch = &slice_batch,
+    .gpu = GpuLowering::generic,
 };
 
 }  // namespace

@@ -80,7 +80,7 @@ constexpr JvpRule jvp_of() {
 /// The record of a unary primitive with the family's rules; an op without `jvp` is piecewise
 /// constant (its derivative is zero).
 template <class Op, Prim P>
-PrimitiveRules unary() {
+PrimitiveRules unary(GpuLowering gpu = GpuLowering::generic) {
   return PrimitiveRules{
       .prim = P,
       .shape = &unary_shape<Op>,
@@ -88,6 +88,7 @@ PrimitiveRules unary() {
       .jvp = jvp_of<Op>(),
       .zero_derivative = !has_jvp<Op>,
       .batch = &batch_elementwise<P>,
+      .gpu = gpu,
       .reads = Reads::elementwise,
   };
 }
@@ -102,7 +103,7 @@ PrimitiveRules unary() {
       return Expr;                                   \
     }                                                \
   };
-#define FLUXION_UNARY(name, Acc, Expr, Jvp)                  \
+#define FLUXION_UNARY_GPU(name, Acc, Expr, Jvp, Gpu)         \
   FLUXION_UNARY_VALUE(name, Acc, Expr)                       \
   struct name##_op : name##_value {                          \
     static Array jvp(A x, A t, A y, const Params&) {         \
@@ -110,7 +111,8 @@ PrimitiveRules unary() {
       return Jvp;                                            \
     }                                                        \
   };                                                         \
-  const Registration name##_registration = unary<name##_op, Prim::name>();
+  const Registration name##_registration = unary<name##_op, Prim::name>(Gpu);
+#define FLUXION_UNARY(name, Acc, Expr, Jvp) FLUXION_UNARY_GPU(name, Acc, Expr, Jvp, GpuLowering::generic)
 // The same for piecewise-constant primitives, whose derivative is zero.
 #define FLUXION_UNARY_PIECEWISE_CONSTANT(name, Acc, Expr) \
   FLUXION_UNARY_VALUE(name, Acc, Expr)                    \
@@ -140,12 +142,14 @@ FLUXION_UNARY(sqrt, Inexact, std::sqrt(x), t / (y * 2))
 FLUXION_UNARY(rsqrt, Inexact, C(1) / std::sqrt(x), t * y / x * -0.5)
 FLUXION_UNARY(cbrt, Float, std::cbrt(x), t * integer_pow(y, -2) * (1.0 / 3))
 FLUXION_UNARY(erf, Float, std::erf(x), t * exp(-x * x) * 1.1283791670955126)
-FLUXION_UNARY(lgamma, Float, std::lgamma(x), t * polygamma(0, x))
+// lgamma: libdevice has it, but the GPU pipeline has not been checked with it yet.
+FLUXION_UNARY_GPU(lgamma, Float, std::lgamma(x), t * polygamma(0, x), GpuLowering::none)
 FLUXION_UNARY_PIECEWISE_CONSTANT(sign, Numeric, (x > C(0) ? C(1) : x < C(0) ? C(-1) : x))
 FLUXION_UNARY_PIECEWISE_CONSTANT(floor, Float, std::floor(x))
 FLUXION_UNARY_PIECEWISE_CONSTANT(ceil, Float, std::ceil(x))
 FLUXION_UNARY_PIECEWISE_CONSTANT(stop_gradient, All, x)
 #undef FLUXION_UNARY
+#undef FLUXION_UNARY_GPU
 #undef FLUXION_UNARY_PIECEWISE_CONSTANT
 #undef FLUXION_UNARY_VALUE
 
@@ -248,6 +252,7 @@ const Registration neg_registration = PrimitiveRules{
     .transpose = &neg_transpose,
     .linear = kLinear,
     .batch = &batch_elementwise<Prim::neg>,
+    .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };
 

@@ -58,16 +58,17 @@ void check_local(const fluxion::Device& d, std::string_view what, SourceLoc loc)
 }
 
 namespace {
-// check_local, and that arrays can be placed on d. fx::Array lives in host memory; the GPU path runs
-// programs compiled by compile_cuda on device buffers its caller allocates (runtime/gpu_executable.h),
-// not on arrays, so placing an array on a GPU is a DeviceError that says so (docs/gpu.md, issue 12).
+// check_local, and for a GPU that the process can make its runtime (the driver's context and
+// stream): a DeviceError in the driver's words otherwise.
 void check_placeable(const fluxion::Device& d, std::string_view what, SourceLoc loc) {
   check_local(d, what, loc);
-  if (d.platform == Platform::cuda)
+  if (d.platform != Platform::cuda) return;
+  try {
+    (void)cuda::Gpu::get(d.id);
+  } catch (const DeviceError& e) {
     throw DeviceError("DeviceError: " + std::string(what) + (loc.known() ? " at " + loc.str() : std::string()) + ": " +
-                      d.str() + " (" + cuda::device_name(d.id) +
-                      ") is present, but fx::Array lives in host memory: place arrays on a CPU device (the GPU path "
-                      "runs compiled programs on device buffers: docs/gpu.md)");
+                      d.str() + " cannot be used: " + e.what());
+  }
 }
 }  // namespace
 
@@ -118,10 +119,20 @@ Array device_put(const Array& x, const Device& d, std::source_location loc) {
   if (!x.valid()) throw ValueError("ValueError: device_put at " + SourceLoc(loc).str() + ": an empty Array handle");
   if (x.is_tracer()) return x;
   runtime::check_placeable(d, "device_put", loc);
-  Array out = make_concrete(x.aval(), x.data(loc));
-  out.impl()->buffer->device = d;
-  out.impl()->buffer->committed = true;
-  return out;
+  const std::shared_ptr<Buffer>& from = x.impl()->buffer;
+  if (from && from->committed && from->device == d) return x;  // already there
+  const void* host = x.data(loc);  // a GPU array's host copy, a sharded array gathered
+  auto impl = std::make_shared<ArrayImpl>();
+  impl->aval = x.aval();
+  impl->buffer = Buffer::allocate_on(d, x.aval().nbytes());
+  if (x.aval().nbytes()) {
+    if (impl->buffer->memory == MemoryKind::device)
+      device_memory(d.platform).copy_to_device(d.id, impl->buffer->address, host, x.aval().nbytes());
+    else
+      std::memcpy(impl->buffer->data, host, x.aval().nbytes());
+  }
+  impl->buffer->committed = true;
+  return Array(std::move(impl));
 }
 
 default_device_scope::default_device_scope(const Device& d, std::source_location loc) {

@@ -6,10 +6,11 @@
 // (runtime/device_workers.h). After fx::distributed::initialize every process sees the global list: process p owns
 // cpu:(p*N) .. cpu:(p*N+N-1) (runtime/distributed.h).
 //
-// How a GPU plugs in (issue 12): a cuda:k Device allocates Buffers of MemoryKind::device from its
-// own allocator, its worker is a stream (launches are queued, and block_until_ready waits on an
-// event instead of returning at once), device_put is a host-to-device copy, and its collectives use
-// a NCCL communicator behind the same ir/spmd.h interface.
+// A GPU, cuda:k (the driver's, or the emulated one: FLUXION_CUDA_DRIVER=emulate), holds Buffers in
+// its own memory (MemoryKind::device, memory/device_memory.h, from its caching allocator); its
+// work is queued on its stream (block_until_ready waits for it); device_put copies host <-> device;
+// eager ops on its arrays are cached one-op GPU programs (compile/eager_device.cpp) and fx::jit
+// compiles for it when its arguments live there. Its collectives (NCCL) are not written yet.
 #pragma once
 #include <source_location>
 #include <span>
@@ -30,8 +31,9 @@ std::vector<Device> local_devices();
 bool is_local(const Device& d);
 
 /// x on device d: a copy placed there and committed to it, so eager ops that use it run there
-/// (computation follows data). A tracer is returned as it is (placement is decided when the
-/// program runs). DeviceError for a device this process does not have.
+/// (computation follows data); x itself when it is already committed to d. To or from a GPU it is
+/// a copy between host and device memory. A tracer is returned as it is (placement is decided when
+/// the program runs). DeviceError for a device this process does not have or cannot use.
 Array device_put(const Array& x, const Device& d, std::source_location loc = std::source_location::current());
 
 /// New arrays and eager ops without committed operands go to `d` while the scope lives (on this

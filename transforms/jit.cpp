@@ -6,17 +6,45 @@
 #include "memory/buffer.h"
 #include "interpreters/donation.h"
 #include "interpreters/jit_passes.h"
+#include "runtime/devices.h"
 
 namespace fluxion::jit_detail {
 
+std::optional<runtime::RunOn> placement(std::span<const Array> leaves, SourceLoc loc) {
+  std::optional<Device> committed_gpu, committed_cpu, any_gpu;
+  for (const Array& x : leaves) {
+    const Buffer* b = x.valid() && !x.is_tracer() ? x.impl()->buffer.get() : nullptr;
+    if (!b) continue;
+    const bool gpu = b->memory == MemoryKind::device;
+    if (gpu && !any_gpu) any_gpu = b->device;
+    if (!b->committed) continue;
+    std::optional<Device>& slot = gpu ? committed_gpu : committed_cpu;
+    if (gpu && slot && !(*slot == b->device))
+      throw DeviceError("DeviceError: jit at " + loc.str() + ": the arguments are committed to different devices, " +
+                        slot->str() + " and " + b->device.str() + "; move them to one with fx::device_put");
+    slot = b->device;
+  }
+  if (committed_gpu && committed_cpu)
+    throw DeviceError("DeviceError: jit at " + loc.str() + ": the arguments are committed to different devices, " +
+                      committed_gpu->str() + " and " + committed_cpu->str() + "; move them to one with fx::device_put");
+  if (committed_gpu) return runtime::RunOn{*committed_gpu, true};
+  if (committed_cpu) return std::nullopt;
+  if (any_gpu) return runtime::RunOn{*any_gpu, false};
+  if (const Device d = default_device(); d.memory_kind() == MemoryKind::device) return runtime::RunOn{d, false};
+  return std::nullopt;
+}
+
 std::shared_ptr<const Compiled> compile_signature(JitCache& cache, const std::string& key, Program program,
                                                   std::shared_ptr<const void> out_like, const runtime::CompileTarget& target,
-                                                  const std::vector<bool>& donated) {
+                                                  const std::vector<bool>& donated, const std::optional<runtime::RunOn>& on) {
   auto c = std::make_shared<Compiled>();
   c->out_like = std::move(out_like);
+  c->on = on;
   const std::string stem = jit_dump_stem(program);
   program = jit_passes(std::move(program), stem);
   c->consts = program.consts;  // after the passes: inlined bodies may bring their own
+  if (on)  // closed-over arrays go to the GPU once, not at every call
+    for (Array& k : c->consts) k = device_put(k, on->device);
   c->executable = runtime::compile(program, target, stem);  // throws CompileError; cached by fingerprint
   c->donation = donation::plan(program, donated);
   c->program = std::move(program);
@@ -53,11 +81,11 @@ namespace {
 std::vector<Array> run_into(const Compiled& c, std::span<const Array> args, std::span<const std::shared_ptr<Buffer>> into) {
   std::vector<Array> results;
   if (c.consts.empty()) {
-    results = c.executable->run(args, into);
+    results = c.executable->run(args, into, c.on);
   } else {
     std::vector<Array> in(args.begin(), args.end());
     in.insert(in.end(), c.consts.begin(), c.consts.end());
-    results = c.executable->run(in, into);
+    results = c.executable->run(in, into, c.on);
   }
   if (config::debug_nans()) locate_nonfinite(c, args, results);
   return results;

@@ -7,7 +7,8 @@
 //
 // The signature of a call is the structure of its argument trees, the types of their Array leaves
 // and the values of every other leaf (those are static: part of the key, baked into the program).
-// Arrays that f closes over become extra kernel inputs. Called while another transformation is
+// Arrays that f closes over become extra kernel inputs. Computation follows data: arguments on a GPU
+// (fx::device_put to cuda:k) compile the program for the GPU and run it there (jit_detail::placement). Called while another transformation is
 // tracing (make_ir, grad, vmap, an outer jit), jit inlines f's program into that trace, so it
 // composes with everything.
 //
@@ -24,6 +25,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <typeinfo>
 #include <unordered_map>
@@ -99,6 +101,7 @@ struct DonateArgnums {
 /// What one signature compiled to.
 struct Compiled {
   std::shared_ptr<const runtime::Executable> executable;
+  std::optional<runtime::RunOn> on;   // a GPU program: the device it runs on (nullopt: the host)
   std::vector<Array> consts;          // closure arrays: extra kernel inputs
   std::shared_ptr<const void> out_like;  // the output tree (leaves emptied), of f's result type
   Program program;                    // what was compiled: debug_nans re-runs it op by op
@@ -140,12 +143,19 @@ R rebuild_results(const Compiled& c, const std::vector<Array>& results) {
   return tree::rebuild(*static_cast<const R*>(c.out_like.get()), it);
 }
 
-/// Compiles a traced program (runtime::compile, for `target`) and counts it for the callable.
-/// `donated`: per invar, whether it is donated (empty: none).
+/// Where a call runs -- computation follows data: on a GPU when an argument leaf is committed to one
+/// (every committed leaf must then be on it: DeviceError naming jit, the devices and `loc`, the line
+/// of fx::jit, otherwise), or, with no committed leaf, when a leaf lives in a GPU's memory or the
+/// default device is a GPU; nullopt: on the host, as CPU programs always run.
+std::optional<runtime::RunOn> placement(std::span<const Array> leaves, SourceLoc loc);
+
+/// Compiles a traced program (runtime::compile, for `target`, or for the GPU `on` names) and counts
+/// it for the callable. `donated`: per invar, whether it is donated (empty: none).
 std::shared_ptr<const Compiled> compile_signature(JitCache& cache, const std::string& key, Program program,
                                                   std::shared_ptr<const void> out_like,
                                                   const runtime::CompileTarget& target = runtime::default_target(),
-                                                  const std::vector<bool>& donated = {});
+                                                  const std::vector<bool>& donated = {},
+                                                  const std::optional<runtime::RunOn>& on = std::nullopt);
 /// Runs a compiled signature on the flattened Array arguments.
 std::vector<Array> run_compiled(const Compiled& c, std::span<const Array> args);
 /// The same, donating the leaves flagged in `donated` (leaf i belongs to argument leaf_argument[i]).
@@ -159,8 +169,8 @@ std::vector<bool> donated_leaves(const DonateArgnums& d, const std::vector<int>&
 template <class F>
 class Jitted {
  public:
-  explicit Jitted(F f, jit_detail::DonateArgnums donate = {})
-      : f_(std::move(f)), donate_(std::move(donate)), cache_(std::make_shared<jit_detail::JitCache>()) {}
+  explicit Jitted(F f, jit_detail::DonateArgnums donate = {}, SourceLoc loc = {})
+      : f_(std::move(f)), donate_(std::move(donate)), loc_(loc), cache_(std::make_shared<jit_detail::JitCache>()) {}
 
   template <class... Args>
   auto operator()(const Args&... args) const {
@@ -176,8 +186,10 @@ class Jitted {
       const Array* it = results.data();
       return tree::rebuild(out, it);
     }
+    const std::optional<runtime::RunOn> on = jit_detail::placement(leaves, loc_);
     std::string key;
     ((key += typeid(Args).name(), key += '|', jit_detail::signature(args, key)), ...);
+    if (on) key += "@" + on->device.str();
     const std::vector<bool> donated =
         donate_.argnums.empty() ? std::vector<bool>{}
                                 : jit_detail::donated_leaves(donate_, leaf_argument, int(sizeof...(Args)));
@@ -185,7 +197,8 @@ class Jitted {
     if (!compiled) {
       auto [program, out] = detail::trace_to_program(f_, args...);
       compiled = jit_detail::compile_signature(*cache_, key, std::move(program), jit_detail::structure_of<R>(out),
-                                               runtime::default_target(), donated);
+                                               runtime::default_target(on ? on->device.platform : Platform::cpu),
+                                               donated, on);
     }
     if (!donated.empty())
       return jit_detail::rebuild_results<R>(*compiled, jit_detail::run_donating(*compiled, leaves, donated, leaf_argument));
@@ -198,19 +211,20 @@ class Jitted {
  private:
   F f_;
   jit_detail::DonateArgnums donate_;
+  SourceLoc loc_;  // where fx::jit was called: errors of a call name it
   std::shared_ptr<jit_detail::JitCache> cache_;
 };
 
 /// jax.jit: see the top of this file.
 template <class F>
-Jitted<F> jit(F f) {
-  return Jitted<F>(std::move(f));
+Jitted<F> jit(F f, std::source_location loc = std::source_location::current()) {
+  return Jitted<F>(std::move(f), {}, loc);
 }
 
 /// jax.jit(f, donate_argnums=...): see the top of this file.
 template <class F>
-Jitted<F> jit(F f, jit_detail::DonateArgnums donate) {
-  return Jitted<F>(std::move(f), std::move(donate));
+Jitted<F> jit(F f, jit_detail::DonateArgnums donate, std::source_location loc = std::source_location::current()) {
+  return Jitted<F>(std::move(f), std::move(donate), loc);
 }
 
 /// The arguments (by position) a jitted function may take the buffers of: fx::donate_argnums(0, 2).
