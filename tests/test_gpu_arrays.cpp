@@ -111,16 +111,16 @@ TEST_CASE("gpu arrays: bad placement is a DeviceError or CompileError naming the
   const fx::Array xc = fx::device_put(fx::ones({4}), fx::devices("cpu").at(0));
   std::string m = error_of([&] { (void)(xg + xc); });
   CHECK_MESSAGE(contains(m, "DeviceError: add"), m);
-  CHECK_MESSAGE(contains(m, "cuda:0") && contains(m, "cpu:0"), m);
+  CHECK_MESSAGE((contains(m, "cuda:0") && contains(m, "cpu:0")), m);
   CHECK_MESSAGE(contains(m, "test_gpu_arrays.cpp"), m);
   auto f = fx::jit([](const fx::Array& a, const fx::Array& b) { return a * b; });
   m = error_of([&] { f(xg, xc); });
-  CHECK_MESSAGE(contains(m, "DeviceError: jit at") && contains(m, "test_gpu_arrays.cpp"), m);
+  CHECK_MESSAGE((contains(m, "DeviceError: jit at") && contains(m, "test_gpu_arrays.cpp")), m);
   // A device that does not exist.
   m = error_of([&] { fx::device_put(xc, fx::Device{fx::Platform::cuda, 7}); });
   CHECK_MESSAGE(contains(m, "cuda:7 is not a device"), m);
   // A primitive the GPU pipeline does not lower: no silent CPU fallback.
   m = error_of([&] { (void)fx::sort(xg); });
-  CHECK_MESSAGE(contains(m, "CompileError: sort") && contains(m, "does not lower 'sort'"), m);
+  CHECK_MESSAGE((contains(m, "CompileError: sort") && contains(m, "does not lower 'sort'")), m);
   CHECK_MESSAGE(contains(m, "test_gpu_arrays.cpp"), m);
 }
