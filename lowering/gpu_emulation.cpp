@@ -292,11 +292,12 @@ LogicalResult to_host_form(ModuleOp m, emu::HostKernel& info) {
   if (kernels.size() != 1) return gm.emitError("the emulation expects one kernel per gpu.module");
   gpu::GPUFuncOp kernel = kernels.front();
   info.name = kernel.getName().str();
-  {  // MLIR's GPU rewrites (all_reduce, global ids, 64-bit shuffles) and the PTX path's math expansions
+  {  // MLIR's GPU rewrites (all_reduce, global ids, 64-bit shuffles) and the PTX path's math
+     // expansions, on the gpu.module: the all_reduce rewrite matches the gpu.func itself
     RewritePatternSet patterns(m.getContext());
     populateGpuRewritePatterns(patterns);
     populate_gpu_math_patterns(patterns);
-    if (failed(applyPatternsAndFoldGreedily(kernel, std::move(patterns)))) return kernel.emitError("GPU rewrites failed");
+    if (failed(applyPatternsAndFoldGreedily(gm, std::move(patterns)))) return gm.emitError("GPU rewrites failed");
   }
   // The module's other functions (libm declarations) move out of the gpu.module beside the kernel.
   for (Operation& op : llvm::make_early_inc_range(gm.getBody()->getOperations()))

@@ -25,6 +25,7 @@
 #include <mlir/IR/Matchers.h>
 #include <mlir/IR/Verifier.h>
 #include <mlir/Interfaces/ViewLikeInterface.h>
+#include <mlir/Parser/Parser.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -127,6 +128,21 @@ class CudaPipeline : PipelineState {
     return out;
   }
 
+  // Hand-written gpu.modules: the `ptx` and `emulate` stages only.
+  runtime::GpuProgram compile_kernels(const std::string& text) {
+    module_ = parseSourceString<ModuleOp>(text, &session_.context);
+    if (!module_) fail("parsing the hand-written kernels");
+    std::vector<EmulationSource> kernels;
+    if (runtime::cuda::emulating()) kernels = copy_gpu_modules(*module_);
+    run(to_ptx_passes(gpu_chip(), cuda_toolkit_path()), "NVVM and PTX generation");
+    runtime::GpuProgram out;
+    out.target = gpu_chip();
+    read_modules(out);
+    for (const runtime::GpuModule& m : out.modules) dump((m.name + ".ptx").c_str(), m.ptx);
+    for (EmulationSource& k : kernels) emulate(k, out);
+    return out;
+  }
+
  private:
   void check() const {
     for (const Eqn& e : program_.eqns) {
@@ -166,19 +182,25 @@ class CudaPipeline : PipelineState {
                        "grid 2^31-1 x 65535 x 65535), for the program\n" + program_.str());
   }
 
-  // The host function after the passes: constants, temporaries and launches only.
-  runtime::GpuProgram plan() {
-    runtime::GpuProgram out;
-    out.target = gpu_chip();
+  // The PTX of each gpu.binary, by module name.
+  std::map<std::string, int> read_modules(runtime::GpuProgram& out) {
     std::map<std::string, int> module_index;
     module_->walk([&](gpu::BinaryOp bin) {
       for (Attribute a : bin.getObjectsAttr()) {  // one object: the one target attached
         StringRef bytes = cast<gpu::ObjectAttr>(a).getObject().getValue();
         if (!bytes.empty() && bytes.back() == '\0') bytes = bytes.drop_back();  // ptxas rejects the NUL
         module_index[bin.getSymName().str()] = int(out.modules.size());
-        out.modules.push_back({bin.getSymName().str(), bytes.str()});
+        out.modules.push_back({bin.getSymName().str(), bytes.str(), nullptr});
       }
     });
+    return module_index;
+  }
+
+  // The host function after the passes: constants, temporaries and launches only.
+  runtime::GpuProgram plan() {
+    runtime::GpuProgram out;
+    out.target = gpu_chip();
+    std::map<std::string, int> module_index = read_modules(out);
     auto fn = module_->lookupSymbol<func::FuncOp>("kernel");
     out.num_buffers = int(fn.getNumArguments());
     std::map<Operation*, int> temporaries;
@@ -245,11 +267,23 @@ std::string gpu_chip() {
 
 bool gpu_lowers_primitive(Prim p) { return gpu_lowers(p); }
 
-runtime::GpuProgram compile_cuda(const Program& p, const CompileOptions& options) {
+namespace {
+void require_toolkit() {
   if (cuda_toolkit_path().empty())
     throw CompileError("CompileError: jit for the GPU: this build of Fluxion has no CUDA toolkit (meson -Dcuda=enabled "
                        "with the toolkit installed, or FLUXION_CUDA_HOME naming one), so no libdevice for PTX generation");
+}
+}  // namespace
+
+runtime::GpuProgram compile_cuda(const Program& p, const CompileOptions& options) {
+  require_toolkit();
   return CudaPipeline(p, options).compile();
+}
+
+runtime::GpuProgram compile_cuda_kernels(const std::string& mlir, const CompileOptions& options) {
+  require_toolkit();
+  static const Program none;
+  return CudaPipeline(none, options).compile_kernels(mlir);
 }
 
 }  // namespace fluxion::lowering

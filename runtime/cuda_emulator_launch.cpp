@@ -4,9 +4,9 @@
 // Threads. A kernel without barriers or shuffles runs each thread straight through, one after the
 // other. A kernel with them runs each thread of a block as a fiber (ucontext) on a stack of its
 // own: a thread runs until it reaches a barrier or a shuffle (or returns), then the next one runs;
-// once none can go on, the scheduler releases a warp whose live lanes all wait at a shuffle (each
-// lane gets the value its source lane left) or the block when every live thread waits at a
-// barrier. Fibers, not loops split at barriers: a barrier may sit in a loop or a branch (MLIR's
+// once none can go on, the scheduler releases the lanes of a shuffle once every live lane of its
+// member mask waits there (each gets the value its source lane left), or the block when every
+// live thread waits at a barrier (threads that returned count as arrived, as on a GPU). Fibers, not loops split at barriers: a barrier may sit in a loop or a branch (MLIR's
 // all_reduce lowering puts them in both), a value may live across it in a register, and a fiber
 // keeps all of that exactly as the kernel wrote it, with no rewrite of the kernel's control flow.
 // If neither a warp nor the block can go on, the threads cannot all meet (a barrier in a branch not
@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <ucontext.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -154,27 +155,35 @@ uint32_t source_lane(uint32_t lane, const Thread& t, int32_t& valid) {
   return p ? uint32_t(j) : lane;
 }
 
-// Releases warps whose live lanes all wait at a shuffle; whether any was.
-bool release_warps(Block& b) {
+// Releases the shuffles that can complete; whether any could. A shuffle's member mask is the
+// lanes below its width (MLIR's NVVM lowering passes (-1) >> (32 - width) to shfl.sync), so it
+// completes once every live lane of the mask waits at a shuffle of that width -- lanes outside the
+// mask may be anywhere (MLIR's all_reduce has lanes 0..3 of a warp shuffle while the rest wait at
+// a barrier). Each waiting lane then gets the value its source lane left.
+bool release_shuffles(Block& b) {
   bool released = false;
-  for (size_t w = 0; w * kWarp < b.threads.size(); ++w) {
-    const size_t first = w * kWarp, last = std::min(b.threads.size(), first + kWarp);
-    bool all = true, any = false;
+  for (size_t first = 0; first < b.threads.size(); first += kWarp) {
+    const size_t last = std::min(b.threads.size(), first + kWarp);
     for (size_t i = first; i < last; ++i) {
-      const Thread::Wait s = b.threads[i].wait;
-      if (s != Thread::Wait::done) any = true, all = all && s == Thread::Wait::shuffle;
+      if (b.threads[i].wait != Thread::Wait::shuffle) continue;
+      const int32_t width = b.threads[i].width;
+      bool complete = true;
+      for (size_t j = first; j < std::min(last, first + size_t(std::clamp(width, 0, 32))); ++j) {
+        const Thread& u = b.threads[j];
+        complete = complete && (u.wait == Thread::Wait::done || (u.wait == Thread::Wait::shuffle && u.width == width));
+      }
+      if (!complete) continue;
+      for (size_t k = first; k < last; ++k) {
+        Thread& t = b.threads[k];
+        if (t.wait != Thread::Wait::shuffle || t.width != width) continue;
+        const size_t j = first + source_lane(uint32_t(k - first), t, t.valid);
+        const bool there = j < last && b.threads[j].wait == Thread::Wait::shuffle && b.threads[j].width == width;
+        t.result = there ? b.threads[j].value : t.value;
+      }
+      for (size_t k = first; k < last; ++k)
+        if (b.threads[k].wait == Thread::Wait::shuffle && b.threads[k].width == width) b.threads[k].wait = Thread::Wait::running;
+      released = true;
     }
-    if (!any || !all) continue;
-    for (size_t i = first; i < last; ++i) {
-      Thread& t = b.threads[i];
-      if (t.wait != Thread::Wait::shuffle) continue;
-      const size_t j = first + source_lane(uint32_t(i - first), t, t.valid);
-      const bool there = j < last && b.threads[j].wait == Thread::Wait::shuffle;
-      t.result = there ? b.threads[j].value : t.value;
-    }
-    for (size_t i = first; i < last; ++i)
-      if (b.threads[i].wait == Thread::Wait::shuffle) b.threads[i].wait = Thread::Wait::running;
-    released = true;
   }
   return released;
 }
@@ -200,7 +209,7 @@ std::string run_fibers(Block& b) {
     size_t done = 0, at_barrier = 0;
     for (const Thread& t : b.threads) done += t.wait == Thread::Wait::done, at_barrier += t.wait == Thread::Wait::barrier;
     if (done == b.threads.size()) return "";
-    if (release_warps(b)) continue;
+    if (release_shuffles(b)) continue;
     if (done + at_barrier == b.threads.size()) {
       for (Thread& t : b.threads)
         if (t.wait == Thread::Wait::barrier) t.wait = Thread::Wait::running;

@@ -172,7 +172,7 @@ bool matches_eager(cuda::Gpu& gpu, const OpInfo& op, fx::DType d, const std::vec
       if (!close(g[i], w[i], tol) && ++wrong <= 3) FAIL_CHECK("element " << i << ": " << g[i] << " on the GPU, " << w[i] << " eager");
     return true;
   } catch (const fx::Error& e) {
-    FAIL_CHECK(what << ": " << e.what());
+    FAIL_CHECK(what << ": " << std::string(e.what()));
     if (cuda::emulating()) cuda::emulator::reset();  // a sticky error ends a GPU's process; here the test goes on
     return false;
   }
