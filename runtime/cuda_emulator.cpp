@@ -3,6 +3,7 @@
 // and the threads of a block are cuda_emulator_launch.cpp's.
 #include "runtime/cuda_emulator.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -374,9 +375,13 @@ void register_module(const std::string& ptx, std::shared_ptr<const HostModule> m
   State& s = state();
   const size_t key = std::hash<std::string>()(ptx);
   auto [from, to] = s.registry.equal_range(key);
-  for (auto it = from; it != to;) {  // expired entries of the same key go; the same PTX is replaced
+  for (auto it = from; it != to;) {  // the same PTX is replaced
     if (it->second.second.expired() || it->second.first == ptx) it = s.registry.erase(it);
     else ++it;
+  }
+  if (s.registry.size() >= 2 * s.registry_swept) {  // the PTX of programs gone, now and then
+    for (auto it = s.registry.begin(); it != s.registry.end();) it = it->second.second.expired() ? s.registry.erase(it) : ++it;
+    s.registry_swept = std::max<size_t>(64, s.registry.size());
   }
   s.registry.emplace(key, std::make_pair(ptx, std::weak_ptr<const HostModule>(module)));
 }

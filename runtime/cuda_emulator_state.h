@@ -65,6 +65,7 @@ struct State {
   std::set<const void*> functions, streams;
   // register_module: PTX hash -> (PTX, its host code) pairs
   std::multimap<size_t, std::pair<std::string, std::weak_ptr<const HostModule>>> registry;
+  size_t registry_swept = 64;  // the registry's size after its last sweep of expired entries
 };
 State& state();
 
