@@ -65,7 +65,8 @@ constexpr Setting kSettings[] = {
     {"FLUXION_DEBUG_NANS", K::toggle, "", "for off", "names the primitive and line that first made a NaN or an inf"},
     {"FLUXION_CHECK_BOUNDS", K::toggle, "", "for off", "a ValueError for out-of-bounds indices of take and dynamic_slice, not a clamp"},
     // CUDA
-    {"FLUXION_CUDA_DRIVER", K::path, "", "for libcuda.so.1", "the CUDA driver library loaded at run time"},
+    {"FLUXION_CUDA_DRIVER", K::path, "", "for libcuda.so.1",
+     "the CUDA driver library loaded at run time, or `emulate` for the emulated GPU (docs/gpu.md)"},
     {"FLUXION_CUDA_HOME", K::path, "", "for the toolkit found at build time", "the CUDA toolkit (ptxas, libdevice)"},
     {"FLUXION_GPU_ARCH", K::text, "", "for sm_90", "the GPU architecture kernels are compiled for"},
     // Read by the tests, scripts and notebooks, not by the library

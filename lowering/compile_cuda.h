@@ -14,6 +14,11 @@ namespace fluxion::lowering {
 /// the primitive and the user's line for a primitive the GPU pipeline does not lower (never a CPU
 /// fallback), and when the build has no CUDA toolkit (libdevice).
 runtime::GpuProgram compile_cuda(const Program& p, const CompileOptions& options);
+/// Hand-written kernels (the tests of the GPU runtime and of the emulated GPU): `mlir` is a module
+/// of gpu.modules (one gpu.func kernel each), compiled to PTX -- and, under the emulated GPU, to
+/// host code -- as compile_cuda compiles its own. The result has modules and no launches.
+/// CompileError when MLIR rejects the text.
+runtime::GpuProgram compile_cuda_kernels(const std::string& mlir, const CompileOptions& options = {});
 /// Whether compile_cuda lowers p (the rest raise CompileError).
 bool gpu_lowers_primitive(Prim p);
 /// The toolkit gpu-module-to-binary reads libdevice from: $FLUXION_CUDA_HOME, else the one meson

@@ -6,9 +6,15 @@
 //   fx-gpu-parallel  every top-level op that touches memory outside an scf.parallel (the scalar
 //                    code of rank-0 results, the loops of full reductions) goes into a
 //                    one-iteration scf.parallel, so that the whole function becomes launches and
-//                    nothing runs on the host against device memory; then each scf.parallel is
-//                    tiled 1 x ... x 1 x 256, so that its outer loop maps to blocks and the inner
-//                    one to 256 threads along the innermost (contiguous) dimension.
+//                    nothing runs on the host against device memory; then each scf.parallel's
+//                    dimensions are collapsed into one (row-major: consecutive threads take
+//                    consecutive elements of the innermost dimension) and tiled by 256 (or the
+//                    whole loop when it is shorter), so that the launch is grid (ceil(n/256), 1, 1)
+//                    x block (256, 1, 1) whatever the rank: no block or grid dimension but x is
+//                    used, so no limit but grid x's 2^31-1 blocks can be reached. (Mapping loop
+//                    dimension d to block dimension d, as before, gave rank-3 kernels a block
+//                    depth of 256 -- CUDA allows 64 -- and left a 3-wide innermost dimension 253
+//                    idle threads of 256.)
 //   fx-gpu-math      the math ops convert-gpu-to-nvvm (MLIR 19) has no libdevice call for, in
 //                    terms of ones it has: sinh, cosh, asinh, acosh, atanh, round, roundeven by
 //                    MLIR's own expansions; asin, acos through atan2 and sqrt; integer abs;
@@ -22,6 +28,9 @@
 #include <mlir/Dialect/MemRef/IR/MemRef.h>
 #include <mlir/Dialect/SCF/IR/SCF.h>
 #include <mlir/Dialect/SCF/Transforms/Transforms.h>
+#include <mlir/Dialect/SCF/Utils/Utils.h>
+#include <mlir/Dialect/Utils/StaticValueUtils.h>
+#include <mlir/IR/PatternMatch.h>
 #include <mlir/Dialect/Tensor/IR/Tensor.h>
 #include <mlir/Interfaces/SideEffectInterfaces.h>
 #include <mlir/Interfaces/ViewLikeInterface.h>
@@ -100,14 +109,43 @@ struct GpuParallelPass : public PassWrapper<GpuParallelPass, OperationPass<func:
       wrap_serial_runs(block);
     }
     if (failed(check_no_escapes())) return signalPassFailure();
+    IRRewriter rewriter(&getContext());
+    std::vector<int64_t> trips;  // per top-level loop, its iterations (0: not known)
+    for (scf::ParallelOp loop : top_level_loops()) {
+      trips.push_back(trip_count(loop));
+      if (loop.getNumLoops() > 1 && loop.getInitVals().empty()) {
+        std::vector<unsigned> all(loop.getNumLoops());
+        for (unsigned d = 0; d < all.size(); ++d) all[d] = d;
+        rewriter.setInsertionPoint(loop);
+        collapseParallelLoops(rewriter, loop, {all});
+      }
+    }
+    size_t i = 0;
+    for (scf::ParallelOp loop : top_level_loops()) {
+      const int64_t n = i < trips.size() ? trips[i++] : 0;
+      SmallVector<int64_t> tiles(loop.getNumLoops(), 1);
+      tiles.back() = n > 0 ? std::min(n, kThreadsPerBlock) : kThreadsPerBlock;
+      scf::tileParallelLoop(loop, tiles, /*noMinMaxBounds=*/true);
+    }
+  }
+
+  SmallVector<scf::ParallelOp> top_level_loops() {
     SmallVector<scf::ParallelOp> loops;
     for (Operation& op : getOperation().getBody().front())
       if (auto loop = dyn_cast<scf::ParallelOp>(op)) loops.push_back(loop);
-    for (scf::ParallelOp loop : loops) {
-      SmallVector<int64_t> tiles(loop.getNumLoops(), 1);
-      tiles.back() = kThreadsPerBlock;
-      scf::tileParallelLoop(loop, tiles, /*noMinMaxBounds=*/true);
+    return loops;
+  }
+
+  // The iterations of all the loop's dimensions together, when its bounds are constants; else 0.
+  static int64_t trip_count(scf::ParallelOp loop) {
+    int64_t n = 1;
+    for (unsigned d = 0; d < loop.getNumLoops(); ++d) {
+      auto lo = getConstantIntValue(loop.getLowerBound()[d]), hi = getConstantIntValue(loop.getUpperBound()[d]),
+           step = getConstantIntValue(loop.getStep()[d]);
+      if (!lo || !hi || !step || *step <= 0) return 0;
+      n *= std::max<int64_t>(0, (*hi - *lo + *step - 1) / *step);
     }
+    return n;
   }
 
   // A scalar read on the host and used only inside later loops (the padding value of pad, a
@@ -221,6 +259,22 @@ struct AbsIViaMax : public OpRewritePattern<math::AbsIOp> {
   }
 };
 
+}  // namespace
+
+void populate_gpu_math_patterns(RewritePatternSet& patterns) {
+  populateExpandSinhPattern(patterns);
+  populateExpandCoshPattern(patterns);
+  populateExpandAsinhPattern(patterns);
+  populateExpandAcoshPattern(patterns);
+  populateExpandAtanhPattern(patterns);
+  populateExpandRoundEvenPattern(patterns);
+  populateExpandRoundFPattern(patterns);
+  patterns.add<InverseTrigViaAtan2<math::AsinOp, false>, InverseTrigViaAtan2<math::AcosOp, true>, AbsIViaMax>(
+      patterns.getContext());
+}
+
+namespace {
+
 struct GpuMathPass : public PassWrapper<GpuMathPass, OperationPass<gpu::GPUModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(GpuMathPass)
   StringRef getArgument() const final { return "fx-gpu-math"; }
@@ -228,15 +282,7 @@ struct GpuMathPass : public PassWrapper<GpuMathPass, OperationPass<gpu::GPUModul
   void getDependentDialects(DialectRegistry& r) const override { r.insert<math::MathDialect, arith::ArithDialect>(); }
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    populateExpandSinhPattern(patterns);
-    populateExpandCoshPattern(patterns);
-    populateExpandAsinhPattern(patterns);
-    populateExpandAcoshPattern(patterns);
-    populateExpandAtanhPattern(patterns);
-    populateExpandRoundEvenPattern(patterns);
-    populateExpandRoundFPattern(patterns);
-    patterns.add<InverseTrigViaAtan2<math::AsinOp, false>, InverseTrigViaAtan2<math::AcosOp, true>, AbsIViaMax>(
-        &getContext());
+    populate_gpu_math_patterns(patterns);
     if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns)))) return signalPassFailure();
     // The C math functions the lowering calls (fmodf, ...) are libdevice's __nv_fmodf, ...:
     // gpu-module-to-binary links libdevice, and ptxas names any that it lacks.

@@ -2,6 +2,10 @@
 #pragma once
 #include <string>
 
+namespace mlir {
+class RewritePatternSet;
+}
+
 namespace fluxion::lowering {
 
 /// fx-group-elementwise (group_elementwise.cpp): runs of elementwise generics -> one generic each,
@@ -30,6 +34,10 @@ void register_math_approx_pass();
 /// bufferized functions to parallel loops (every memory access inside one), and the math ops the
 /// NVVM conversion lacks.
 void register_gpu_passes();
+
+/// fx-gpu-math's rewrites (gpu_passes.cpp) without its renaming of C math functions to
+/// libdevice's: the emulated GPU's kernels (gpu_emulation.cpp) compute what the PTX computes.
+void populate_gpu_math_patterns(mlir::RewritePatternSet& patterns);
 
 /// The fusion passes both pipelines run first (pipeline_cpu.cpp).
 extern const char* const kFusionPasses;

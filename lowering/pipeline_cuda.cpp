@@ -10,7 +10,11 @@
 //   ptx        NVVM, then gpu-module-to-binary{format=isa}: NVPTX code generation with libdevice
 //              for the math functions                                                          .ptx
 //   plan       read the host function: temporaries (memref.alloc) and, per gpu.launch_func, the
-//              kernel's name, grid, block and which buffer each parameter is (runtime/gpu_program.h)
+//              kernel's name, grid, block and which buffer each parameter is (runtime/gpu_program.h);
+//              a launch over a GPU limit is a CompileError
+//   emulate    only under the emulated GPU (FLUXION_CUDA_DRIVER=emulate): each kernel, copied
+//              after `map` (before NVVM), as host code registered under its PTX   .<module>.emu.mlir
+//              (gpu_emulation.h)
 //
 // What this does not do yet (docs/gpu.md): block reductions (a reduced row is one thread's loop),
 // vectorized loads, dot_general through cuBLAS, control flow, indexing, random bits.
@@ -21,7 +25,9 @@
 #include <mlir/IR/Matchers.h>
 #include <mlir/IR/Verifier.h>
 #include <mlir/Interfaces/ViewLikeInterface.h>
+#include <mlir/Parser/Parser.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -29,10 +35,12 @@
 #include "ir/error.h"
 #include "ir/profiler.h"
 #include "lowering/compile_cuda.h"
+#include "lowering/gpu_emulation.h"
 #include "lowering/lower.h"
 #include "lowering/mlir_session.h"
 #include "lowering/passes.h"
 #include "lowering/pipeline_state.h"
+#include "runtime/cuda_driver.h"
 
 #include "fluxion_cuda_config.h"  // FLUXION_CUDA_HOME: the toolkit meson found, or "" (meson.build)
 
@@ -111,9 +119,27 @@ class CudaPipeline : PipelineState {
     dump_module("fused.mlir");
     run(kMapToGpu, "mapping to the GPU");
     dump_module("gpu.mlir");
+    std::vector<EmulationSource> kernels;
+    if (runtime::cuda::emulating()) kernels = copy_gpu_modules(*module_);
     run(to_ptx_passes(gpu_chip(), cuda_toolkit_path()), "NVVM and PTX generation");
     runtime::GpuProgram out = plan();
     for (const runtime::GpuModule& m : out.modules) dump((m.name + ".ptx").c_str(), m.ptx);
+    for (EmulationSource& k : kernels) emulate(k, out);
+    return out;
+  }
+
+  // Hand-written gpu.modules: the `ptx` and `emulate` stages only.
+  runtime::GpuProgram compile_kernels(const std::string& text) {
+    module_ = parseSourceString<ModuleOp>(text, &session_.context);
+    if (!module_) fail("parsing the hand-written kernels");
+    std::vector<EmulationSource> kernels;
+    if (runtime::cuda::emulating()) kernels = copy_gpu_modules(*module_);
+    run(to_ptx_passes(gpu_chip(), cuda_toolkit_path()), "NVVM and PTX generation");
+    runtime::GpuProgram out;
+    out.target = gpu_chip();
+    read_modules(out);
+    for (const runtime::GpuModule& m : out.modules) dump((m.name + ".ptx").c_str(), m.ptx);
+    for (EmulationSource& k : kernels) emulate(k, out);
     return out;
   }
 
@@ -129,19 +155,52 @@ class CudaPipeline : PipelineState {
     }
   }
 
-  // The host function after the passes: constants, temporaries and launches only.
-  runtime::GpuProgram plan() {
-    runtime::GpuProgram out;
-    out.target = gpu_chip();
+  // The kernel as host code for the emulated GPU, registered under its module's PTX.
+  void emulate(EmulationSource& kernel, runtime::GpuProgram& out) {
+    profiler::Scope prof("mlir", "host code for the emulated GPU");
+    auto it = std::find_if(out.modules.begin(), out.modules.end(), [&](const auto& m) { return m.name == kernel.name; });
+    if (it == out.modules.end()) fail("finding the PTX of " + kernel.name + " for the emulated GPU");
+    auto host = compile_for_emulation(kernel, diagnostics_, [&](const std::string& suffix, const std::string& text) {
+      dump(suffix.c_str(), text);
+    });
+    if (!host) fail("compiling " + kernel.name + " for the emulated GPU");
+    runtime::cuda::emulator::register_module(it->ptx, host);
+    it->host_code = host;
+  }
+
+  // A launch no GPU would run (the limits the emulated GPU checks too, runtime/cuda_emulator.h).
+  void check_limits(const runtime::GpuLaunch& l) const {
+    const uint64_t threads = uint64_t(l.block[0]) * l.block[1] * l.block[2];
+    const bool ok = threads <= 1024 && l.block[0] <= 1024 && l.block[1] <= 1024 && l.block[2] <= 64 &&
+                    l.grid[0] < (uint64_t(1) << 31) && l.grid[1] <= 65535 && l.grid[2] <= 65535;
+    if (ok) return;
+    const auto three = [](const std::array<uint32_t, 3>& d) {
+      return "(" + std::to_string(d[0]) + ", " + std::to_string(d[1]) + ", " + std::to_string(d[2]) + ")";
+    };
+    throw CompileError("CompileError: jit for the GPU: the launch of " + l.kernel + " needs grid " + three(l.grid) +
+                       " x block " + three(l.block) + ", over a GPU's limits (block 1024 x 1024 x 64 and 1024 threads, "
+                       "grid 2^31-1 x 65535 x 65535), for the program\n" + program_.str());
+  }
+
+  // The PTX of each gpu.binary, by module name.
+  std::map<std::string, int> read_modules(runtime::GpuProgram& out) {
     std::map<std::string, int> module_index;
     module_->walk([&](gpu::BinaryOp bin) {
       for (Attribute a : bin.getObjectsAttr()) {  // one object: the one target attached
         StringRef bytes = cast<gpu::ObjectAttr>(a).getObject().getValue();
         if (!bytes.empty() && bytes.back() == '\0') bytes = bytes.drop_back();  // ptxas rejects the NUL
         module_index[bin.getSymName().str()] = int(out.modules.size());
-        out.modules.push_back({bin.getSymName().str(), bytes.str()});
+        out.modules.push_back({bin.getSymName().str(), bytes.str(), nullptr});
       }
     });
+    return module_index;
+  }
+
+  // The host function after the passes: constants, temporaries and launches only.
+  runtime::GpuProgram plan() {
+    runtime::GpuProgram out;
+    out.target = gpu_chip();
+    std::map<std::string, int> module_index = read_modules(out);
     auto fn = module_->lookupSymbol<func::FuncOp>("kernel");
     out.num_buffers = int(fn.getNumArguments());
     std::map<Operation*, int> temporaries;
@@ -183,6 +242,7 @@ class CudaPipeline : PipelineState {
         launch.block = {dim(l.getBlockSizeX(), l), dim(l.getBlockSizeY(), l), dim(l.getBlockSizeZ(), l)};
         if (Value s = l.getDynamicSharedMemorySize()) launch.shared_bytes = dim(s, l);
         for (Value v : l.getKernelOperands()) launch.params.push_back(param(v, l));
+        check_limits(launch);
         out.launches.push_back(std::move(launch));
         continue;
       }
@@ -207,11 +267,23 @@ std::string gpu_chip() {
 
 bool gpu_lowers_primitive(Prim p) { return gpu_lowers(p); }
 
-runtime::GpuProgram compile_cuda(const Program& p, const CompileOptions& options) {
+namespace {
+void require_toolkit() {
   if (cuda_toolkit_path().empty())
     throw CompileError("CompileError: jit for the GPU: this build of Fluxion has no CUDA toolkit (meson -Dcuda=enabled "
                        "with the toolkit installed, or FLUXION_CUDA_HOME naming one), so no libdevice for PTX generation");
+}
+}  // namespace
+
+runtime::GpuProgram compile_cuda(const Program& p, const CompileOptions& options) {
+  require_toolkit();
   return CudaPipeline(p, options).compile();
+}
+
+runtime::GpuProgram compile_cuda_kernels(const std::string& mlir, const CompileOptions& options) {
+  require_toolkit();
+  static const Program none;
+  return CudaPipeline(none, options).compile_kernels(mlir);
 }
 
 }  // namespace fluxion::lowering

@@ -10,6 +10,8 @@
 
 #include "ir/error.h"
 #include "runtime/cuda_allocator.h"
+#include "runtime/cuda_driver_api.h"
+#include "runtime/cuda_emulator.h"
 
 namespace fluxion::runtime::cuda {
 
@@ -18,6 +20,8 @@ constexpr int kSuccess = 0;
 constexpr int kJitErrorLogBuffer = 5, kJitErrorLogBufferBytes = 6;  // CUjit_option
 constexpr unsigned kStreamNonBlocking = 1;                           // CU_STREAM_NON_BLOCKING
 constexpr size_t kStagingBytes = size_t(64) << 20;
+constexpr int kMaxDynamicSharedSizeBytes = 8;                        // CUfunction_attribute
+const char* const kEmulatedDriver = "emulate";                       // FLUXION_CUDA_DRIVER's value
 
 // The names of the codes a user is likely to meet, for drivers (and the toolkit's stub library)
 // whose cuGetErrorName does not answer.
@@ -42,30 +46,11 @@ std::string driver_error_message(const char* call, int code, const char* name, c
   return s;
 }
 
-// The driver entry points used, by their exported (versioned) names.
-struct DriverLibrary::Api {
-  using Dev = int;
-  int (*cuInit)(unsigned);
-  int (*cuGetErrorName)(int, const char**);
-  int (*cuGetErrorString)(int, const char**);
-  int (*cuDeviceGetCount)(int*);
-  int (*cuDeviceGet)(Dev*, int);
-  int (*cuDeviceGetName)(char*, int, Dev);
-  int (*cuDevicePrimaryCtxRetain)(Handle*, Dev);
-  int (*cuCtxSetCurrent)(Handle);
-  int (*cuStreamCreate)(Handle*, unsigned);
-  int (*cuStreamSynchronize)(Handle);
-  int (*cuMemAlloc)(DevicePtr*, size_t);
-  int (*cuMemFree)(DevicePtr);
-  int (*cuMemHostAlloc)(void**, size_t, unsigned);
-  int (*cuMemcpyHtoDAsync)(DevicePtr, const void*, size_t, Handle);
-  int (*cuMemcpyDtoHAsync)(void*, DevicePtr, size_t, Handle);
-  int (*cuModuleLoadDataEx)(Handle*, const void*, unsigned, int*, void**);
-  int (*cuModuleGetFunction)(Handle*, Handle, const char*);
-  int (*cuLaunchKernel)(Handle, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, Handle, void**, void**);
-};
-
 DriverLibrary::DriverLibrary(const std::string& path) : api_(std::make_unique<Api>()) {
+  if (path == kEmulatedDriver) {
+    emulator::fill_api(*api_);
+    return;
+  }
   handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle_) {
     const char* why = dlerror();
@@ -97,6 +82,7 @@ DriverLibrary::DriverLibrary(const std::string& path) : api_(std::make_unique<Ap
   bind(a.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
   bind(a.cuModuleLoadDataEx, "cuModuleLoadDataEx");
   bind(a.cuModuleGetFunction, "cuModuleGetFunction");
+  bind(a.cuFuncSetAttribute, "cuFuncSetAttribute");
   bind(a.cuLaunchKernel, "cuLaunchKernel");
 }
 
@@ -110,7 +96,10 @@ void DriverLibrary::check(int code, const char* call) const {
   const char* text = nullptr;
   if (api_->cuGetErrorName(code, &name) != kSuccess) name = nullptr;
   if (api_->cuGetErrorString(code, &text) != kSuccess) text = nullptr;
-  throw DeviceError(driver_error_message(call, code, name, text));
+  std::string message = driver_error_message(call, code, name, text);
+  if (api_->fxErrorDetail)
+    if (const char* detail = api_->fxErrorDetail(); detail && *detail) message += std::string("\nthe emulated GPU: ") + detail;
+  throw DeviceError(message);
 }
 
 void DriverLibrary::init() const { check(api_->cuInit(0), "cuInit"); }
@@ -118,6 +107,11 @@ void DriverLibrary::init() const { check(api_->cuInit(0), "cuInit"); }
 std::string driver_path() {
   const char* p = std::getenv("FLUXION_CUDA_DRIVER");
   return p && *p ? p : "libcuda.so.1";
+}
+
+bool emulating() {
+  const DriverLibrary* d = driver();
+  return d && d->emulated();
 }
 
 namespace {
@@ -226,6 +220,7 @@ void Gpu::release(DevicePtr p) {
 // and moved by DMA; the stream orders the chunks, and one synchronisation per chunk keeps the
 // staging buffer free for the next.
 void Gpu::copy_to_device(DevicePtr dst, const void* src, size_t bytes) {
+  std::lock_guard<std::mutex> lock(staging_mu_);
   make_current();
   for (size_t done = 0; done < bytes; done += staging_bytes_) {
     const size_t n = std::min(staging_bytes_, bytes - done);
@@ -236,6 +231,7 @@ void Gpu::copy_to_device(DevicePtr dst, const void* src, size_t bytes) {
 }
 
 void Gpu::copy_to_host(void* dst, DevicePtr src, size_t bytes) {
+  std::lock_guard<std::mutex> lock(staging_mu_);
   make_current();
   for (size_t done = 0; done < bytes; done += staging_bytes_) {
     const size_t n = std::min(staging_bytes_, bytes - done);
@@ -268,6 +264,11 @@ Handle Gpu::function(Handle module, const std::string& name) {
   Handle fn = nullptr;
   d_.check(d_.api().cuModuleGetFunction(&fn, module, name.c_str()), "cuModuleGetFunction");
   return fn;
+}
+
+void Gpu::set_max_dynamic_shared_bytes(Handle fn, int bytes) {
+  make_current();
+  d_.check(d_.api().cuFuncSetAttribute(fn, kMaxDynamicSharedSizeBytes, bytes), "cuFuncSetAttribute");
 }
 
 void Gpu::launch(Handle fn, const uint32_t grid[3], const uint32_t block[3], uint32_t shared_bytes, void** params) {

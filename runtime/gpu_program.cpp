@@ -7,7 +7,7 @@ namespace fluxion::runtime {
 std::vector<void*> pack_params(const GpuLaunch& launch, std::span<const uint64_t> buffers,
                                std::span<const uint64_t> temporaries, std::vector<uint64_t>& slots) {
   slots.assign(launch.params.size(), 0);
-  std::vector<void*> pointers(launch.params.size());
+  std::vector<void*> pointers(launch.params.size() + 1, nullptr);  // the nullptr ends the list
   for (size_t i = 0; i < launch.params.size(); ++i) {
     const GpuParam& p = launch.params[i];
     const bool temp = p.kind == GpuParam::Kind::temporary;

@@ -10,6 +10,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -30,6 +31,10 @@ struct GpuParam {
 struct GpuModule {
   std::string name;  // the gpu.module's symbol
   std::string ptx;   // PTX text, without the NUL MLIR appends (ptxas rejects it; c_str() adds it back)
+  /// Under the emulated GPU (FLUXION_CUDA_DRIVER=emulate), the module's kernels as host code,
+  /// registered with the emulator under `ptx` (runtime/cuda_emulator.h): what cuModuleLoadDataEx
+  /// finds there lives as long as this. Null otherwise.
+  std::shared_ptr<const void> host_code;
 };
 
 struct GpuLaunch {
@@ -49,8 +54,9 @@ struct GpuProgram {
 };
 
 /// The values of a launch's parameters (device addresses), in parameter order; `slots` receives
-/// them and the returned pointers (one per parameter, pointing into `slots`) are what
-/// cuLaunchKernel takes. Throws DeviceError when an index is out of range.
+/// them and the returned pointers (one per parameter, pointing into `slots`, then a nullptr) are
+/// what cuLaunchKernel takes: the driver reads as many as the kernel has, the emulated GPU counts
+/// up to the nullptr. Throws DeviceError when an index is out of range.
 std::vector<void*> pack_params(const GpuLaunch& launch, std::span<const uint64_t> buffers,
                                std::span<const uint64_t> temporaries, std::vector<uint64_t>& slots);
 

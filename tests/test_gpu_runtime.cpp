@@ -118,10 +118,11 @@ TEST_CASE("gpu launch: parameters are packed in the launch's order, from buffers
   const std::vector<uint64_t> buffers = {0xA0, 0xA1, 0xA2, 0xA3}, temps = {0xB0};
   std::vector<uint64_t> slots;
   std::vector<void*> p = fx::runtime::pack_params(l, buffers, temps, slots);
-  REQUIRE(p.size() == 3);
+  REQUIRE(p.size() == 4);
   CHECK(*static_cast<uint64_t*>(p[0]) == 0xA3);
   CHECK(*static_cast<uint64_t*>(p[1]) == 0xB0);
   CHECK(*static_cast<uint64_t*>(p[2]) == 0xA0);
+  CHECK(p[3] == nullptr);  // the end of the list, which the emulated GPU counts up to
   l.params.push_back({GpuParam::Kind::temporary, 1});
   try {
     fx::runtime::pack_params(l, buffers, temps, slots);
