@@ -23,7 +23,7 @@ bool on_gpu(const fx::Array& x) { return x.device() == gpu(); }
 
 TEST_CASE("gpu arrays: device_put places an array in GPU memory and copies it back; printing reads it" *
           doctest::skip(no_gpu())) {
-  const fx::Array x = fx::reshape(fx::arange(6.f), {2, 3});
+  const fx::Array x = fx::reshape(fx::astype(fx::arange(6), fx::float32), {2, 3});
   const fx::Array xg = fx::device_put(x, gpu());
   CHECK(on_gpu(xg));
   CHECK(xg.shape() == x.shape());
