@@ -40,6 +40,7 @@
 #include "lowering/mlir_session.h"
 #include "lowering/passes.h"
 #include "lowering/pipeline_state.h"
+#include "prims/registry.h"
 #include "runtime/cuda_driver.h"
 
 #include "fluxion_cuda_config.h"  // FLUXION_CUDA_HOME: the toolkit meson found, or "" (meson.build)
@@ -50,30 +51,9 @@ using namespace mlir;
 
 namespace {
 
-// The primitives whose lowering (lower_*.cpp) is plain linalg on tensors with arith/math bodies,
-// which the list below maps to the GPU. Each is checked through ptxas by the op-table test
-// (tests/test_gpu_ptx.cpp); a primitive not listed raises CompileError.
-bool gpu_lowers(Prim p) {
-  switch (p) {
-    case Prim::neg: case Prim::sign: case Prim::floor: case Prim::ceil: case Prim::round: case Prim::is_finite:
-    case Prim::exp: case Prim::exp2: case Prim::log: case Prim::log1p: case Prim::expm1: case Prim::tanh:
-    case Prim::logistic: case Prim::sin: case Prim::cos: case Prim::tan: case Prim::asin: case Prim::acos:
-    case Prim::atan: case Prim::sinh: case Prim::cosh: case Prim::asinh: case Prim::acosh: case Prim::atanh:
-    case Prim::sqrt: case Prim::rsqrt: case Prim::cbrt: case Prim::abs: case Prim::not_: case Prim::erf:
-    case Prim::integer_pow: case Prim::stop_gradient:
-    case Prim::add: case Prim::sub: case Prim::mul: case Prim::div: case Prim::rem: case Prim::pow: case Prim::max:
-    case Prim::min: case Prim::atan2: case Prim::and_: case Prim::or_: case Prim::xor_: case Prim::add_any:
-    case Prim::eq: case Prim::ne: case Prim::lt: case Prim::le: case Prim::gt: case Prim::ge: case Prim::select:
-    case Prim::clamp: case Prim::convert_element_type:
-    case Prim::broadcast_in_dim: case Prim::reshape: case Prim::transpose: case Prim::squeeze: case Prim::rev:
-    case Prim::iota: case Prim::slice: case Prim::concatenate: case Prim::pad:
-    case Prim::reduce_sum: case Prim::reduce_max: case Prim::reduce_min: case Prim::reduce_prod: case Prim::argmax:
-    case Prim::argmin: case Prim::reduce_and: case Prim::reduce_or:
-      return true;
-    default:
-      return false;
-  }
-}
+// What the primitive's record says (prims/registry.h, `gpu`): each is checked through ptxas and run
+// on the emulated GPU by the op-table tests (tests/test_gpu_ptx.cpp); any other raises CompileError.
+bool gpu_lowers(Prim p) { return rules(p).gpu != GpuLowering::none; }
 
 // After the CPU's fusion passes (kFusionPasses, passes.h): bufferize without freeing (the runtime
 // owns temporaries: each memref.alloc left in the host function is one), make every op a parallel

@@ -82,8 +82,7 @@ TEST_CASE("registry: the tables the transforms read hold what the records say") 
 }
 
 // The GPU column: a primitive the GPU pipeline lowers generically is one whose CPU lowering it
-// reuses, so it must have one; the GPU pipeline's check agrees with the records; and the column is
-// reported. Whether each claim holds -- the primitive compiled for the GPU computes the CPU's
+// reuses, so it must have one; the GPU pipeline's check is the record's; and the column is reported. Whether each claim holds -- the primitive compiled for the GPU computes the CPU's
 // values -- is the GPU op table's test (tests/test_gpu_ptx.cpp, on a GPU or the emulated one).
 TEST_CASE("registry: the GPU column -- what the GPU pipeline lowers, as the records say") {
   std::string lowered, not_lowered;
@@ -93,10 +92,11 @@ TEST_CASE("registry: the GPU column -- what the GPU pipeline lowers, as the reco
     CHECK(fx::lowering::gpu_lowers_primitive(p) == gpu);
     if (r.gpu == fx::GpuLowering::generic) CHECK(fx::lowering::has_lowering(p));
     if (gpu) CHECK_FALSE(r.eager_only);
-    (gpu ? lowered : not_lowered) += std::string(lowered.empty() && gpu ? "" : " ") + std::string(fx::prim_name(p));
+    std::string& list = gpu ? lowered : not_lowered;
+    list += (list.empty() ? "" : " ") + std::string(fx::prim_name(p));
     n += gpu;
   });
-  MESSAGE("the GPU pipeline lowers " << n << " of " << fx::kNumPrims << " primitives:" << lowered
-                                     << "\nnot (CompileError on a GPU):" << not_lowered);
+  MESSAGE("the GPU pipeline lowers " << n << " of " << fx::kNumPrims << " primitives: " << lowered
+                                     << "\nnot (CompileError on a GPU): " << not_lowered);
   CHECK(n > 0);
 }
