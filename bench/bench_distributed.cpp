@@ -60,7 +60,7 @@ std::pair<double, double> best_of_both(const std::function<void()>& f, const std
 const char* verdict(bool ok) { return ok ? "met" : "MISSED"; }
 
 std::vector<fx::Device> first(size_t n) {
-  std::vector<fx::Device> d = fx::devices();
+  std::vector<fx::Device> d = fx::devices("cpu");
   d.resize(n);
   return d;
 }
@@ -206,7 +206,7 @@ void all_reduce_2_processes() {
   const int me = fx::distributed::process_index();
   if (me == 0) std::printf("(b) all-reduce between %d processes: pmap of psum vs MPI_Allreduce\n", fx::distributed::process_count());
   auto psum = fx::pmap([](const fx::Array& x) { return fx::psum(x, "i"); }, "i");
-  const int64_t local = int64_t(fx::local_devices().size());
+  const int64_t local = int64_t(fx::local_devices("cpu").size());
   for (int64_t mb : {1, 16, 256}) {
     const int64_t count = mb * (1 << 20) / 4;
     fx::Array x = fx::ones({local, count});
@@ -242,7 +242,7 @@ int main(int argc, char** argv) {
   }
 #endif
   std::printf("==== bench_distributed: %zu CPU devices on %u cores; baselines measured in the same run ====\n",
-              fx::devices().size(), std::thread::hardware_concurrency());
+              fx::devices("cpu").size(), std::thread::hardware_concurrency());
   if (only.find('a') != std::string::npos) all_reduce_4_devices();
   if (only.find('c') != std::string::npos) data_parallel_step();
   if (only.find('d') != std::string::npos) dispatch_overhead();

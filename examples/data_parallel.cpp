@@ -47,8 +47,8 @@ std::pair<fx::Array, fx::Array> batch(int step, int64_t size) {
 
 // This process's devices' rows of a global batch, as [local devices, rows per device, ...].
 fx::Array local_shards(const fx::Array& global) {
-  const int64_t devices = int64_t(fx::devices().size()), local = int64_t(fx::local_devices().size());
-  const int64_t rows = global.shape()[0] / devices, first = fx::local_devices()[0].id * rows;
+  const int64_t devices = int64_t(fx::devices("cpu").size()), local = int64_t(fx::local_devices("cpu").size());
+  const int64_t rows = global.shape()[0] / devices, first = fx::local_devices("cpu")[0].id * rows;
   fx::Array mine = fx::slice(global, {first, 0}, {first + local * rows, global.shape()[1]});
   return fx::reshape(mine, {local, rows, global.shape()[1]});
 }
@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
   const int steps = argc > 1 ? std::atoi(argv[1]) : 10;
   const int64_t global_batch = argc > 2 ? std::atoll(argv[2]) : 512;
   const int me = fx::distributed::process_index();
-  const int64_t devices = int64_t(fx::devices().size());
+  const int64_t devices = int64_t(fx::devices("cpu").size());
   if (global_batch % devices) {
     std::fprintf(stderr, "the global batch %lld is not a multiple of the %lld devices\n", (long long)global_batch,
                  (long long)devices);

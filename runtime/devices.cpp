@@ -109,6 +109,14 @@ std::vector<Device> local_devices() {
   return ds;
 }
 
+std::vector<Device> local_devices(std::string_view platform) {
+  (void)devices(platform);  // an unknown platform is the same DeviceError as there
+  std::vector<Device> ds;
+  for (const Device& d : local_devices())
+    if (platform_name(d.platform) == platform) ds.push_back(d);
+  return ds;
+}
+
 bool is_local(const Device& d) {
   if (d.platform == Platform::cuda) return d.id >= 0 && d.id < runtime::cuda::device_count();
   const int per = runtime::cpu_devices_per_process(), first = distributed::process_index() * per;

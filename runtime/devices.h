@@ -28,6 +28,8 @@ std::vector<Device> devices();
 std::vector<Device> devices(std::string_view platform);
 /// The devices this process drives (all of them without distributed::initialize).
 std::vector<Device> local_devices();
+/// The same, of one platform ("cpu", "cuda").
+std::vector<Device> local_devices(std::string_view platform);
 bool is_local(const Device& d);
 
 /// x on device d: a copy placed there and committed to it, so eager ops that use it run there

@@ -28,9 +28,9 @@ void expect(bool ok, const std::string& what) {
 
 int collectives() {
   const int procs = fx::distributed::process_count(), me = fx::distributed::process_index();
-  const int64_t local = int64_t(fx::local_devices().size()), global = int64_t(fx::devices().size());
+  const int64_t local = int64_t(fx::local_devices("cpu").size()), global = int64_t(fx::devices("cpu").size());
   expect(global == local * procs, "the global device list has every process's devices");
-  expect(fx::local_devices()[0].id == me * local, "this process owns its block of the list");
+  expect(fx::local_devices("cpu")[0].id == me * local, "this process owns its block of the list");
   // Device k (global) holds [k, 10k]; the sums are over every process's devices.
   std::vector<float> v;
   for (int64_t k = 0; k < local; ++k) v.insert(v.end(), {float(me * local + k), float(10 * (me * local + k))});
@@ -66,7 +66,7 @@ int collectives() {
 
 int mismatch() {
   const int me = fx::distributed::process_index();
-  const int64_t local = int64_t(fx::local_devices().size());
+  const int64_t local = int64_t(fx::local_devices("cpu").size());
   try {
     fx::pmap([](const fx::Array& x) { return fx::psum(x, "i"); }, "i")(fx::zeros({local, me == 1 ? 3 : 2}));
   } catch (const fx::DeviceError& e) {
@@ -83,7 +83,7 @@ int mismatch() {
 
 int hang() {
   const int me = fx::distributed::process_index();
-  const int64_t local = int64_t(fx::local_devices().size());
+  const int64_t local = int64_t(fx::local_devices("cpu").size());
   if (me == 1) {  // stops answering
     std::this_thread::sleep_for(std::chrono::seconds(60));
     return 0;
