@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -105,6 +106,15 @@ TEST_CASE("gpu launch plan: an elementwise op is one launch of 256-thread blocks
     std::set<int> used;
     for (const fx::runtime::GpuParam& prm : l.params) used.insert(prm.index);
     CHECK(used == std::set<int>{0, 1, 2});
+    // On a GPU (or the emulated one): many blocks, each element from its own thread.
+    if (cuda::device_count() == 0) continue;
+    x = fx::reshape(fx::arange(0.f, float(n)) / float(n), shape);
+    const std::vector<float> got = gpu_test::run(cuda::Gpu::get(0), g, p, {x, y})[0].to_vector<float>();
+    const std::vector<float> want = (fx::exp(x) * y + 1.f).to_vector<float>();
+    REQUIRE(got.size() == want.size());
+    int wrong = 0;
+    for (size_t i = 0; i < got.size(); ++i) wrong += !(std::abs(got[i] - want[i]) <= 1e-6f * want[i]);
+    CHECK(wrong == 0);
   }
 }
 
