@@ -183,14 +183,16 @@ LogicalResult replace_gpu_ops(HostFunction& h) {
   for (Operation* op : ops) {
     OpBuilder b(op);
     const Location loc = op->getLoc();
-    Value warp = b.create<arith::ConstantIndexOp>(loc, 32);
+    auto warp = [&] { return b.create<arith::ConstantIndexOp>(loc, 32).getResult(); };
     if (auto t = dyn_cast<gpu::ThreadIdOp>(op)) t.replaceAllUsesWith(h.id(0, t.getDimension()));
     else if (auto t = dyn_cast<gpu::BlockIdOp>(op)) t.replaceAllUsesWith(h.id(3, t.getDimension()));
     else if (auto t = dyn_cast<gpu::BlockDimOp>(op)) t.replaceAllUsesWith(h.id(6, t.getDimension()));
     else if (auto t = dyn_cast<gpu::GridDimOp>(op)) t.replaceAllUsesWith(h.id(9, t.getDimension()));
-    else if (isa<gpu::SubgroupSizeOp>(op)) op->replaceAllUsesWith(ValueRange{warp});
-    else if (isa<gpu::LaneIdOp>(op)) op->replaceAllUsesWith(ValueRange{b.create<arith::RemUIOp>(loc, linear_thread(h, b, loc), warp)});
-    else if (isa<gpu::SubgroupIdOp>(op)) op->replaceAllUsesWith(ValueRange{b.create<arith::DivUIOp>(loc, linear_thread(h, b, loc), warp)});
+    else if (isa<gpu::SubgroupSizeOp>(op)) op->replaceAllUsesWith(ValueRange{warp()});
+    else if (isa<gpu::LaneIdOp>(op))
+      op->replaceAllUsesWith(ValueRange{b.create<arith::RemUIOp>(loc, linear_thread(h, b, loc), warp())});
+    else if (isa<gpu::SubgroupIdOp>(op))
+      op->replaceAllUsesWith(ValueRange{b.create<arith::DivUIOp>(loc, linear_thread(h, b, loc), warp())});
     else if (isa<gpu::ReturnOp>(op)) b.create<func::ReturnOp>(loc);
     else if (isa<gpu::BarrierOp>(op)) h.call(b, loc, "fluxion_emu_barrier", {h.context}, {}), h.info.synchronizes = true;
     else if (auto s = dyn_cast<gpu::ShuffleOp>(op)) {

@@ -6,11 +6,13 @@
 // own: a thread runs until it reaches a barrier or a shuffle (or returns), then the next one runs;
 // once none can go on, the scheduler releases the lanes of a shuffle once every live lane of its
 // member mask waits there (each gets the value its source lane left), or the block when every
-// live thread waits at a barrier (threads that returned count as arrived, as on a GPU). Fibers, not loops split at barriers: a barrier may sit in a loop or a branch (MLIR's
-// all_reduce lowering puts them in both), a value may live across it in a register, and a fiber
-// keeps all of that exactly as the kernel wrote it, with no rewrite of the kernel's control flow.
-// If neither a warp nor the block can go on, the threads cannot all meet (a barrier in a branch not
-// every thread takes): a GPU hangs or computes garbage; the emulator fails the launch.
+// live thread waits at a barrier (threads that returned count as arrived, as on a GPU).
+// Fibers, not loops split at barriers: a barrier may sit in a loop or a branch (MLIR's all_reduce
+// lowering puts them in both), a value may live across it in a register, and a fiber keeps all of
+// that exactly as the kernel wrote it, with no rewrite of the kernel's control flow. If neither a
+// shuffle nor the block can go on, the threads cannot all meet (a barrier in a branch not every
+// thread takes, with others at a shuffle): a GPU hangs or computes garbage; the emulator fails the
+// launch.
 #include <sys/mman.h>
 #include <ucontext.h>
 

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "gpu_programs.h"
 #include "gpu_run.h"
 #include "lowering/compile_cuda.h"
 #include "op_table.h"
@@ -30,12 +32,6 @@ std::string ptxas() { return fx::lowering::cuda_toolkit_path() + "/bin/ptxas"; }
 bool have_toolkit() { return !fx::lowering::cuda_toolkit_path().empty(); }
 bool have_ptxas() { return have_toolkit() && access(ptxas().c_str(), X_OK) == 0; }
 
-const fx::Eqn* not_on_gpu(const fx::Program& p) {
-  for (const fx::Eqn& e : p.eqns)
-    if (!fx::lowering::gpu_lowers_primitive(e.prim)) return &e;
-  return nullptr;
-}
-
 // ptxas's verdict on the PTX: empty when accepted, else what it said.
 std::string ptxas_rejects(const std::string& ptx) {
   const std::string dir = std::filesystem::temp_directory_path() / ("fluxion_ptx_" + std::to_string(getpid()));
@@ -48,28 +44,6 @@ std::string ptxas_rejects(const std::string& ptx) {
   said << std::ifstream(log).rdbuf();
   std::filesystem::remove_all(dir);
   return rc == 0 ? std::string() : "ptxas exit " + std::to_string(rc) + ": " + said.str();
-}
-
-// Each op in each dtype, on its first sample (or on every sample): the program the jit would compile.
-template <class F>
-void for_each_program(F&& f, bool every_sample = false) {
-  for (const OpInfo& op : op_table()) {
-    if (!op.applies(Check::jit)) continue;
-    for (fx::DType d : op.dtypes)
-      for (size_t i = 0; i < (every_sample ? op.samples.size() : 1); ++i) {
-        const Sample& s = op.samples[i];
-        std::vector<fx::Array> args = sample_args(s, d);
-        try {
-          op.op(args);
-        } catch (const std::exception&) {
-          continue;  // reported by the eager op-table test
-        }
-        fx::Program p = fx::make_ir([&](const std::vector<fx::Array>& a) { return op.op(a); })(args);
-        std::ostringstream what;
-        what << op.name << " [" << fx::dtype_name(d) << "] " << s.label;
-        f(op, d, args, p, what.str());
-      }
-  }
 }
 
 }  // namespace
@@ -132,6 +106,15 @@ TEST_CASE("gpu launch plan: an elementwise op is one launch of 256-thread blocks
     std::set<int> used;
     for (const fx::runtime::GpuParam& prm : l.params) used.insert(prm.index);
     CHECK(used == std::set<int>{0, 1, 2});
+    // On a GPU (or the emulated one): many blocks, each element from its own thread.
+    if (cuda::device_count() == 0) continue;
+    x = fx::reshape(fx::arange(0.f, float(n)) / float(n), shape);
+    const std::vector<float> got = gpu_test::run(cuda::Gpu::get(0), g, p, {x, y})[0].to_vector<float>();
+    const std::vector<float> want = (fx::exp(x) * y + 1.f).to_vector<float>();
+    REQUIRE(got.size() == want.size());
+    int wrong = 0;
+    for (size_t i = 0; i < got.size(); ++i) wrong += !(std::abs(got[i] - want[i]) <= 1e-6f * want[i]);
+    CHECK(wrong == 0);
   }
 }
 
