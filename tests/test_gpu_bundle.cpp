@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "gpu_programs.h"
+#include "interpreters/jit_passes.h"
 
 namespace optable {
 namespace {
@@ -29,14 +30,16 @@ void write_bytes(const std::string& path, const void* data, size_t n) {
 size_t bytes_of(const fx::AbstractArray& a) { return std::max<size_t>(1, size_t(a.size()) * fx::itemsize(a.dtype)); }
 
 // plan.txt: one line per fact, read by scripts/gpu_bundle_run.py.
+// With `with_data` false the inputs' bytes are not written (plan: "in <i> <bytes> 0"): a benchmark's
+// runner fills them on the GPU (scripts/gpu_bench_run.py), since 1 GiB inputs cannot travel.
 void write_case(const std::string& dir, const fx::Program& p, const std::vector<fx::Array>& args,
-                const fx::runtime::GpuProgram& g) {
+                const fx::runtime::GpuProgram& g, bool with_data = true) {
   std::filesystem::create_directories(dir);
   std::ofstream plan(dir + "/plan.txt");
   std::vector<fx::Array> inputs = args;
   inputs.insert(inputs.end(), p.consts.begin(), p.consts.end());
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const size_t n = size_t(inputs[i].size()) * fx::itemsize(inputs[i].dtype());
+    const size_t n = with_data ? size_t(inputs[i].size()) * fx::itemsize(inputs[i].dtype()) : 0;
     plan << "in " << i << " " << bytes_of(fx::AbstractArray{inputs[i].shape(), inputs[i].dtype()}) << " " << n << "\n";
     if (n) write_bytes(dir + "/in" + std::to_string(i) + ".bin", inputs[i].data(), n);
   }
@@ -120,6 +123,39 @@ TEST_CASE("gpu bundle: a GPU's outputs of the bundle match eager results on the 
   }, /*every_sample=*/true);
   MESSAGE(passed << " of " << n << " programs match (" << status.size() << " ran)");
   CHECK(passed == n);
+}
+
+// The GPU workloads of issue 30 that the pipeline lowers today, as the GPU machine's benchmark runner
+// takes them (scripts/gpu_bench_run.py: inputs filled on the GPU, CUDA-event timings): the fused
+// elementwise chain over 256M float32 (against a device-to-device copy of the same bytes), row
+// softmax and row sums of 8192 x 8192 float32, and a one-op program of 1024 elements (the launch).
+TEST_CASE("gpu bundle: the benchmark programs for a machine with only a CUDA driver" *
+          doctest::skip(!setting("FLUXION_TEST_GPU_BENCH") || fx::lowering::cuda_toolkit_path().empty())) {
+  const std::string dir = setting("FLUXION_TEST_GPU_BENCH");
+  std::filesystem::create_directories(dir);
+  std::ofstream cases(dir + "/cases.txt");
+  int n = 0;
+  auto add = [&](const std::string& name, const fx::Program& traced, const std::vector<fx::Array>& args) {
+    const fx::Program p = fx::jit_passes(traced, name);  // what fx::jit compiles (custom_jvp inlined, ...)
+    write_case(dir + "/" + std::to_string(n), p, args, fx::lowering::compile_cuda(p, {}), /*with_data=*/false);
+    cases << n++ << " " << name << "\n";
+  };
+  {
+    const fx::Array x = fx::zeros({int64_t(1) << 28}), y = fx::zeros({int64_t(1) << 28});
+    auto chain = [](const fx::Array& a, const fx::Array& b) { return fx::tanh(a) * b + fx::exp(-(a * a)) * 0.5f; };
+    add("chain_f32_256M", fx::make_ir(chain)(x, y), {x, y});
+  }
+  {
+    const fx::Array x = fx::zeros({8192, 8192});
+    add("softmax_f32_8192x8192", fx::make_ir([](const fx::Array& a) { return fx::nn::softmax(a, -1); })(x), {x});
+    add("rowsum_f32_8192x8192", fx::make_ir([](const fx::Array& a) { return fx::sum(a, {1}); })(x), {x});
+  }
+  {
+    const fx::Array x = fx::zeros({1024});
+    add("scale_f32_1024", fx::make_ir([](const fx::Array& a) { return a * 3.f; })(x), {x});
+  }
+  MESSAGE(n << " benchmark programs written to " << dir);
+  CHECK(n == 4);
 }
 
 }  // namespace optable
