@@ -69,8 +69,9 @@ Array per_run(const Runs& r, const Array& values, const Array& fill, int64_t siz
   return at_set(broadcast_to(fill, Shape{size}, loc), target, values, 0, loc);
 }
 
+// Under a live trace every op is staged (also on a concrete x), so the count cannot be read.
 void eager_only(std::string_view op, const Array& x, SourceLoc loc) {
-  if (!x.is_tracer()) return;
+  if (!x.is_tracer() && !is_tracing()) return;
   fail(ErrorKind::Concretization, op, {x}, loc,
        "the number of distinct values depends on the data, so the result has no static shape under a "
        "transformation (grad, vmap, jit, ...); give it one: fx::unique(x, size, fill_value) (jnp.unique's size=)");

@@ -97,6 +97,10 @@ TEST_CASE("unique: sorted distinct values, NaNs as one, eager only -- a size mak
   std::string m = message_of([] { (void)fx::jit([](const fx::Array& a) { return fx::unique(a); })(fx::array({1, 2})); });
   CHECK(m.find("ConcretizationError: unique(i32[2]) at test_numpy_surface.cpp:" + std::to_string(line)) == 0);
   CHECK(m.find("fx::unique(x, size, fill_value)") != std::string::npos);
+  // Also of a concrete array under a trace: the ops are staged all the same (omnistaging).
+  fx::Array c = fx::array({1, 2});
+  m = message_of([&] { (void)fx::jit([&](const fx::Array& a) { return fx::unique(c) + a; })(fx::ones({2}, fx::int32)); });
+  CHECK(m.find("ConcretizationError: unique(i32[2])") == 0);
   // The kept values carry their gradients (to the first of equal elements' positions).
   fx::Array g = fx::grad([](const fx::Array& a) { return fx::sum(fx::unique(a, 2, 0.0) * fx::array({1.f, 10.f})); })(
       fx::array({2.f, 1.f, 2.f}));
