@@ -39,6 +39,9 @@ class Padding {
   /// ShapeError (naming `op`) for the wrong number of pairs.
   /// The same padding for an operand with `n` more leading dims, which it leaves unpadded.
   Padding with_leading(size_t n) const;
+  /// "SAME" or "VALID" (any case as given), or empty for explicit pairs.
+  const std::string& name() const { return name_; }
+  const std::vector<std::pair<int64_t, int64_t>>& pairs() const { return pairs_; }
   IntList resolve(std::string_view op, const std::vector<int64_t>& in, const std::vector<int64_t>& window,
                   const IntList& strides, const AbstractArray& x, SourceLoc loc) const;
 

@@ -38,11 +38,11 @@ Array fill(std::string_view op, const Shape& shape, const Literal& value, Source
 Array zeros(const Shape& shape, DType dtype, SourceLoc loc) { return fill("zeros", shape, Literal::of_int(0, dtype), loc); }
 Array ones(const Shape& shape, DType dtype, SourceLoc loc) { return fill("ones", shape, Literal::of_int(1, dtype), loc); }
 
+// A C++ scalar value is weakly typed, as a Python scalar is in jnp.full; an array value keeps its type.
 Array full(const Shape& shape, const ArrayLike& value, SourceLoc loc) {
   if (value.is_scalar()) {
-    DType d = value.scalar_kind();
-    Literal l = d == DType::float32 ? Literal::of_double(value.scalar_double(), d) : Literal::of_int(value.scalar_int(), d);
-    return fill("full", shape, l, loc);
+    check_shape("full", shape, loc);
+    return broadcast_to(detail::as_array(value, value.dtype(), value.weak(), loc), shape, loc);
   }
   return full(shape, value, value.dtype(), loc);
 }
@@ -51,25 +51,34 @@ Array full(const Shape& shape, const ArrayLike& value, DType dtype, SourceLoc lo
   Array v = detail::as_array(value, dtype, false, loc);
   return broadcast_to(v, shape, loc);
 }
-Array zeros_like(const Array& x, SourceLoc loc) { return zeros(x.shape(), x.dtype(), loc); }
-Array ones_like(const Array& x, SourceLoc loc) { return ones(x.shape(), x.dtype(), loc); }
-Array full_like(const Array& x, const ArrayLike& value, SourceLoc loc) { return full(x.shape(), value, x.dtype(), loc); }
+// The *_like functions keep x's dtype and weak type (jnp.zeros_like of a weakly typed array is weak).
+namespace {
+Array fill_like(std::string_view op, const Array& x, const ArrayLike& value, SourceLoc loc) {
+  check_shape(op, x.shape(), loc);
+  return broadcast_to(detail::as_array(value, x.dtype(), x.weak_type(), loc), x.shape(), loc);
+}
+}  // namespace
+Array zeros_like(const Array& x, SourceLoc loc) { return fill_like("zeros_like", x, 0, loc); }
+Array ones_like(const Array& x, SourceLoc loc) { return fill_like("ones_like", x, 1, loc); }
+Array full_like(const Array& x, const ArrayLike& value, SourceLoc loc) { return fill_like("full_like", x, value, loc); }
+
+namespace detail {
+Array weak_scalar(const ArrayLike& v, SourceLoc loc) { return as_array(v, v.dtype(), v.weak(), loc); }
+}  // namespace detail
 
 Array iota(DType dtype, const Shape& shape, int64_t dimension, SourceLoc loc) {
   check_shape("iota", shape, loc);
   return bind1(Prim::iota, {}, Params{{"dtype", dtype}, {"shape", shape.dims()}, {"dimension", dimension}}, loc);
 }
 
-Array arange(int64_t n, DType dtype, SourceLoc loc) {
-  if (n < 0) n = 0;
-  return iota(dtype, Shape{n}, 0, loc);
-}
-
 namespace {
-// start + step * [0, n) in `dtype` (the scalars are weak, so the dtype stays).
-Array ramp(int64_t n, const ArrayLike& start, const ArrayLike& step, bool plain, DType dtype, SourceLoc loc) {
+// start + step * [0, n) in `dtype` (the scalars are weak, so the dtype stays; for an integer
+// dtype they enter as integers, which the callers have checked they are).
+Array ramp(int64_t n, double start, double step, bool plain, DType dtype, SourceLoc loc) {
   Array i = iota(dtype, Shape{n}, 0, loc);
-  return plain ? i : add(multiply(i, step, loc), start, loc);
+  if (plain) return i;
+  if (is_inexact(dtype)) return add(multiply(i, step, loc), start, loc);
+  return add(multiply(i, int64_t(step), loc), int64_t(start), loc);
 }
 }  // namespace
 
@@ -78,12 +87,22 @@ Array arange_int(int64_t start, int64_t stop, int64_t step, DType dtype, SourceL
   if (step == 0) throw ValueError("ValueError: arange at " + loc.str() + ": step must not be zero");
   // ceil((stop - start) / step) in integers, for either sign of step.
   const int64_t n = std::max<int64_t>(0, (stop - start + step - (step > 0 ? 1 : -1)) / step);
-  return ramp(n, start, step, start == 0 && step == 1, dtype, loc);
+  if (!is_inexact(dtype)) {
+    Array i = iota(dtype, Shape{n}, 0, loc);
+    return start == 0 && step == 1 ? i : add(multiply(i, step, loc), start, loc);
+  }
+  return ramp(n, double(start), double(step), start == 0 && step == 1, dtype, loc);
 }
 
 Array arange_float(double start, double stop, double step, DType dtype, SourceLoc loc) {
   if (step == 0) throw ValueError("ValueError: arange at " + loc.str() + ": step must not be zero");
+  if (!std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step))
+    throw ValueError("ValueError: arange at " + loc.str() + ": the bounds and the step must be finite");
   int64_t n = std::max<int64_t>(0, int64_t(std::ceil((stop - start) / step)));
+  // An integer dtype with fractional bounds: the values computed in float64, then truncated (numpy
+  // computes the first values in the bounds' type and converts them).
+  if (!is_inexact(dtype) && !(start == std::trunc(start) && step == std::trunc(step)))
+    return astype(ramp(n, start, step, false, float64, loc), dtype, loc);
   return ramp(n, start, step, start == 0 && step == 1, dtype, loc);
 }
 

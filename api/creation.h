@@ -33,6 +33,17 @@ template <Scalar T>
 Array scalar(T v, FLUXION_LOC);
 template <Scalar T>
 Array scalar(T v, DType dtype, FLUXION_LOC);
+namespace detail {
+Array weak_scalar(const ArrayLike& v, SourceLoc loc);
+}
+/// A 0-d array holding a C++ scalar, as jnp.array(3.0) holds a Python one: weakly typed, of the kind
+/// a C++ scalar has in an expression -- fx::array(3.f) and fx::array(3.0) are float32[] (weak),
+/// fx::array(3) int32[] (weak), fx::array(true) bool[] -- so `x_f16 * fx::array(2.f)` stays float16.
+/// fx::scalar is the typed one (scalar(3.0) is float64[]).
+template <Scalar T>
+Array array(T v, FLUXION_LOC) {
+  return detail::weak_scalar(v, loc);
+}
 
 Array zeros(const Shape& shape, DType dtype = float32, FLUXION_LOC);
 Array ones(const Shape& shape, DType dtype = float32, FLUXION_LOC);
@@ -51,8 +62,11 @@ constexpr DType bounds_dtype() {
 }
 }  // namespace detail
 
-/// 0, 1, ..., n-1 as int32 (or the given dtype).
-Array arange(int64_t n, DType dtype = int32, FLUXION_LOC);
+/// 0, 1, ..., up to `stop` (exclusive), in the bound's type as jnp.arange(stop): arange(10) is
+/// int32[10], arange(4.f) and arange(4.0) float32[4] (the C++ scalar rule below), arange(2.5)
+/// float32[3]; `dtype` overrides. A template, so no bound converts silently to another type.
+template <Scalar T>
+Array arange(T stop, DType dtype = detail::bounds_dtype<T>(), FLUXION_LOC);
 /// start, start+step, ... below stop (numpy semantics). The dtype follows the C++ scalar rule
 /// (docs/linalg.md, "C++ scalars"): all-integer bounds give int32, any floating bound float32 --
 /// arange(2, 5) is i32[3], arange(0.0, 1.0, 0.25) f32[4] -- unless `dtype` says otherwise.
@@ -75,6 +89,13 @@ Array arange_float(double start, double stop, double step, DType dtype, SourceLo
 Array linspace(double start, double stop, int64_t n, DType dtype, SourceLoc loc);
 }  // namespace detail
 
+template <Scalar T>
+Array arange(T stop, DType dtype, SourceLoc loc) {
+  if constexpr (std::is_integral_v<T>)
+    return detail::arange_int(0, int64_t(stop), 1, dtype, loc);
+  else
+    return detail::arange_float(0.0, double(stop), 1.0, dtype, loc);
+}
 template <Scalar A, Scalar B, Scalar S>
 Array arange(A start, B stop, S step, DType dtype, SourceLoc loc) {
   if constexpr (std::is_integral_v<A> && std::is_integral_v<B> && std::is_integral_v<S>)

@@ -65,6 +65,28 @@ Array less_equal(const ArrayLike& x, const ArrayLike& y, FLUXION_LOC);
 Array greater(const ArrayLike& x, const ArrayLike& y, FLUXION_LOC);
 Array greater_equal(const ArrayLike& x, const ArrayLike& y, FLUXION_LOC);
 
+// ---- compositions, as jax.numpy writes them (api/elementwise_composed.cpp) -----------------------
+/// Elementwise tests (bool results): NaN; +-inf; +inf; -inf. Integer and bool operands are never
+/// NaN or infinite; a complex value is NaN (infinite) when either part is.
+Array isnan(const ArrayLike& x, FLUXION_LOC);
+Array isinf(const ArrayLike& x, FLUXION_LOC);
+Array isposinf(const ArrayLike& x, FLUXION_LOC);
+Array isneginf(const ArrayLike& x, FLUXION_LOC);
+/// Base-2 and base-10 logarithms, log(x) / log(2) and log(x) / log(10) in x's float dtype (as
+/// jnp.log2 / jnp.log10 compute them: integers promote to float32).
+Array log2(const ArrayLike& x, FLUXION_LOC);
+Array log10(const ArrayLike& x, FLUXION_LOC);
+/// sqrt(x^2 + y^2) without overflow or underflow in the squares (the larger magnitude factored
+/// out); inf when either is infinite, even against NaN, as numpy. Differentiable, also at 0.
+Array hypot(const ArrayLike& x, const ArrayLike& y, FLUXION_LOC);
+/// |a - b| <= atol + rtol * |b| elementwise (numpy's isclose, not symmetric in a and b): equal
+/// infinities are close, NaN is close to nothing unless `equal_nan`; integers compare exactly.
+Array isclose(const ArrayLike& a, const ArrayLike& b, double rtol = 1e-5, double atol = 1e-8,
+              bool equal_nan = false, FLUXION_LOC);
+/// all(isclose(a, b, ...)): a bool[] array, so `if (fx::allclose(a, b))` reads its value.
+Array allclose(const ArrayLike& a, const ArrayLike& b, double rtol = 1e-5, double atol = 1e-8,
+               bool equal_nan = false, FLUXION_LOC);
+
 /// where(cond, x, y): x where cond is true, else y (broadcasting all three).
 Array where(const ArrayLike& cond, const ArrayLike& x, const ArrayLike& y, FLUXION_LOC);
 /// clip(x, lo, hi) = minimum(maximum(x, lo), hi).

@@ -13,6 +13,7 @@
 // accuracy of erf_inv (below), not bit for bit.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <utility>
 
 #include "api/elementwise.h"
@@ -56,6 +57,34 @@ Array randint(const Array& key, const Shape& shape, const ArrayLike& minval, con
 /// A random permutation of 0..n-1 as int32 (jax.random.permutation(key, n)): stable sorts by fresh
 /// random 32-bit keys, as many rounds as JAX uses to make collisions negligible.
 Array permutation(const Array& key, int64_t n, FLUXION_LOC);
+
+// ---- distributions composed of the above (api/random_distributions.cpp) -------------------------
+/// Standard Gumbel floats (jax.random.gumbel): -log(-log(u)) for u uniform in [tiny, 1).
+Array gumbel(const Array& key, const Shape& shape = {}, DType dtype = float32, FLUXION_LOC);
+
+/// Samples of a categorical distribution over `axis` of `logits` (unnormalised log-probabilities),
+/// as int32 indices (jax.random.categorical: the argmax of logits plus Gumbel noise). `shape` (by
+/// default the logits' shape without `axis`) must end with that shape; its leading dims draw
+/// independent batches.
+Array categorical(const Array& key, const ArrayLike& logits, int64_t axis = -1,
+                  const std::optional<Shape>& shape = std::nullopt, FLUXION_LOC);
+
+/// Gamma(a, 1) floats (jax.random.gamma) for shape parameters a > 0 (a scalar or an array
+/// broadcastable to `shape`; by default the result has a's shape). Marsaglia and Tsang's method
+/// (a < 1 through a + 1 and u^(1/a)), vectorised: 12 candidates per element, each taking its first
+/// accepted one -- all 12 rejected has probability below 1e-15 per element (the last is used then).
+/// Not differentiable in a.
+Array gamma(const Array& key, const ArrayLike& a, const std::optional<Shape>& shape = std::nullopt,
+            DType dtype = float32, FLUXION_LOC);
+
+/// Draws from a 1-D array `a` (or from 0..n-1 as int32) along `axis` (jax.random.choice):
+/// `shape` draws, with or without replacement, uniformly or with probabilities `p` (one per element
+/// of the axis, summing to 1). The result has a.shape[:axis] + shape + a.shape[axis+1:]. Without
+/// replacement at most n draws (ValueError beyond).
+Array choice(const Array& key, int64_t n, const Shape& shape = {}, bool replace = true,
+             const std::optional<Array>& p = std::nullopt, FLUXION_LOC);
+Array choice(const Array& key, const Array& a, const Shape& shape = {}, bool replace = true,
+             const std::optional<Array>& p = std::nullopt, int64_t axis = 0, FLUXION_LOC);
 
 /// The inverse error function, elementwise, for float inputs in [-1, 1] (±1 give ±inf, beyond: nan).
 /// float32, float16 and bfloat16 evaluate Giles' single-precision polynomial in float32 exactly as

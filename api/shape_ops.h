@@ -1,5 +1,6 @@
 // Shape manipulation with numpy names (jax.numpy semantics): reshape, transpose, expand_dims,
-// squeeze, flip, concatenate, stack, slice, pad, ravel, swapaxes, moveaxis, tile.
+// squeeze, flip, concatenate, stack, slice, pad, ravel, swapaxes, moveaxis, tile; and (in
+// api/rearrange.cpp) roll, repeat, split, array_split, meshgrid.
 // (broadcast_to lives in api/operands.h.)
 //
 // Axes may be negative (counted from the end) everywhere. Bad axes, sizes or bounds raise
@@ -8,6 +9,8 @@
 // zero) return x itself and add nothing to a traced program; reshape always binds, so a traced
 // program states every reshape the user wrote.
 #pragma once
+#include <optional>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -63,5 +66,30 @@ Array pad(const Array& x, const std::vector<std::pair<int64_t, int64_t>>& pad_wi
 /// numpy tile: repeats x `reps[d]` times along each axis (reps shorter than x's rank are padded
 /// with 1s in front; longer reps add leading axes). Every rep >= 0.
 Array tile(const Array& x, const IntList& reps, FLUXION_LOC);
+
+/// numpy roll: elements shifted by `shift` positions along `axis` (those pushed past the end come
+/// back at the start; a negative shift goes the other way). Without an axis, the flattened array
+/// rolls and keeps its shape. Several shifts and axes roll each in turn.
+Array roll(const Array& x, int64_t shift, std::optional<int64_t> axis = std::nullopt, FLUXION_LOC);
+Array roll(const Array& x, const IntList& shifts, const IntList& axes, FLUXION_LOC);
+
+/// numpy repeat: each element repeated `repeats` times along `axis` (of the flattened array
+/// without an axis). A list gives each element its own count (one entry per element along the
+/// axis, or a single one for all). Counts are static and >= 0.
+Array repeat(const Array& x, int64_t repeats, std::optional<int64_t> axis = std::nullopt, FLUXION_LOC);
+Array repeat(const Array& x, const IntList& repeats, std::optional<int64_t> axis = std::nullopt, FLUXION_LOC);
+
+/// numpy split into `sections` equal pieces along `axis` (a size not divisible by it is a
+/// ValueError; array_split allows it, giving the first size % sections pieces one more element),
+/// or at the given indices (pieces [0, i0), [i0, i1), ..., [ik, end); indices past the end give
+/// empty pieces).
+std::vector<Array> split(const Array& x, int64_t sections, int64_t axis = 0, FLUXION_LOC);
+std::vector<Array> split(const Array& x, const IntList& indices, int64_t axis = 0, FLUXION_LOC);
+std::vector<Array> array_split(const Array& x, int64_t sections, int64_t axis = 0, FLUXION_LOC);
+
+/// numpy meshgrid of 1-D arrays (0-d ones count as length 1): one array per input, each of the
+/// grid's shape, keeping its input's dtype. "xy" (the default, Cartesian) puts the first two
+/// inputs' lengths in the order (len(x1), len(x0), ...); "ij" (matrix) keeps the inputs' order.
+std::vector<Array> meshgrid(const std::vector<Array>& xs, std::string_view indexing = "xy", FLUXION_LOC);
 
 }  // namespace fluxion

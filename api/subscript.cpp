@@ -20,6 +20,65 @@ namespace {
 
 bool is_mask(const Index& e) { return e.kind == Index::Kind::array && e.array.dtype() == DType::bool_; }
 
+// Whether an operand of shape `from` broadcasts to `to` by numpy's rules.
+bool broadcastable(const Shape& from, const Shape& to) {
+  if (from.rank() > to.rank()) return false;
+  const int off = to.rank() - from.rank();
+  for (int i = 0; i < from.rank(); ++i)
+    if (from[size_t(i)] != 1 && from[size_t(i)] != to[size_t(off + i)]) return false;
+  return true;
+}
+
+// The subscript with fx::ellipsis spelled out as colons, and x with a size-1 axis inserted at every
+// fx::newaxis (whose entry becomes a colon over it): the rest of this file sees integers, slices and
+// arrays only. A colon over an inserted axis keeps it where numpy puts the new axis, also when
+// advanced entries move their dims to the front.
+struct Expanded {
+  Array x;
+  std::vector<Index> index;
+};
+Expanded expand(const Array& x, const std::vector<Index>& index, std::string_view op, SourceLoc loc) {
+  int ellipses = 0, consumed = 0;
+  bool any = false;
+  for (const Index& e : index) {
+    if (e.kind == Index::Kind::ellipsis) ++ellipses;
+    if (e.kind == Index::Kind::ellipsis || e.kind == Index::Kind::newaxis)
+      any = true;
+    else
+      ++consumed;
+  }
+  if (!any) return {x, index};
+  if (ellipses > 1) fail(ErrorKind::Shape, op, x, loc, "a subscript can have only one fx::ellipsis");
+  if (consumed > x.ndim())
+    fail(ErrorKind::Shape, op, x, loc,
+         "too many indices (" + std::to_string(consumed) + ") for an array of rank " + std::to_string(x.ndim()));
+  Expanded out;
+  Shape shape;
+  size_t axis = 0;
+  auto colon_at = [&](const Index& e) {
+    Index c(colon);
+    c.loc = e.loc;
+    out.index.push_back(c);
+  };
+  for (const Index& e : index) {
+    if (e.kind == Index::Kind::ellipsis) {
+      for (int k = 0; k < x.ndim() - consumed; ++k, ++axis) {
+        colon_at(e);
+        shape.push_back(x.shape()[axis]);
+      }
+    } else if (e.kind == Index::Kind::newaxis) {
+      colon_at(e);
+      shape.push_back(1);
+    } else {
+      out.index.push_back(e);
+      shape.push_back(x.shape()[axis++]);
+    }
+  }
+  for (; axis < size_t(x.ndim()); ++axis) shape.push_back(x.shape()[axis]);
+  out.x = shape == x.shape() ? x : reshape(x, shape, loc);
+  return out;
+}
+
 // numpy's slice on an axis of size n: the first position, the step and how many positions.
 struct Range {
   int64_t start, step, count;
@@ -113,17 +172,17 @@ Plan plan_subscript(const Array& x, const std::vector<Index>& index, bool writin
     } else {
       i = astype(index[k].array, it, loc);
       i = where(less(i, 0, loc), add(i, n, loc), i, loc);  // negative indices count from the end
-      if (writing) {
-        Array ok = logical_and(greater_equal(i, 0, loc), less(i, n, loc), loc);
-        valid = valid.valid() ? logical_and(valid, ok, loc) : ok;
-      } else {
-        i = clip(i, 0, std::max<int64_t>(n - 1, 0), loc);
-      }
       // B's dims, right-aligned, placed at adv_at in the grid.
       Shape s(std::vector<int64_t>(size_t(p.grid.rank()), 1));
       const int off = int(adv_at) + b.rank() - i.ndim();
       for (int d = 0; d < i.ndim(); ++d) s[size_t(off + d)] = i.shape()[size_t(d)];
       i = reshape(i, s, loc);
+      if (writing) {  // which updates land inside x, placed in the grid as the indices are
+        Array ok = logical_and(greater_equal(i, 0, loc), less(i, n, loc), loc);
+        valid = valid.valid() ? logical_and(valid, ok, loc) : ok;
+      } else {
+        i = clip(i, 0, std::max<int64_t>(n - 1, 0), loc);
+      }
     }
     flat = add(flat, multiply(i, stride, loc), loc);
   }
@@ -171,7 +230,10 @@ std::optional<Array> static_read(const Array& x, const std::vector<Index>& index
 
 }  // namespace
 
-Array getitem(const Array& x, const std::vector<Index>& index, SourceLoc loc) {
+Array getitem(const Array& x_in, const std::vector<Index>& index_in, SourceLoc loc) {
+  const Expanded ex = expand(x_in, index_in, "getitem", loc);
+  const Array& x = ex.x;
+  const std::vector<Index>& index = ex.index;
   for (const Index& e : index)
     if (is_mask(e))
       fail(ErrorKind::Type, "getitem", x, loc,
@@ -191,8 +253,35 @@ Array At::mul(const ArrayLike& v, SourceLoc loc) const { return update(Op::mul, 
 Array At::min(const ArrayLike& v, SourceLoc loc) const { return update(Op::min, v, loc); }
 Array At::max(const ArrayLike& v, SourceLoc loc) const { return update(Op::max, v, loc); }
 
+namespace {
+std::string update_name(At::Op op) {
+  switch (op) {
+    case At::Op::set: return "at(...).set";
+    case At::Op::add: return "at(...).add";
+    case At::Op::mul: return "at(...).mul";
+    case At::Op::min: return "at(...).min";
+    case At::Op::max: return "at(...).max";
+  }
+  return "at";
+}
+// The updates broadcast to `shape` (what x[...] selects) in x's dtype; a ShapeError naming the
+// user's op (not the broadcast inside it) when they do not broadcast.
+Array updates_for(const std::string& op, const Array& x, const ArrayLike& v, const Shape& shape, SourceLoc loc) {
+  if (!broadcastable(v.shape(), shape)) {
+    AbstractArray avals[] = {x.aval(), v.aval()};
+    op_error(ErrorKind::Shape, op, avals, loc,
+             "the update of shape " + v.shape().str() + " does not broadcast to " + shape.str() +
+                 ", the shape of the part of x the subscript selects (numpy rules)");
+  }
+  return astype(broadcast_to(v, shape, loc), x.dtype(), loc);
+}
+}  // namespace
+
 Array At::update(Op op, const ArrayLike& v, SourceLoc loc) const {
-  const Array& x = x_;
+  const std::string name = update_name(op);
+  const Expanded ex = expand(x_, index_, name, loc);
+  const Array& x = ex.x;
+  const std::vector<Index>& index = ex.index;
   auto combine = [&](const Array& old, const Array& u) {
     switch (op) {
       case Op::set: return u;
@@ -203,17 +292,22 @@ Array At::update(Op op, const ArrayLike& v, SourceLoc loc) const {
     }
     return u;
   };
-  if (index_.size() == 1 && is_mask(index_[0])) {  // the where form
-    Array u = astype(v, x.dtype(), loc);
-    return where(broadcast_to(index_[0].array, x.shape(), loc), astype(combine(x, u), x.dtype(), loc), x, loc);
+  if (index.size() == 1 && is_mask(index[0])) {  // the where form
+    const Array& mask = index[0].array;
+    if (!broadcastable(mask.shape(), x.shape())) {
+      AbstractArray avals[] = {x.aval(), mask.aval()};
+      op_error(ErrorKind::Shape, name, avals, loc, "the mask " + mask.aval().str() + " does not broadcast to x");
+    }
+    Array u = updates_for(name, x, v, x.shape(), loc);
+    return where(broadcast_to(mask, x.shape(), loc), astype(combine(x, u), x.dtype(), loc), x, loc);
   }
-  for (const Index& e : index_)
-    if (is_mask(e)) fail(ErrorKind::Type, "at", x, loc, "a boolean mask must be the only entry of x.at(mask)");
-  Plan p = plan_subscript(x, index_, true, "at", loc);
+  for (const Index& e : index)
+    if (is_mask(e)) fail(ErrorKind::Type, name, x, loc, "a boolean mask must be the only entry of x.at(mask)");
+  Plan p = plan_subscript(x, index, true, name, loc);
   const Shape rows_shape = concat(Shape{p.positions}, p.trailing);
   const int64_t m = p.grid.numel();
   Array rows = reshape(x, rows_shape, loc);
-  Array u = reshape(astype(broadcast_to(v, concat(p.grid, p.trailing), loc), x.dtype(), loc), concat(Shape{m}, p.trailing), loc);
+  Array u = reshape(updates_for(name, x, v, concat(p.grid, p.trailing), loc), concat(Shape{m}, p.trailing), loc);
   Array flat = reshape(p.flat, Shape{m}, loc);
   Array out;
   if (op == Op::set || op == Op::add) {
@@ -230,7 +324,7 @@ Array At::update(Op op, const ArrayLike& v, SourceLoc loc) const {
                                      : fluxion::max(where(hits, uj, xq, loc), 0, false, loc);
     out = astype(combine(rows, combined), x.dtype(), loc);
   }
-  return reshape(out, x.shape(), loc);
+  return reshape(out, x_.shape(), loc);
 }
 
 // ---- the members of Array that spell these (declared in ir/array.h) --------------------------------

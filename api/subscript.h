@@ -5,7 +5,9 @@
 //   an integer Array    any shape, traced or not: numpy's advanced indexing (with several, they
 //                       broadcast together; their dims go where the first sits when the advanced
 //                       entries are adjacent, else in front, as numpy does)
-// and covers the leading axes (x[{1}] of a matrix is its row 1). Everything is traceable,
+//   fx::ellipsis        numpy's `...`: as many ':' as the axes the other entries leave (at most one)
+//   fx::newaxis         numpy's None / np.newaxis: a new axis of size 1 at that place
+// and covers the leading axes (x[{1}] of a matrix is its row 1; x[{fx::ellipsis, 0}] its column 0). Everything is traceable,
 // differentiable, batchable and jittable: reads with only integers and slices are one slice (and a
 // reshape); the rest is a gather, and updates a scatter, on x with the indexed axes flattened.
 //
@@ -40,9 +42,16 @@ struct Slice {
 /// ':', the whole axis (x[{fx::colon, 0}] is numpy's x[:, 0]).
 inline const Slice colon{};
 
+/// numpy's `...` in a subscript: x[{fx::ellipsis, 0}] is x[..., 0].
+struct EllipsisType {};
+inline constexpr EllipsisType ellipsis{};
+/// numpy's None (np.newaxis) in a subscript: x[{fx::colon, fx::newaxis}] is x[:, None].
+struct NewAxisType {};
+inline constexpr NewAxisType newaxis{};
+
 /// One entry of a subscript; it records the user's line (operator[] takes no defaulted argument).
 struct Index {
-  enum class Kind { integer, slice, array };
+  enum class Kind { integer, slice, array, ellipsis, newaxis };
   Kind kind;
   int64_t integer = 0;
   Slice slice;
@@ -56,6 +65,10 @@ struct Index {
       : kind(Kind::slice), slice(s), loc(l) {}
   Index(const Array& a, std::source_location l = std::source_location::current())  // NOLINT
       : kind(Kind::array), array(a), loc(l) {}
+  Index(EllipsisType, std::source_location l = std::source_location::current())  // NOLINT
+      : kind(Kind::ellipsis), loc(l) {}
+  Index(NewAxisType, std::source_location l = std::source_location::current())  // NOLINT
+      : kind(Kind::newaxis), loc(l) {}
 };
 
 /// x.at(...): what the subscript selects, and the functional updates of it. `v` broadcasts to

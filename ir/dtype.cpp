@@ -1,5 +1,6 @@
 #include "ir/dtype.h"
 
+#include <ostream>
 #include <string>
 
 #include "ir/error.h"
@@ -18,6 +19,8 @@ constexpr std::array<std::string_view, kNumDTypes> kLong = {"bool",    "int8",  
 
 std::string_view dtype_name(DType d) { return kShort[size_t(d)]; }
 std::string_view dtype_long_name(DType d) { return kLong[size_t(d)]; }
+
+std::ostream& operator<<(std::ostream& os, DType d) { return os << dtype_long_name(d); }
 
 bool parse_dtype(std::string_view s, DType* out) {
   for (int i = 0; i < kNumDTypes; ++i)

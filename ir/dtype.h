@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <complex>
 #include <cstring>
+#include <iosfwd>
 #include <string_view>
 #include <type_traits>
 
@@ -60,6 +61,8 @@ std::string_view dtype_name(DType d);
 std::string_view dtype_long_name(DType d);
 /// Parses either spelling; returns false if unknown.
 bool parse_dtype(std::string_view s, DType* out);
+/// Prints the long name, as numpy prints a dtype: `std::cout << x.dtype()` shows "float32".
+std::ostream& operator<<(std::ostream& os, DType d);
 
 constexpr size_t itemsize(DType d) {
   switch (d) {

@@ -39,6 +39,12 @@ const std::vector<OpInfo>& op_table() {
     n = t.size();
     add_complex_ops(t);
     stamp(t, n, "op_table_complex.cpp");
+    n = t.size();
+    add_numpy_ops(t);
+    stamp(t, n, "op_table_numpy.cpp");
+    n = t.size();
+    add_sorting_ops(t);
+    stamp(t, n, "op_table_sorting.cpp");
     return t;
   }();
   return table;

@@ -109,6 +109,8 @@ void add_linalg_ops(std::vector<OpInfo>& t);       // tests/op_table_linalg.cpp
 void add_decomposition_ops(std::vector<OpInfo>& t);  // tests/op_table_decomp.cpp
 void add_conv_ops(std::vector<OpInfo>& t);         // tests/op_table_conv.cpp
 void add_complex_ops(std::vector<OpInfo>& t);      // tests/op_table_complex.cpp
+void add_numpy_ops(std::vector<OpInfo>& t);        // tests/op_table_numpy.cpp
+void add_sorting_ops(std::vector<OpInfo>& t);      // tests/op_table_sorting.cpp
 
 /// "name [dtype] label (shapes...)": a sample in failure messages.
 std::string describe(const OpInfo& op, fx::DType d, const Sample& s);

@@ -118,6 +118,24 @@ TEST_CASE("nn layers: LayerNorm against a hand loop and finite differences") {
   check_grad([&](const fx::Array& xs) { return fx::sum(fx::sin(fx::nn::LayerNorm::apply(ln, xs))); }, x, 1e-5);
 }
 
+TEST_CASE("nn layers: RMSNorm against a hand loop (no centring, no bias) and finite differences") {
+  fx::nn::RMSNorm rn = fx::nn::RMSNorm::init(3, fx::float64);
+  rn.scale = fx::array({1.0, 2.0, 0.5});
+  fx::Array x = fx::array({{1.0, 2.0, 4.0}, {-1.0, 0.0, 3.0}});
+  std::vector<double> xv = values(x), want;
+  for (int r = 0; r < 2; ++r) {
+    double ms = 0;
+    for (int i = 0; i < 3; ++i) ms += xv[size_t(r * 3 + i)] * xv[size_t(r * 3 + i)] / 3;
+    const double sc[] = {1.0, 2.0, 0.5};
+    for (int i = 0; i < 3; ++i) want.push_back(xv[size_t(r * 3 + i)] / std::sqrt(ms + 1e-6) * sc[i]);
+  }
+  check_close(fx::nn::RMSNorm::apply(rn, x), want);
+  check_grad([&](const fx::nn::RMSNorm& p) { return fx::sum(fx::sin(fx::nn::RMSNorm::apply(p, x))); }, rn);
+  check_grad([&](const fx::Array& xs) { return fx::sum(fx::sin(fx::nn::RMSNorm::apply(rn, xs))); }, x, 1e-5);
+  CHECK(fx::nn::RMSNorm::apply(fx::nn::RMSNorm::init(3), fx::astype(x, fx::bfloat16)).dtype() == fx::bfloat16);
+  CHECK_THROWS_AS(fx::nn::RMSNorm::apply(rn, fx::zeros({2, 4}, fx::float64)), fx::ShapeError);
+}
+
 TEST_CASE("nn layers: Dropout keeps the expectation and is a function of its key") {
   fx::Array x = fx::ones({20000});
   fx::Array key = fx::random::key(9);

@@ -45,7 +45,9 @@ TEST_CASE("losses: bad labels name the loss and the user's line") {
     CHECK(m.find("test_losses.cpp") != std::string::npos);
   }
   CHECK_THROWS_AS(fx::nn::softmax_cross_entropy(logits, fx::array({1, 3})), fx::ValueError);
-  CHECK_THROWS_AS(fx::nn::softmax_cross_entropy(logits, fx::array({1.f, 2.f})), fx::TypeError);
+  // Float labels are probabilities (optax): of the logits' shape, or a ShapeError.
+  CHECK_THROWS_AS(fx::nn::softmax_cross_entropy(logits, fx::array({1.f, 2.f})), fx::ShapeError);
+  CHECK_THROWS_AS(fx::nn::softmax_cross_entropy(logits, fx::zeros({2, 3}, fx::bool_)), fx::TypeError);
   CHECK_THROWS_AS(fx::nn::mse(logits, fx::zeros({3, 2})), fx::ShapeError);
 }
 
@@ -71,4 +73,49 @@ TEST_CASE("losses: mse, l2, huber and sigmoid binary cross-entropy against their
   // Stable far out: no inf or nan for large logits.
   double far = fx::nn::sigmoid_binary_cross_entropy(fx::array({800.0}), fx::array({0.0})).item<double>();
   CHECK(far == doctest::Approx(800.0));
+}
+
+TEST_CASE("losses: Optax's names -- softmax_cross_entropy takes probabilities, integer labels have their own") {
+  fx::Array logits = fx::array({{1.0, 2.0, 0.5}, {-1.0, 0.0, 3.0}});
+  const double l[2][3] = {{1.0, 2.0, 0.5}, {-1.0, 0.0, 3.0}}, q[2][3] = {{0.2, 0.5, 0.3}, {0.0, 0.9, 0.1}};
+  fx::Array probs = fx::array({{0.2, 0.5, 0.3}, {0.0, 0.9, 0.1}});
+  std::vector<double> got = fx::nn::softmax_cross_entropy(logits, probs).to_vector<double>();
+  for (int r = 0; r < 2; ++r) {
+    double z = 0, want = 0;
+    for (double v : l[r]) z += std::exp(v);
+    for (int c = 0; c < 3; ++c) want -= q[r][c] * (l[r][c] - std::log(z));  // -sum(p log softmax)
+    CHECK(got[size_t(r)] == doctest::Approx(want));
+  }
+  // Its gradient in the logits is softmax - labels (per example).
+  std::vector<double> g = fx::grad([&](const fx::Array& lg) { return fx::sum(fx::nn::softmax_cross_entropy(lg, probs)); })(logits)
+                              .to_vector<double>();
+  for (int r = 0; r < 2; ++r) {
+    double z = 0;
+    for (double v : l[r]) z += std::exp(v);
+    for (int c = 0; c < 3; ++c) CHECK(g[size_t(r * 3 + c)] == doctest::Approx(std::exp(l[r][c]) / z - q[r][c]));
+  }
+  fx::Array labels = fx::array({1, 2});
+  CHECK(fx::allclose(fx::nn::softmax_cross_entropy_with_integer_labels(logits, labels),
+                     fx::nn::softmax_cross_entropy(logits, fx::nn::one_hot(labels, 3, fx::float64)))
+            .item<bool>());
+  CHECK(fx::allclose(fx::nn::softmax_cross_entropy(logits, labels),  // api.md's spelling: integer labels
+                     fx::nn::softmax_cross_entropy_with_integer_labels(logits, labels))
+            .item<bool>());
+  CHECK_THROWS_AS(fx::nn::softmax_cross_entropy_with_integer_labels(logits, probs), fx::TypeError);
+}
+
+TEST_CASE("losses: squared_error, cosine_similarity and cosine_distance as Optax defines them") {
+  fx::Array p = fx::array({{1.0, 2.0, 2.0}, {0.0, 0.0, 0.0}}), t = fx::array({{2.0, 0.0, 1.0}, {1.0, 1.0, 0.0}});
+  CHECK(fx::nn::squared_error(p, t).to_vector<double>() == std::vector<double>{1, 4, 1, 1, 1, 0});
+  // Row 0: (2 + 0 + 2) / (3 * sqrt(5)); row 1: a zero vector, clamped by epsilon to 0 (not NaN).
+  std::vector<double> cs = fx::nn::cosine_similarity(p, t, 1e-8).to_vector<double>();
+  CHECK(cs[0] == doctest::Approx(4.0 / (3.0 * std::sqrt(5.0))));
+  CHECK(cs[1] == 0.0);
+  std::vector<double> cd = fx::nn::cosine_distance(p, t, 1e-8).to_vector<double>();
+  CHECK(cd[0] == doctest::Approx(1 - 4.0 / (3.0 * std::sqrt(5.0))));
+  // d/dp cos(p, t) is orthogonal to p (the similarity does not change along p).
+  fx::Array t0 = t[{fx::Slice(0, 1)}];
+  fx::Array gp = fx::grad([&](const fx::Array& a) { return fx::sum(fx::nn::cosine_similarity(a, t0)); })(p[{fx::Slice(0, 1)}]);
+  CHECK(fx::sum(gp * p[{fx::Slice(0, 1)}]).item<double>() == doctest::Approx(0.0).epsilon(1e-12));
+  CHECK_THROWS_AS(fx::nn::cosine_similarity(p, fx::zeros({2, 2}, fx::float64)), fx::ShapeError);
 }

@@ -51,7 +51,8 @@ using tree_test::Layer;
 using tree_test::Model;
 using tree_test::Params;
 
-fx::Array vec(float v, int64_t n = 2) { return fx::full({n}, v); }
+// Strongly typed float32 (a C++ scalar alone would make a weak array, as jnp.full((n,), v)).
+fx::Array vec(float v, int64_t n = 2) { return fx::full({n}, v, fx::float32); }
 float first(const fx::Array& a) { return a.to_vector<float>().at(0); }
 std::vector<float> firsts(const std::vector<fx::Array>& xs) {
   std::vector<float> out;
@@ -175,7 +176,7 @@ TEST_CASE("tree: make_ir and eval over tree arguments and tree results") {
     Params out = fx::tree::map([&](const fx::Array& w) { return w * lr; }, p);
     return std::pair{out, opt.at("m") + 1.f};
   };
-  std::map<std::string, fx::Array> opt{{"m", fx::full({2}, 3.f)}};
+  std::map<std::string, fx::Array> opt{{"m", fx::full({2}, 3.f, fx::float32)}};
   fx::Program prog = fx::make_ir(step)(p, opt, 0.5f);
   // Inputs: the 4 + 1 Array leaves in tree order; the float is static (baked in).
   REQUIRE(prog.invars.size() == 5);

@@ -1,5 +1,7 @@
 #include "train/layers.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -101,6 +103,62 @@ Array Conv::apply(const Conv& p, const Array& x, const IntList& strides, const P
   return add(y, reshape(b, bs, loc), loc);
 }
 
+ConvTranspose ConvTranspose::init(const Array& key, int64_t in_ch, int64_t out_ch, const IntList& kernel_size,
+                                  bool channels_last, const std::optional<initializers::Initializer>& weight_init,
+                                  const initializers::Initializer& bias_init, DType dtype) {
+  Conv c = Conv::init(key, in_ch, out_ch, kernel_size, 1, channels_last, weight_init, bias_init, dtype);
+  return ConvTranspose{c.weight, c.bias, c.channels_last};
+}
+
+namespace {
+// The padding of the dilated input for one spatial dim of a transposed convolution, by name: SAME
+// makes the output input * stride, VALID input * stride + max(k - stride, 0); k is the dilated
+// kernel's size.
+std::pair<int64_t, int64_t> transposed_padding(const std::string& name, int64_t k, int64_t s) {
+  if (name == "SAME") {
+    const int64_t total = k + s - 2, lo = s > k - 1 ? k - 1 : (total + 1) / 2;
+    return {lo, total - lo};
+  }
+  const int64_t total = k + s - 2 + std::max<int64_t>(k - s, 0);
+  return {k - 1, total - (k - 1)};
+}
+}  // namespace
+
+Array ConvTranspose::apply(const ConvTranspose& p, const Array& x, const IntList& strides, const Padding& padding,
+                           const IntList& dilation, SourceLoc loc) {
+  const int64_t rank = p.weight.ndim();
+  const Shape& ws = p.weight.shape();
+  const bool ranked = rank >= 3 && x.ndim() == rank;
+  const int64_t w_in = !ranked ? 0 : p.channels_last ? ws[size_t(rank - 2)] : ws[1];
+  const int64_t w_out = !ranked ? 0 : p.channels_last ? ws[size_t(rank - 1)] : ws[0];
+  const int64_t in = !ranked ? 0 : x.shape()[size_t(p.channels_last ? rank - 1 : 1)];
+  const size_t spatial = size_t(std::max<int64_t>(rank - 2, 0));
+  if (!ranked || in != w_in || p.bias.shape() != Shape{w_out} || (!strides.empty() && strides.size() != spatial) ||
+      (!dilation.empty() && dilation.size() != spatial))
+    layer_error(ErrorKind::Shape, "ConvTranspose", {x.aval(), p.weight.aval(), p.bias.aval()}, loc,
+                std::string("the input must be ") + (p.channels_last ? "[N, spatial..., C]" : "[N, C, spatial...]") +
+                    " of the weight's rank with C its in features, and strides and dilation one per spatial dim");
+  const IntList ones(spatial, 1), s = strides.empty() ? ones : strides, d = dilation.empty() ? ones : dilation;
+  std::vector<std::pair<int64_t, int64_t>> pads = padding.pairs();
+  if (pads.empty()) {
+    std::string name = padding.name();
+    for (char& c : name) c = char(std::toupper(static_cast<unsigned char>(c)));
+    if (name != "SAME" && name != "VALID")
+      layer_error(ErrorKind::Value, "ConvTranspose", {x.aval(), p.weight.aval()}, loc,
+                  "padding must be \"SAME\", \"VALID\" or (low, high) pairs, got \"" + padding.name() + "\"");
+    for (size_t i = 0; i < spatial; ++i) {
+      const int64_t k = ws[p.channels_last ? i : i + 2];
+      pads.push_back(transposed_padding(name, (k - 1) * d[i] + 1, s[i]));
+    }
+  }
+  Array w = astype(p.weight, x.dtype(), loc), b = astype(p.bias, x.dtype(), loc);
+  Array y = conv_general_dilated(x, w, ones, pads, s, d, conv_layout(rank, p.channels_last), 1, 1, std::nullopt, loc);
+  if (p.channels_last) return add(y, b, loc);
+  Shape bs(std::vector<int64_t>(size_t(rank - 1), 1));
+  bs[0] = w_out;
+  return add(y, reshape(b, bs, loc), loc);
+}
+
 BatchNorm BatchNorm::init(int64_t features, DType dtype) {
   return BatchNorm{ones({features}, dtype), zeros({features}, dtype)};
 }
@@ -151,6 +209,18 @@ Array LayerNorm::apply(const LayerNorm& p, const Array& x, double eps, SourceLoc
   // Computes in x's (float) dtype, as the other layers: the parameters are cast to it.
   const DType dt = is_float(x.dtype()) ? x.dtype() : float32;
   return layer_norm(x, astype(p.scale, dt, loc), astype(p.bias, dt, loc), -1, eps, loc);
+}
+
+RMSNorm RMSNorm::init(int64_t dim, DType dtype) { return RMSNorm{ones({dim}, dtype)}; }
+
+Array RMSNorm::apply(const RMSNorm& p, const Array& x, double eps, SourceLoc loc) {
+  if (x.ndim() < 1 || p.scale.shape() != Shape{x.shape()[size_t(x.ndim() - 1)]})
+    layer_error(ErrorKind::Shape, "RMSNorm", {x.aval(), p.scale.aval()}, loc,
+                "the input's last axis must match the scale's length");
+  const DType dt = is_float(x.dtype()) ? x.dtype() : float32;
+  Array xf = astype(x, dt, loc);
+  Array inv_rms = rsqrt(add(mean(square(xf, loc), {-1}, true, loc), eps, loc), loc);
+  return multiply(multiply(xf, inv_rms, loc), astype(p.scale, dt, loc), loc);
 }
 
 Array Dropout::apply(const Array& key, const Array& x, double rate, bool training, SourceLoc loc) {

@@ -57,6 +57,25 @@ struct Conv {
 };
 FLUXION_TREE(Conv, weight, bias, channels_last);
 
+/// The transposed convolution (Flax's ConvTranspose, jax.lax.conv_transpose without flipping the
+/// kernel): the input dilated by the strides, then convolved with stride 1 -- the upsampling layer of
+/// decoders and U-Nets. Weight layouts as Conv's: OI... for channels first (O the output features),
+/// ...IO for channels last; bias [out]. Padding "SAME" gives an output of input * stride per spatial
+/// dim, "VALID" input * stride + max(k - stride, 0) (k the dilated kernel size); explicit (low, high)
+/// pairs pad the dilated input directly.
+struct ConvTranspose {
+  Array weight, bias;
+  bool channels_last = false;
+  static ConvTranspose init(const Array& key, int64_t in_ch, int64_t out_ch, const IntList& kernel_size,
+                            bool channels_last = false,
+                            const std::optional<initializers::Initializer>& weight_init = std::nullopt,
+                            const initializers::Initializer& bias_init = initializers::zeros(), DType dtype = float32);
+  /// x: [N, C, spatial...] (or [N, spatial..., C]); strides and the kernel's dilation default to ones.
+  static Array apply(const ConvTranspose& p, const Array& x, const IntList& strides = {},
+                     const Padding& padding = "SAME", const IntList& dilation = {}, FLUXION_LOC);
+};
+FLUXION_TREE(ConvTranspose, weight, bias, channels_last);
+
 /// BatchNorm's running statistics: state carried from step to step, not parameters.
 struct BatchNormState {
   Array mean, var;  // [features]: zeros and ones at the start
@@ -98,6 +117,15 @@ struct LayerNorm {
   static Array apply(const LayerNorm& p, const Array& x, double eps = 1e-5, FLUXION_LOC);
 };
 FLUXION_TREE(LayerNorm, scale, bias);
+
+/// Root-mean-square normalisation of the last axis (Flax's RMSNorm): x / sqrt(mean(x^2) + eps) * scale,
+/// without centring or a bias. Computes in x's dtype.
+struct RMSNorm {
+  Array scale;  // [dim]: ones
+  static RMSNorm init(int64_t dim, DType dtype = float32);
+  static Array apply(const RMSNorm& p, const Array& x, double eps = 1e-6, FLUXION_LOC);
+};
+FLUXION_TREE(RMSNorm, scale);
 
 /// Inverted dropout: zeroes each element with probability `rate` and divides the survivors by
 /// 1 - rate, so the expectation is unchanged; the identity when not training or when rate == 0.

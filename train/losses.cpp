@@ -23,8 +23,19 @@ void same_shape(std::string_view op, const Array& a, const Array& b, SourceLoc l
 }  // namespace
 
 Array softmax_cross_entropy(const Array& logits, const Array& labels, SourceLoc loc) {
+  if (is_integer(labels.dtype())) return softmax_cross_entropy_with_integer_labels(logits, labels, loc);
   AbstractArray avals[] = {logits.aval(), labels.aval()};
   constexpr std::string_view op = "softmax_cross_entropy";
+  if (!is_float(logits.dtype()) || !is_float(labels.dtype()))
+    op_error(ErrorKind::Type, op, avals, loc,
+             "logits must be floating point, labels probabilities (float) or class indices (integers)");
+  same_shape(op, logits, labels, loc);
+  return negative(sum(multiply(labels, log_softmax(logits, -1, loc), loc), {-1}, false, loc), loc);
+}
+
+Array softmax_cross_entropy_with_integer_labels(const Array& logits, const Array& labels, SourceLoc loc) {
+  AbstractArray avals[] = {logits.aval(), labels.aval()};
+  constexpr std::string_view op = "softmax_cross_entropy_with_integer_labels";
   if (!is_float(logits.dtype())) op_error(ErrorKind::Type, op, avals, loc, "logits must be floating point");
   if (!is_integer(labels.dtype())) op_error(ErrorKind::Type, op, avals, loc, "labels must be integers");
   const Shape& ls = logits.shape();
@@ -43,6 +54,28 @@ Array softmax_cross_entropy(const Array& logits, const Array& labels, SourceLoc 
 Array softmax_cross_entropy_with_probs(const Array& logits, const Array& probs, SourceLoc loc) {
   same_shape("softmax_cross_entropy_with_probs", logits, probs, loc);
   return negative(sum(multiply(probs, log_softmax(logits, -1, loc), loc), {-1}, false, loc), loc);
+}
+
+Array squared_error(const Array& pred, const Array& target, SourceLoc loc) {
+  same_shape("squared_error", pred, target, loc);
+  return square(subtract(pred, target, loc), loc);
+}
+
+Array cosine_similarity(const Array& pred, const Array& target, double epsilon, SourceLoc loc) {
+  same_shape("cosine_similarity", pred, target, loc);
+  if (pred.ndim() < 1) {
+    AbstractArray avals[] = {pred.aval(), target.aval()};
+    op_error(ErrorKind::Shape, "cosine_similarity", avals, loc, "needs vectors along a last axis");
+  }
+  auto unit = [&](const Array& v) {
+    Array norm = sqrt(sum(square(v, loc), {-1}, true, loc), loc);
+    return divide(v, maximum(norm, epsilon, loc), loc);
+  };
+  return sum(multiply(unit(pred), unit(target), loc), {-1}, false, loc);
+}
+
+Array cosine_distance(const Array& pred, const Array& target, double epsilon, SourceLoc loc) {
+  return subtract(1.0, cosine_similarity(pred, target, epsilon, loc), loc);
 }
 
 Array sigmoid_binary_cross_entropy(const Array& logits, const Array& labels, SourceLoc loc) {
