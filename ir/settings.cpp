@@ -36,6 +36,8 @@ constexpr Setting kSettings[] = {
      "what the kernels are compiled for: x86-64-v2, x86-64-v3, x86-64-v4 or an LLVM CPU name"},
     {"FLUXION_CACHE_DIR", K::path, "", "for no disk cache", "directory where compiled kernels are kept across processes"},
     {"FLUXION_DUMP", K::path, "", "for no dumps", "directory the jit writes every stage's IR and the kernels' assembly to"},
+    {"FLUXION_LOG_COMPILES", K::toggle, "", "for no log",
+     "prints every jit compile on stderr: the function and its line, why (a new signature, and which), the time"},
     {"FLUXION_PASS_TIMING", K::toggle, "", "for no report", "prints MLIR's per-pass timing of every compile"},
     {"FLUXION_JIT_LLVM_OPT", K::level, "0..3", "for 3 on kernels with an array of 64K elements or more, 0 below",
      "LLVM's optimization level for every kernel"},

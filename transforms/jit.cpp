@@ -1,14 +1,24 @@
 #include "transforms/jit.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "ir/debug_checks.h"
+#include "ir/settings.h"
 #include "memory/buffer.h"
 #include "interpreters/donation.h"
 #include "interpreters/jit_passes.h"
 #include "runtime/devices.h"
 
 namespace fluxion::jit_detail {
+
+namespace {
+std::string fmt_ms(double ms) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f ms", ms);
+  return b;
+}
+}  // namespace
 
 std::optional<runtime::RunOn> placement(std::span<const Array> leaves, SourceLoc loc) {
   std::optional<Device> committed_gpu, committed_cpu, any_gpu;
@@ -53,6 +63,40 @@ std::shared_ptr<const Compiled> compile_signature(JitCache& cache, const std::st
   auto [it, inserted] = cache.entries.try_emplace(key, c);
   if (inserted) ++cache.compilations;  // another thread may have compiled the same signature meanwhile
   return it->second;
+}
+
+// Read at every compile (a getenv beside a compile's milliseconds), so a process can turn it on.
+bool log_compiles() {
+  try {
+    return toggle_setting("FLUXION_LOG_COMPILES", false);
+  } catch (const Error&) {
+    return false;  // the compile's check_settings() has raised it already
+  }
+}
+
+void log_compile(JitCache& cache, SourceLoc loc, std::span<const Array> leaves, const Compiled& c,
+                 const std::optional<runtime::RunOn>& on, double trace_ms, double total_ms) {
+  std::string types;
+  for (const Array& x : leaves) types += (types.empty() ? "" : ", ") + x.aval().str();
+  std::vector<std::string> before;
+  {
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    before = cache.signatures;
+    cache.signatures.push_back(types);
+  }
+  std::string why = before.empty() ? "its first compile" : "new argument types (it compiled " +
+                                                               std::to_string(before.size()) + " signature" +
+                                                               (before.size() == 1 ? "" : "s") + " before; the last: (" +
+                                                               before.back() + "))";
+  const runtime::Executable& e = *c.executable;
+  std::string where = on ? on->device.str() : std::string("the CPU");
+  std::string backend = e.from_disk_cache() ? "from the disk cache" : "lower " + fmt_ms(e.lower_ms()) + ", MLIR " +
+                                                                         fmt_ms(e.passes_ms()) + ", LLVM " +
+                                                                         fmt_ms(e.llvm_ms()) + ", link " +
+                                                                         fmt_ms(e.link_ms());
+  std::fprintf(stderr, "fluxion: jit(%s) at %s compiled for (%s) on %s: %s; %s in all (trace %s; %s)\n",
+               c.stem.c_str(), loc.str().c_str(), types.c_str(), where.c_str(), why.c_str(), fmt_ms(total_ms).c_str(),
+               fmt_ms(trace_ms).c_str(), backend.c_str());
 }
 
 namespace {

@@ -21,6 +21,7 @@
 // the output (interpreters/donation.h) and the array owns its buffer alone; otherwise the output gets
 // a fresh buffer as without donation. Inside another trace donation does nothing.
 #pragma once
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -113,6 +114,7 @@ struct Compiled {
 struct JitCache {
   std::mutex mutex;
   std::unordered_map<std::string, std::shared_ptr<const Compiled>> entries;
+  std::vector<std::string> signatures;  // the argument types of each compile, as FLUXION_LOG_COMPILES prints them
   int64_t compilations = 0;
   int64_t count() {
     std::lock_guard<std::mutex> lock(mutex);
@@ -156,6 +158,13 @@ std::shared_ptr<const Compiled> compile_signature(JitCache& cache, const std::st
                                                   const runtime::CompileTarget& target = runtime::default_target(),
                                                   const std::vector<bool>& donated = {},
                                                   const std::optional<runtime::RunOn>& on = std::nullopt);
+/// Whether FLUXION_LOG_COMPILES is on.
+bool log_compiles();
+/// FLUXION_LOG_COMPILES: one line on stderr for a compile of the callable defined at `loc` -- why
+/// (its first call, or new argument types and the ones it compiled for before), where it runs, and
+/// how long tracing, the passes and the backend took.
+void log_compile(JitCache& cache, SourceLoc loc, std::span<const Array> leaves, const Compiled& c,
+                 const std::optional<runtime::RunOn>& on, double trace_ms, double total_ms);
 /// Runs a compiled signature on the flattened Array arguments.
 std::vector<Array> run_compiled(const Compiled& c, std::span<const Array> args);
 /// The same, donating the leaves flagged in `donated` (leaf i belongs to argument leaf_argument[i]).
@@ -195,10 +204,17 @@ class Jitted {
                                 : jit_detail::donated_leaves(donate_, leaf_argument, int(sizeof...(Args)));
     std::shared_ptr<const jit_detail::Compiled> compiled = jit_detail::lookup(*cache_, key);
     if (!compiled) {
+      const auto start = std::chrono::steady_clock::now();
       auto [program, out] = detail::trace_to_program(f_, args...);
+      const auto traced = std::chrono::steady_clock::now();
       compiled = jit_detail::compile_signature(*cache_, key, std::move(program), jit_detail::structure_of<R>(out),
                                                runtime::default_target(on ? on->device.platform : Platform::cpu),
                                                donated, on);
+      if (jit_detail::log_compiles()) {
+        using ms = std::chrono::duration<double, std::milli>;
+        jit_detail::log_compile(*cache_, loc_, leaves, *compiled, on, ms(traced - start).count(),
+                                ms(std::chrono::steady_clock::now() - start).count());
+      }
     }
     if (!donated.empty())
       return jit_detail::rebuild_results<R>(*compiled, jit_detail::run_donating(*compiled, leaves, donated, leaf_argument));
