@@ -74,10 +74,11 @@ std::shared_ptr<const Executable> build(const Program& p, const CompileTarget& t
     return std::make_shared<GpuExecutable>(std::move(g), std::move(in), p.out_avals(), key, times);
   }
   // Not for programs with host callbacks: their ids mean something only in this process.
-  if (const char* dir = std::getenv("FLUXION_CACHE_DIR"); dir && *dir && !has_effect(p)) {
-    options.cache_dir = dir;
-    options.cache_key = key;
-  }
+  if (!has_effect(p))
+    if (std::optional<std::string> dir = lowering::kernel_cache_dir()) {
+      options.cache_dir = *dir;
+      options.cache_key = key;
+    }
   std::shared_ptr<Kernel> k = lowering::compile_cpu(p, options);
   if (k->from_disk_cache) {
     std::lock_guard<std::mutex> lock(cache().mutex);

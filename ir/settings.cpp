@@ -34,7 +34,10 @@ constexpr Setting kSettings[] = {
     // Compilation
     {"FLUXION_CPU", K::text, "", "for the host's CPU",
      "what the kernels are compiled for: x86-64-v2, x86-64-v3, x86-64-v4 or an LLVM CPU name"},
-    {"FLUXION_CACHE_DIR", K::path, "", "for no disk cache", "directory where compiled kernels are kept across processes"},
+    {"FLUXION_CACHE_DIR", K::path, "", "for $XDG_CACHE_HOME/fluxion (~/.cache/fluxion)",
+     "directory where compiled CPU kernels are kept across processes; `off` for none"},
+    {"FLUXION_CACHE_MAX_MB", K::count, "", "for 1024",
+     "the disk cache's size bound: past it, the kernels used longest ago are removed"},
     {"FLUXION_DUMP", K::path, "", "for no dumps", "directory the jit writes every stage's IR and the kernels' assembly to"},
     {"FLUXION_LOG_COMPILES", K::toggle, "", "for no log",
      "prints every jit compile on stderr: the function and its line, why (a new signature, and which), the time"},

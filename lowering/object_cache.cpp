@@ -6,13 +6,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <mutex>
+#include <system_error>
+#include <vector>
 
+#include "ir/settings.h"
 #include "lowering/passes.h"
 #include "lowering/target.h"
 
@@ -105,6 +112,70 @@ ObjectCacheEntry::ObjectCacheEntry(const std::string& dir, const std::string& ke
   path_ = dir + "/" + hex_hash(header_) + ".fxkernel";
 }
 
+std::optional<std::string> kernel_cache_dir() {
+  std::string dir;
+  if (std::optional<std::string> v = setting_value("FLUXION_CACHE_DIR")) {
+    if (*v == "off") return std::nullopt;
+    dir = *v;
+  } else if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg == '/') {
+    dir = std::string(xdg) + "/fluxion";
+  } else if (const char* home = std::getenv("HOME"); home && *home == '/') {
+    dir = std::string(home) + "/.cache/fluxion";
+  } else {
+    return std::nullopt;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (!std::filesystem::is_directory(dir, ec)) return std::nullopt;  // unwritable: compile every time
+  return dir;
+}
+
+uint64_t trim_kernel_cache(const std::string& dir, uint64_t max_bytes) {
+  namespace fs = std::filesystem;
+  struct File {
+    fs::path path;
+    uint64_t bytes;
+    fs::file_time_type used;
+  };
+  std::vector<File> files;
+  uint64_t total = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().extension() != ".fxkernel") continue;  // temporaries and foreign files stay
+    std::error_code e1, e2;
+    const uint64_t bytes = it->file_size(e1);
+    const fs::file_time_type used = it->last_write_time(e2);
+    if (e1 || e2) continue;  // removed by another process meanwhile
+    files.push_back({it->path(), bytes, used});
+    total += bytes;
+  }
+  if (total <= max_bytes) return total;
+  std::sort(files.begin(), files.end(), [](const File& a, const File& b) { return a.used < b.used; });
+  for (const File& f : files) {
+    if (total <= max_bytes / 5 * 4) break;
+    std::error_code e;
+    fs::remove(f.path, e);
+    total -= f.bytes;  // removed here or by another process: gone either way
+  }
+  return total;
+}
+
+namespace {
+
+// After a write: a process that has written a sixteenth of the bound since it last trimmed trims.
+void trim_now_and_then(const std::string& dir, uint64_t written) {
+  static std::mutex mutex;
+  static uint64_t since_trim = ~uint64_t{0} / 2;  // the first write trims
+  const uint64_t max_bytes = uint64_t(integer_setting("FLUXION_CACHE_MAX_MB", 1024)) << 20;
+  std::lock_guard<std::mutex> lock(mutex);
+  since_trim += written;
+  if (since_trim < max_bytes / 16) return;
+  since_trim = 0;
+  trim_kernel_cache(dir, max_bytes);
+}
+
+}  // namespace
+
 std::optional<std::string> ObjectCacheEntry::read() const {
   std::ifstream f(path_, std::ios::binary);
   if (!f) return std::nullopt;
@@ -114,6 +185,8 @@ std::optional<std::string> ObjectCacheEntry::read() const {
   if (eol == std::string::npos) return std::nullopt;
   std::string object = text.substr(eol + 1);
   if (text.compare(header_.size(), eol + 1 - header_.size(), seal(object)) != 0) return std::nullopt;
+  std::error_code ec;  // used now: the last to be trimmed (a file another process removed meanwhile: no matter)
+  std::filesystem::last_write_time(path_, std::filesystem::file_time_type::clock::now(), ec);
   return object;
 }
 
@@ -130,7 +203,11 @@ void ObjectCacheEntry::write(const std::string& object) const {
       return;
     }
   }
-  if (std::rename(tmp.c_str(), path_.c_str()) != 0) std::remove(tmp.c_str());
+  if (std::rename(tmp.c_str(), path_.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return;
+  }
+  trim_now_and_then(path_.substr(0, path_.rfind('/')), header_.size() + object.size());
 }
 
 }  // namespace fluxion::lowering

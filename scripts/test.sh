@@ -17,6 +17,12 @@ passed=0 failed=0
 FLUXION_TEST_PYTHON=$(scripts/onnxruntime.sh)
 export FLUXION_TEST_PYTHON
 
+# The kernels' disk cache (on by default, in ~/.cache/fluxion): a fresh one for this run, so that
+# every test compiles what it tests and only this run's processes share kernels.
+FLUXION_CACHE_DIR=$(mktemp -d /tmp/fluxion-test-cache.XXXXXX)
+export FLUXION_CACHE_DIR
+trap 'rm -rf "$FLUXION_CACHE_DIR"' EXIT
+
 # The doctest suite: one test case is one test. A crash or a hang counts as a failure even when
 # the summary line is missing.
 out=$(timeout 1800 build/tests/fluxion_tests 2>&1); rc=$?

@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -91,4 +92,70 @@ TEST_CASE("jit: the on-disk cache serves a fresh in-memory cache") {
   fx::runtime::clear_cache();
   CHECK_FALSE(fx::runtime::compile(p, dev)->from_disk_cache());
   std::filesystem::remove_all(dir);
+}
+
+// On by default: with FLUXION_CACHE_DIR unset the kernels go to $XDG_CACHE_HOME/fluxion (made when
+// missing), else ~/.cache/fluxion; `off` turns the cache off.
+TEST_CASE("jit: the disk cache is on by default, in the user's cache directory") {
+  const std::string root = "/tmp/fluxion_test_xdg_" + std::to_string(::getpid());
+  std::filesystem::remove_all(root);
+  const test_helpers::ScopedEnv unset("FLUXION_CACHE_DIR", nullptr);
+  const test_helpers::ScopedEnv xdg("XDG_CACHE_HOME", root);
+  CHECK(fx::lowering::kernel_cache_dir() == root + "/fluxion");
+  CHECK(std::filesystem::is_directory(root + "/fluxion"));
+  fx::runtime::CompileTarget dev = fx::runtime::default_target();
+  dev.label = "cpu-default-cache-test";
+  fx::Program p = fx::make_ir([](const fx::Array& x) { return fx::tanh(x) * 5.f; })(fx::ones({7}));
+  CHECK_FALSE(fx::runtime::compile(p, dev)->from_disk_cache());
+  fx::runtime::clear_cache();
+  CHECK(fx::runtime::compile(p, dev)->from_disk_cache());
+  {
+    const test_helpers::ScopedEnv home("HOME", root + "/home");
+    xdg.set(nullptr);
+    CHECK(fx::lowering::kernel_cache_dir() == root + "/home/.cache/fluxion");
+  }
+  {
+    const test_helpers::ScopedEnv off("FLUXION_CACHE_DIR", "off");
+    CHECK_FALSE(fx::lowering::kernel_cache_dir().has_value());
+    fx::runtime::clear_cache();
+    CHECK_FALSE(fx::runtime::compile(p, dev)->from_disk_cache());
+  }
+  std::filesystem::remove_all(root);
+}
+
+// FLUXION_CACHE_MAX_MB: past the bound, the kernels used longest ago go first (a hit counts as a
+// use), down to 80% of it; files that are not kernels stay.
+TEST_CASE("jit: the disk cache keeps to its size bound, least recently used first") {
+  namespace fs = std::filesystem;
+  const std::string dir = "/tmp/fluxion_test_trim_" + std::to_string(::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const auto now = fs::file_time_type::clock::now();
+  for (int k = 0; k < 10; ++k) {  // ten 100 KB kernels, k = 0 used longest ago
+    const std::string path = dir + "/k" + std::to_string(k) + ".fxkernel";
+    std::ofstream(path, std::ios::binary) << std::string(100'000, char('a' + k));
+    fs::last_write_time(path, now - std::chrono::hours(10 - k));
+  }
+  std::ofstream(dir + "/notes.txt") << std::string(300'000, 'x');
+  CHECK(fx::lowering::trim_kernel_cache(dir, 1'000'000) == 1'000'000);  // at the bound: nothing goes
+  CHECK(fx::lowering::trim_kernel_cache(dir, 700'000) == 500'000);      // down to 560 KB: five go
+  for (int k = 0; k < 10; ++k) CHECK(fs::exists(dir + "/k" + std::to_string(k) + ".fxkernel") == (k >= 5));
+  CHECK(fs::exists(dir + "/notes.txt"));
+  fs::remove_all(dir);
+
+  // Through the library: a read refreshes a kernel's time, so the kernel just used outlives the
+  // older ones when a write crosses the bound.
+  fs::create_directories(dir);
+  const test_helpers::ScopedEnv cache("FLUXION_CACHE_DIR", dir);
+  fx::runtime::CompileTarget dev = fx::runtime::default_target();
+  dev.label = "cpu-trim-test";
+  fx::Program used = fx::make_ir([](const fx::Array& x) { return fx::exp(x) + 1.f; })(fx::ones({5}));
+  fx::runtime::compile(used, dev);
+  fs::path used_file;
+  for (const auto& e : fs::directory_iterator(dir)) used_file = e.path();
+  fs::last_write_time(used_file, now - std::chrono::hours(100));
+  fx::runtime::clear_cache();
+  CHECK(fx::runtime::compile(used, dev)->from_disk_cache());
+  CHECK(fs::last_write_time(used_file) > now - std::chrono::hours(1));
+  fs::remove_all(dir);
 }
