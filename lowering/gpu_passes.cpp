@@ -93,7 +93,7 @@ struct GpuConstantsPass : public PassWrapper<GpuConstantsPass, OperationPass<fun
 // What may stay in the host function: ops ordering device memory (parallel loops, which become
 // launches; allocations, which the runtime makes) and the pure values they use.
 bool stays_on_host(Operation* op) {
-  return isa<scf::ParallelOp, memref::AllocOp, memref::DeallocOp, func::ReturnOp>(op);
+  return isa<scf::ParallelOp, gpu::LaunchOp, memref::AllocOp, memref::DeallocOp, func::ReturnOp>(op);
 }
 
 struct GpuParallelPass : public PassWrapper<GpuParallelPass, OperationPass<func::FuncOp>> {
@@ -108,7 +108,7 @@ struct GpuParallelPass : public PassWrapper<GpuParallelPass, OperationPass<func:
       sink_into_loops(block);
       wrap_serial_runs(block);
     }
-    if (failed(check_no_escapes())) return signalPassFailure();
+    if (failed(spill_escapes())) return signalPassFailure();
     IRRewriter rewriter(&getContext());
     std::vector<int64_t> trips;  // per top-level loop, its iterations (0: not known)
     for (scf::ParallelOp loop : top_level_loops()) {
@@ -173,16 +173,17 @@ struct GpuParallelPass : public PassWrapper<GpuParallelPass, OperationPass<func:
     }
   }
 
-  // A run: consecutive ops that touch memory (or have regions, or use a value the run defines),
-  // ended by an op that stays on the host. Pure ops in between that do not depend on the run stay
-  // where they are; the run's loop goes where its last op was, after them.
+  // A run: consecutive ops that touch memory (or have regions, or use a value a run defines),
+  // ended by an op that stays on the host. Pure ops in between that do not depend on a run stay
+  // where they are; the run's loop goes where its last op was, after them. (A value of an
+  // earlier run reaches a later one through memory: spill_escapes.)
   void wrap_serial_runs(Block& block) {
     // Allocations (static shapes: no operands) first, so that none splits a run whose values
     // flow into a store to the allocated buffer.
     for (Operation& op : llvm::make_early_inc_range(block))
       if (isa<memref::AllocOp>(op) && op.getNumOperands() == 0) op.moveBefore(&block, block.begin());
     SmallVector<Operation*> run;
-    llvm::SmallPtrSet<Operation*, 16> in_run;
+    llvm::SmallPtrSet<Operation*, 16> wrapped;  // the ops of every run so far
     auto flush = [&] {
       if (run.empty()) return;
       OpBuilder b(run.back());
@@ -196,7 +197,6 @@ struct GpuParallelPass : public PassWrapper<GpuParallelPass, OperationPass<func:
       zero.getDefiningOp()->moveBefore(loop);
       one.getDefiningOp()->moveBefore(loop);
       run.clear();
-      in_run.clear();
     };
     for (Operation& op : llvm::make_early_inc_range(block)) {
       if (stays_on_host(&op)) {
@@ -205,28 +205,60 @@ struct GpuParallelPass : public PassWrapper<GpuParallelPass, OperationPass<func:
       }
       const bool uses_run = llvm::any_of(op.getOperands(), [&](Value v) {
         Operation* def = v.getDefiningOp();
-        return def && in_run.contains(def);
+        return def && wrapped.contains(def);
       });
       if (isPure(&op) && op.getNumRegions() == 0 && !uses_run) continue;
       run.push_back(&op);
-      in_run.insert(&op);
+      wrapped.insert(&op);
     }
     flush();
   }
 
-  // A value computed inside a wrapped run and used after it cannot cross to the host.
-  LogicalResult check_no_escapes() {
+  // A scalar computed in one device loop and used in a later one (a full reduction's result that
+  // a serial run turns into the next reduction's operand and also into the output) goes through a
+  // one-element temporary: stored where it is made, loaded where it is used. A value the host
+  // itself would need cannot cross.
+  LogicalResult spill_escapes() {
     LogicalResult result = success();
-    getOperation().walk([&](scf::ParallelOp loop) {
-      loop.getBody()->walk([&](Operation* inner) {
-        for (Value v : inner->getResults())
-          for (Operation* user : v.getUsers())
-            if (!loop->isAncestor(user)) {
-              inner->emitError("the GPU pipeline cannot pass this value from a device loop to the host");
-              result = failure();
-            }
-      });
-    });
+    func::FuncOp fn = getOperation();
+    Block& top = fn.getBody().front();
+    SmallVector<std::pair<Operation*, Value>> escaping;  // (the loop, the value)
+    for (Operation& op : top)
+      if (auto loop = dyn_cast<scf::ParallelOp>(op))
+        loop.getBody()->walk([&](Operation* inner) {
+          for (Value v : inner->getResults())
+            if (llvm::any_of(v.getUsers(), [&](Operation* u) { return !loop->isAncestor(u); }))
+              escaping.push_back({loop, v});
+        });
+    for (auto [loop, v] : escaping) {
+      Type t = v.getType();
+      const bool index = t.isIndex();
+      if (!index && !t.isIntOrFloat()) {
+        v.getDefiningOp()->emitError("the GPU pipeline cannot pass this value from a device loop to the host");
+        result = failure();
+        continue;
+      }
+      Type stored = index ? IntegerType::get(&getContext(), 64) : t;
+      OpBuilder b(&top, top.begin());
+      const Location loc = v.getLoc();
+      Value slot = b.create<memref::AllocOp>(loc, MemRefType::get({}, stored));
+      b.setInsertionPointAfterValue(v);
+      Value s = index ? Value(b.create<arith::IndexCastOp>(loc, stored, v)) : v;
+      b.create<memref::StoreOp>(loc, s, slot);
+      for (OpOperand& use : llvm::make_early_inc_range(v.getUses())) {
+        Operation* user = use.getOwner();
+        if (loop->isAncestor(user)) continue;
+        if (user->getBlock() == &top) {
+          user->emitError("the GPU pipeline cannot pass a value from a device loop to this host operation");
+          result = failure();
+          continue;
+        }
+        OpBuilder ub(user);
+        Value r = ub.create<memref::LoadOp>(loc, slot);
+        if (index) r = ub.create<arith::IndexCastOp>(loc, t, r);
+        use.set(r);
+      }
+    }
     return result;
   }
 };
@@ -303,6 +335,7 @@ void register_gpu_passes() {
   PassRegistration<GpuConstantsPass>();
   PassRegistration<GpuParallelPass>();
   PassRegistration<GpuMathPass>();
+  register_gpu_rows_pass();
 }
 
 }  // namespace fluxion::lowering

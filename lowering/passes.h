@@ -35,6 +35,10 @@ void register_math_approx_pass();
 /// NVVM conversion lacks.
 void register_gpu_passes();
 
+/// fx-gpu-rows (gpu_rows.cpp): reductions over the innermost dims, with the ops over the same rows
+/// beside them, as one block per row (registered by register_gpu_passes).
+void register_gpu_rows_pass();
+
 /// fx-gpu-math's rewrites (gpu_passes.cpp) without its renaming of C math functions to
 /// libdevice's: the emulated GPU's kernels (gpu_emulation.cpp) compute what the PTX computes.
 void populate_gpu_math_patterns(mlir::RewritePatternSet& patterns);

@@ -40,6 +40,7 @@
 #include "lowering/mlir_session.h"
 #include "lowering/passes.h"
 #include "lowering/pipeline_state.h"
+#include "lowering/tiling.h"
 #include "prims/registry.h"
 #include "runtime/cuda_driver.h"
 
@@ -65,6 +66,7 @@ const char* kMapToGpu =
     "one-shot-bufferize{allow-return-allocs-from-loops},"
     "canonicalize,cse,"
     "func.func(fx-gpu-copies),"
+    "func.func(fx-gpu-rows),"
     "func.func(convert-linalg-to-parallel-loops),"
     "func.func(fx-gpu-parallel),"
     "func.func(gpu-map-parallel-loops),"
@@ -97,6 +99,10 @@ class CudaPipeline : PipelineState {
     profiler::Scope prof("mlir", "GPU passes and PTX");
     run(kFusionPasses, "fusion");
     dump_module("fused.mlir");
+    // A buffer per result: bufferization would otherwise reuse one (softmax's max for its sum),
+    // and a row kernel (gpu_rows.cpp) can then neither recompute a temporary from it nor keep
+    // its members apart without barriers.
+    untie_empty_tensors(*module_);
     run(kMapToGpu, "mapping to the GPU");
     dump_module("gpu.mlir");
     std::vector<EmulationSource> kernels;
