@@ -18,9 +18,10 @@
 # uses; .gpu's by default, build/tools/fluxion_gpu_runner_emulated for the emulated GPU), and
 # FLUXION_CUDA_DRIVER=emulate for the emulated GPU (tests/gpu_check_emulated.sh: CI).
 #
-# Budget of `run`: under 6 minutes however it goes (the check 120 s, killed at 150; the benchmarks
-# 60 s; PyTorch 75 s; JAX 50 s; unpacking and the summary), so that one device call with
-# timeout_s=420 ends on its own; the H200 ran the whole check in about a minute.
+# Budget of `run`: under 6 minutes however it goes (the versions of torch and jax 15 s each; the
+# check 120 s, killed at 140; the benchmarks 50 s; PyTorch 70 s; JAX 45 s; unpacking and the
+# summary: 335 s and a few), so that one device call with timeout_s=420 ends on its own; the H200
+# ran the whole check in about a minute.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 gpu=${FLUXION_GPU_DIR:-$PWD/.gpu}
@@ -52,7 +53,7 @@ environment() {
   echo "the runner's libraries: $(ldd "$runner" | awk '{print $1}' | tr '\n' ' ')"
   echo "python $(python3 -c 'import platform; print(platform.python_version())')"
   [ "${FLUXION_CUDA_DRIVER:-}" = emulate ] && return 0
-  for m in torch jax; do python3 -c "import $m; print('$m', $m.__version__)" 2>&1 | tail -n 1; done
+  for m in torch jax; do timeout 15 python3 -c "import $m; print('$m', $m.__version__)" 2>&1 | tail -n 1; done
 }
 
 peers() {
@@ -62,8 +63,8 @@ peers() {
     : >"$out/peers_torch.json"; : >"$out/peers_jax.json"
     return 0
   fi
-  timeout 75 python3 bench/peers/gpu_peers.py torch "$workloads" "$out/peers_torch.json" 20 2>&1 | grep -v Warning
-  timeout 50 python3 bench/peers/gpu_peers.py jax "$workloads" "$out/peers_jax.json" 20 2>&1 | grep -v Warning
+  timeout 70 python3 bench/peers/gpu_peers.py torch "$workloads" "$out/peers_torch.json" 20 2>&1 | grep -v Warning
+  timeout 45 python3 bench/peers/gpu_peers.py jax "$workloads" "$out/peers_jax.json" 20 2>&1 | grep -v Warning
 }
 
 run() {
@@ -77,10 +78,10 @@ run() {
   head -n 1 "$work/bundle/manifest.txt"
   echo "== the check: every program against the CPU's outputs (compared here after the run)"
   : >"$out/check.log"  # both streams append: the workers' errors (stderr) only here, the summary also on screen
-  timeout 150 "$runner" check "$work/bundle/check" "$work/results" 120 2>>"$out/check.log" | tee -a "$out/check.log"
+  timeout 140 "$runner" check "$work/bundle/check" "$work/results" 120 2>>"$out/check.log" | tee -a "$out/check.log"
   tar czf "$out/results.tgz" -C "$work" results
   echo "== benchmarks: Fluxion's programs ($((SECONDS - t0)) s so far)"
-  timeout 60 "$runner" bench "$work/bundle/bench" "$out/bench_fluxion.json" 20 2>&1 | tee "$out/bench.txt"
+  timeout 50 "$runner" bench "$work/bundle/bench" "$out/bench_fluxion.json" 20 2>&1 | tee "$out/bench.txt"
   echo "== the peers on the same card ($((SECONDS - t0)) s so far)"
   peers "$work/bundle/bench/workloads.txt" "$out" | tee -a "$out/bench.txt"
   echo "== summary ($((SECONDS - t0)) s)"
