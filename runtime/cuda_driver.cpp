@@ -84,6 +84,16 @@ DriverLibrary::DriverLibrary(const std::string& path) : api_(std::make_unique<Ap
   bind(a.cuModuleGetFunction, "cuModuleGetFunction");
   bind(a.cuFuncSetAttribute, "cuFuncSetAttribute");
   bind(a.cuLaunchKernel, "cuLaunchKernel");
+  bind(a.cuDriverGetVersion, "cuDriverGetVersion");
+  bind(a.cuMemsetD8Async, "cuMemsetD8Async");
+  bind(a.cuMemsetD32Async, "cuMemsetD32Async");
+  bind(a.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
+  bind(a.cuModuleUnload, "cuModuleUnload");
+  bind(a.cuEventCreate, "cuEventCreate");
+  bind(a.cuEventDestroy, "cuEventDestroy_v2");
+  bind(a.cuEventRecord, "cuEventRecord");
+  bind(a.cuEventSynchronize, "cuEventSynchronize");
+  bind(a.cuEventElapsedTime, "cuEventElapsedTime");  // not _v2 (CUDA 12.8): the same for these events, in every driver
 }
 
 DriverLibrary::~DriverLibrary() {

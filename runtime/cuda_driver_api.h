@@ -30,6 +30,19 @@ struct DriverLibrary::Api {
   int (*cuModuleGetFunction)(Handle*, Handle, const char*);
   int (*cuFuncSetAttribute)(Handle, int, int);
   int (*cuLaunchKernel)(Handle, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, Handle, void**, void**);
+  // What the GPU check's runner (tools/gpu_runner) needs beyond the library: the driver's version,
+  // poisoned and filled buffers, device-to-device copies, modules unloaded after each program, and
+  // CUDA events for timing.
+  int (*cuDriverGetVersion)(int*);
+  int (*cuMemsetD8Async)(DevicePtr, unsigned char, size_t, Handle);
+  int (*cuMemsetD32Async)(DevicePtr, unsigned, size_t, Handle);
+  int (*cuMemcpyDtoDAsync)(DevicePtr, DevicePtr, size_t, Handle);
+  int (*cuModuleUnload)(Handle);
+  int (*cuEventCreate)(Handle*, unsigned);
+  int (*cuEventDestroy)(Handle);
+  int (*cuEventRecord)(Handle, Handle);
+  int (*cuEventSynchronize)(Handle);
+  int (*cuEventElapsedTime)(float*, Handle, Handle);
   // Not the driver's: the emulated GPU's account of the last error this thread met (the kernel,
   // parameter, index or limit), which DriverLibrary::check appends to the DeviceError. Null for
   // the real driver.

@@ -366,6 +366,99 @@ int launch_kernel(Handle fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
   return launch(*static_cast<const Function*>(fn), {gx, gy, gz}, {bx, by, bz}, shared, params, extra);
 }
 
+// ---- what the GPU check's runner needs beyond the library (tools/gpu_runner) --------------------------
+
+int driver_get_version(int* version) {
+  if (!version) return fail(kInvalidValue, "cuDriverGetVersion: a null version");
+  *version = 13000;  // the CUDA API the emulated driver follows: 13.0
+  return ok();
+}
+
+// cuMemsetD8Async / cuMemsetD32Async: `count` elements of `element` bytes, checked like a copy.
+int fill_memory(const char* call, DevicePtr dst, uint32_t value, size_t element, size_t count, Handle stream) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  if (state().sticky) return sticky();
+  if (stream && !state().streams.count(stream)) return fail(kInvalidHandle, std::string(call) + ": not a stream");
+  if (count == 0) return ok();
+  if (element == 4 && dst % 4) return fail(kInvalidValue, std::string(call) + ": " + hex(dst) + " is not 4-byte aligned");
+  if (std::string why = outside_allocations(state(), dst, count * element); !why.empty())
+    return fail(kInvalidValue, std::string(call) + " of " + std::to_string(count * element) + " bytes: the device address " + why);
+  auto* p = reinterpret_cast<unsigned char*>(dst);
+  if (element == 1) std::memset(p, int(value & 0xFF), count);
+  for (size_t i = 0; element == 4 && i < count; ++i) std::memcpy(p + 4 * i, &value, 4);
+  return ok();
+}
+
+int memset_d8(DevicePtr dst, unsigned char value, size_t count, Handle stream) {
+  return fill_memory("cuMemsetD8Async", dst, value, 1, count, stream);
+}
+
+int memset_d32(DevicePtr dst, unsigned value, size_t count, Handle stream) {
+  return fill_memory("cuMemsetD32Async", dst, value, 4, count, stream);
+}
+
+int memcpy_dtod(DevicePtr dst, DevicePtr src, size_t bytes, Handle stream) {
+  {
+    std::lock_guard<std::mutex> lock(state().mu);
+    if (std::string why = outside_allocations(state(), dst, bytes); !why.empty() && !state().sticky && bytes)
+      return fail(kInvalidValue, "cuMemcpyDtoDAsync of " + std::to_string(bytes) + " bytes: the destination " + why);
+  }
+  return copy("cuMemcpyDtoDAsync", reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes, src, stream);
+}
+
+int module_unload(Handle module) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  State& s = state();
+  auto it = std::find_if(s.modules.begin(), s.modules.end(), [&](const auto& m) { return m.get() == module; });
+  if (it == s.modules.end()) return fail(kInvalidHandle, "cuModuleUnload: not a module");
+  for (const auto& f : (*it)->functions) s.functions.erase(f.get());
+  s.modules.erase(it);
+  return s.sticky ? sticky() : ok();
+}
+
+int event_create(Handle* event, unsigned) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  if (state().sticky) return sticky();
+  if (!event) return fail(kInvalidValue, "cuEventCreate: a null event");
+  auto e = std::make_unique<Event>();
+  *event = e.get();
+  state().events.emplace(e.get(), std::move(e));
+  return ok();
+}
+
+int event_destroy(Handle event) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  return state().events.erase(event) ? ok() : fail(kInvalidHandle, "cuEventDestroy: not an event");
+}
+
+int event_record(Handle event, Handle stream) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  State& s = state();
+  if (s.sticky) return sticky();
+  auto it = s.events.find(event);
+  if (it == s.events.end()) return fail(kInvalidHandle, "cuEventRecord: not an event");
+  if (stream && !s.streams.count(stream)) return fail(kInvalidHandle, "cuEventRecord: not a stream");
+  *it->second = Event{std::chrono::steady_clock::now(), true};
+  return ok();
+}
+
+int event_synchronize(Handle event) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  if (!state().events.count(event)) return fail(kInvalidHandle, "cuEventSynchronize: not an event");
+  return sticky();
+}
+
+int event_elapsed_time(float* ms, Handle start, Handle end) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  State& s = state();
+  auto a = s.events.find(start), b = s.events.find(end);
+  if (!ms || a == s.events.end() || b == s.events.end()) return fail(kInvalidHandle, "cuEventElapsedTime: not an event");
+  if (!a->second->recorded || !b->second->recorded)
+    return fail(kInvalidHandle, "cuEventElapsedTime: an event that was never recorded");
+  *ms = std::chrono::duration<float, std::milli>(b->second->at - a->second->at).count();
+  return sticky();
+}
+
 const char* error_detail() { return last_detail.c_str(); }
 
 }  // namespace
@@ -406,6 +499,16 @@ void fill_api(DriverLibrary::Api& a) {
   a.cuModuleGetFunction = module_get_function;
   a.cuFuncSetAttribute = func_set_attribute;
   a.cuLaunchKernel = launch_kernel;
+  a.cuDriverGetVersion = driver_get_version;
+  a.cuMemsetD8Async = memset_d8;
+  a.cuMemsetD32Async = memset_d32;
+  a.cuMemcpyDtoDAsync = memcpy_dtod;
+  a.cuModuleUnload = module_unload;
+  a.cuEventCreate = event_create;
+  a.cuEventDestroy = event_destroy;
+  a.cuEventRecord = event_record;
+  a.cuEventSynchronize = event_synchronize;
+  a.cuEventElapsedTime = event_elapsed_time;
   a.fxErrorDetail = error_detail;
 }
 

@@ -3,6 +3,7 @@
 // share. Every entry point holds `mu` for its whole call, kernels included.
 #pragma once
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -55,13 +56,20 @@ struct Module {
   std::vector<std::unique_ptr<Function>> functions;
 };
 
+// A CUDA event: streams run their work at once, so recording one is reading the host's clock.
+struct Event {
+  std::chrono::steady_clock::time_point at;
+  bool recorded = false;
+};
+
 struct State {
   std::mutex mu;
   std::map<uint64_t, size_t> allocations;  // device (= host) address -> bytes
   std::set<uint64_t> host_allocations;     // cuMemHostAlloc's
   int sticky = 0;                          // a sticky error's code, or 0
   std::string sticky_detail;
-  std::vector<std::unique_ptr<Module>> modules;  // never unloaded (the real path does not either)
+  std::vector<std::unique_ptr<Module>> modules;  // until cuModuleUnload (the library never unloads)
+  std::map<const void*, std::unique_ptr<Event>> events;
   std::set<const void*> functions, streams;
   // register_module: PTX hash -> (PTX, its host code) pairs
   std::multimap<size_t, std::pair<std::string, std::weak_ptr<const HostModule>>> registry;

@@ -5,6 +5,7 @@
 #include "ir/error.h"
 #include "ir/profiler.h"
 #include "ir/trace.h"
+#include "runtime/gpu_launch.h"
 
 namespace fluxion::runtime {
 
@@ -22,15 +23,7 @@ const std::vector<cuda::Handle>& GpuExecutable::functions_on(cuda::Gpu& gpu) con
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = functions_.find(gpu.ordinal());
   if (it != functions_.end()) return it->second;
-  std::vector<cuda::Handle> modules, functions;
-  for (const GpuModule& m : program_.modules) modules.push_back(gpu.load_module(m.ptx));
-  for (const GpuLaunch& l : program_.launches) {
-    if (l.module < 0 || size_t(l.module) >= modules.size())
-      throw DeviceError("DeviceError: the launch of " + l.kernel + " names PTX module " + std::to_string(l.module) +
-                        " of " + std::to_string(modules.size()));
-    functions.push_back(gpu.function(modules[size_t(l.module)], l.kernel));
-  }
-  return functions_.emplace(gpu.ordinal(), std::move(functions)).first->second;
+  return functions_.emplace(gpu.ordinal(), load_gpu_program(gpu, program_).functions).first->second;
 }
 
 void GpuExecutable::run(std::span<const cuda::DevicePtr> buffers) const {
@@ -42,22 +35,7 @@ void GpuExecutable::launch(cuda::Gpu& gpu, std::span<const cuda::DevicePtr> buff
   if (int(buffers.size()) != program_.num_buffers)
     throw DeviceError("DeviceError: a GPU program of " + std::to_string(program_.num_buffers) + " buffers was given " +
                       std::to_string(buffers.size()));
-  const std::vector<cuda::Handle>& functions = functions_on(gpu);
-  std::vector<cuda::DevicePtr> temporaries;
-  struct Release {  // also when a launch throws
-    cuda::Gpu& gpu;
-    std::vector<cuda::DevicePtr>& ptrs;
-    ~Release() {
-      for (cuda::DevicePtr p : ptrs) gpu.release(p);
-    }
-  } release{gpu, temporaries};
-  for (size_t bytes : program_.temporary_bytes) temporaries.push_back(gpu.allocate(bytes));
-  std::vector<uint64_t> slots;
-  for (size_t i = 0; i < program_.launches.size(); ++i) {
-    const GpuLaunch& l = program_.launches[i];
-    std::vector<void*> params = pack_params(l, buffers, temporaries, slots);
-    gpu.launch(functions[i], l.grid.data(), l.block.data(), l.shared_bytes, params.data());
-  }
+  launch_gpu_program(gpu, program_, functions_on(gpu), buffers);
 }
 
 namespace {

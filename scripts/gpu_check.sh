@@ -1,107 +1,103 @@
 #!/usr/bin/env bash
 # The GPU check in one command (docs/gpu.md, "The GPU check"). The GPU machines have a driver, JAX
-# and PyTorch but no LLVM/MLIR 19, so what runs there is prepared here: programs compiled by the GPU
-# pipeline (PTX and launch plans), their inputs and, after the run, the comparison with the CPU.
+# and PyTorch but no LLVM/MLIR 19 and none of our libraries, so what runs there is prepared here:
+# programs compiled by the GPU pipeline (tests/gpu_bundle.h: PTX, launch plans, inputs, and the
+# kernels before NVVM for the emulated GPU) and the runner, tools/gpu_runner, which needs only the
+# CUDA driver; after the run, the outputs are compared here with eager results on the CPU.
 #
-#   scripts/gpu_check.sh pack      here: writes .gpu/optable.tgz (every op-table program the GPU
-#                                  pipeline lowers, every sample and dtype) and .gpu/bench.tgz (the
-#                                  benchmark programs); needs build/ with the CUDA toolkit
-#   scripts/gpu_check.sh run       there (device tool: carry [".gpu"]): environment, op table,
-#                                  benchmarks, the peers on the same card, a summary; files in $OUT
-#   scripts/gpu_check.sh compare DIR   here: the op table's outputs (DIR/results.tgz, fetched from
-#                                  the run) against eager results on the CPU
+#   scripts/gpu_check.sh pack [small] here: .gpu/bundle.tgz (check/: every op-table program the GPU
+#                                  pipeline lowers and the composed transforms; bench/: issue 30's
+#                                  workloads) and .gpu/fluxion_gpu_runner; "small": CI's bundle (a
+#                                  subset of the op table, the benchmarks at small sizes)
+#   scripts/gpu_check.sh run       there (device tool: carry [".gpu"]): environment, the check, the
+#                                  benchmarks, the peers on the same card, a summary; 8 files in $OUT
+#   scripts/gpu_check.sh compare DIR   here: the check's outputs (DIR/results.tgz, from the run)
+#                                  against eager results on the CPU (the same build must pack)
 #
-# Budget of `run`: at most about 6 minutes (op table 150 s, benchmarks, PyTorch, JAX), so that one
-# call with timeout_s=420 leaves a lease of 15 minutes room for a rerun.
+# Settings: FLUXION_BUILD_DIR (build), FLUXION_GPU_DIR (.gpu), FLUXION_GPU_RUNNER (the runner `run`
+# uses; .gpu's by default, build/tools/fluxion_gpu_runner_emulated for the emulated GPU), and
+# FLUXION_CUDA_DRIVER=emulate for the emulated GPU (tests/gpu_check_emulated.sh: CI).
+#
+# Budget of `run`: under 6 minutes however it goes (the versions of torch and jax 15 s each; the
+# check 120 s, killed at 140; the benchmarks 50 s; PyTorch 70 s; JAX 45 s; unpacking and the
+# summary: 335 s and a few), so that one device call with timeout_s=420 ends on its own; the H200
+# ran the whole check in about a minute.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 gpu=${FLUXION_GPU_DIR:-$PWD/.gpu}
+build=${FLUXION_BUILD_DIR:-build}
+max_bundle_bytes=$((48 << 20))
 
 pack() {
-  local tests=${FLUXION_BUILD_DIR:-build}/tests/fluxion_tests
-  [ -x "$tests" ] || { echo "gpu_check: no $tests (build first)"; return 1; }
-  rm -rf "$gpu" && mkdir -p "$gpu"
-  FLUXION_TEST_GPU_BUNDLE="$gpu/optable" "$tests" --test-case='gpu bundle: the op table*' >"$gpu/pack.log" 2>&1 ||
-    { tail -n 20 "$gpu/pack.log"; return 1; }
-  FLUXION_TEST_GPU_BENCH="$gpu/bench" "$tests" --test-case='gpu bundle: the benchmark*' >>"$gpu/pack.log" 2>&1 ||
-    { tail -n 20 "$gpu/pack.log"; return 1; }
-  (cd "$gpu" && tar czf optable.tgz optable && tar czf bench.tgz bench && rm -rf optable bench pack.log)
-  echo "gpu_check pack: $(du -sh "$gpu" | cut -f1) in $gpu ($(ls "$gpu" | tr '\n' ' '))"
+  local tests=$build/tests/fluxion_tests runner=$build/tools/fluxion_gpu_runner
+  local small=() t0=$SECONDS
+  [ "${1:-}" = small ] && small=(FLUXION_TEST_GPU_BUNDLE_EVERY=64 FLUXION_TEST_GPU_BENCH_SIZE=small)
+  [ -x "$tests" ] && [ -x "$runner" ] || { echo "gpu_check: no $tests or $runner (build first)"; return 1; }
+  rm -rf "$gpu" && mkdir -p "$gpu/bundle"
+  env "${small[@]}" FLUXION_TEST_GPU_BUNDLE="$gpu/bundle" "$tests" --test-case='gpu bundle: the*' >"$gpu/pack.log" 2>&1 ||
+    { tail -n 30 "$gpu/pack.log"; return 1; }
+  { echo "Fluxion GPU check bundle, packed $(date -u +%FT%TZ) from $(git rev-parse --short HEAD 2>/dev/null)${small:+ (small)}"
+    grep -E 'MESSAGE: .*(programs written|not lowered)' "$gpu/pack.log" | sed 's/^.*MESSAGE: //'; } >"$gpu/bundle/manifest.txt"
+  tar czf "$gpu/bundle.tgz" -C "$gpu" bundle && rm -rf "$gpu/bundle" "$gpu/pack.log"
+  cp "$runner" "$gpu/fluxion_gpu_runner"
+  local bytes; bytes=$(du -cb "$gpu"/* | tail -n 1 | cut -f1)
+  echo "gpu_check pack: $((bytes >> 10)) KiB in $gpu ($(ls "$gpu" | tr '\n' ' ')), $((SECONDS - t0)) s"
+  [ "$bytes" -le "$max_bundle_bytes" ] || { echo "gpu_check pack: over the 48 MiB a device call can carry"; return 1; }
 }
 
 environment() {
+  local runner=$1
   echo "== environment"
-  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader || echo "no nvidia-smi"
-  python3 - <<'PY'
-import ctypes, platform
-try:
-    cu = ctypes.CDLL("libcuda.so.1")  # through the real loader, as the library's dlopen finds it
-    v = ctypes.c_int(); cu.cuDriverGetVersion(ctypes.byref(v))
-    print(f"libcuda.so.1 loads; CUDA driver API {v.value // 1000}.{v.value % 1000 // 10}")
-except OSError as e:
-    print(f"libcuda.so.1 does not load: {e}")
-print(f"glibc {platform.libc_ver()[1]}, python {platform.python_version()}")
-for m in ("torch", "jax"):
-    try:
-        print(m, __import__(m).__version__)
-    except Exception as e:
-        print(m, "missing:", e)
-PY
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>/dev/null || echo "no nvidia-smi"
+  "$runner" env
+  echo "the runner's libraries: $(ldd "$runner" | awk '{print $1}' | tr '\n' ' ')"
+  echo "python $(python3 -c 'import platform; print(platform.python_version())')"
+  [ "${FLUXION_CUDA_DRIVER:-}" = emulate ] && return 0
+  for m in torch jax; do timeout 15 python3 -c "import $m; print('$m', $m.__version__)" 2>&1 | tail -n 1; done
+}
+
+peers() {
+  local workloads=$1 out=$2
+  if [ "${FLUXION_CUDA_DRIVER:-}" = emulate ]; then
+    echo "the peers: not run on the emulated GPU"
+    : >"$out/peers_torch.json"; : >"$out/peers_jax.json"
+    return 0
+  fi
+  timeout 70 python3 bench/peers/gpu_peers.py torch "$workloads" "$out/peers_torch.json" 20 2>&1 | grep -v Warning
+  timeout 45 python3 bench/peers/gpu_peers.py jax "$workloads" "$out/peers_jax.json" 20 2>&1 | grep -v Warning
 }
 
 run() {
-  local out=${OUT:-$gpu/out} t0=$SECONDS
+  local out=${OUT:-$gpu/out} runner=${FLUXION_GPU_RUNNER:-$gpu/fluxion_gpu_runner} t0=$SECONDS work
   mkdir -p "$out"
-  for f in optable.tgz bench.tgz; do
-    [ -f "$gpu/$f" ] || { echo "gpu_check: no $gpu/$f (scripts/gpu_check.sh pack here, then carry .gpu)"; return 1; }
-  done
-  environment 2>&1 | tee "$out/env.txt"
-  echo "== op table (every program the GPU pipeline lowers, against the CPU's outputs after the run)"
-  timeout 200 python3 scripts/gpu_bundle_run.py "$gpu/optable.tgz" "$out" 150 2>"$out/optable.log" | tee -a "$out/optable.log"
+  [ -f "$gpu/bundle.tgz" ] && [ -x "$runner" ] ||
+    { echo "gpu_check: no $gpu/bundle.tgz or $runner (scripts/gpu_check.sh pack here, then carry .gpu)"; return 1; }
+  work=$(mktemp -d /tmp/fluxion_gpu_check.XXXXXX)  # not under $OUT: only the 8 files go back
+  tar xzf "$gpu/bundle.tgz" -C "$work"
+  environment "$runner" 2>&1 | tee "$out/env.txt"
+  head -n 1 "$work/bundle/manifest.txt"
+  echo "== the check: every program against the CPU's outputs (compared here after the run)"
+  : >"$out/check.log"  # both streams append: the workers' errors (stderr) only here, the summary also on screen
+  timeout 140 "$runner" check "$work/bundle/check" "$work/results" 120 2>>"$out/check.log" | tee -a "$out/check.log"
+  tar czf "$out/results.tgz" -C "$work" results
   echo "== benchmarks: Fluxion's programs ($((SECONDS - t0)) s so far)"
-  timeout 90 python3 scripts/gpu_bench_run.py "$gpu/bench.tgz" "$out/bench_fluxion.json" 20 2>&1 | tee "$out/bench.txt"
+  timeout 50 "$runner" bench "$work/bundle/bench" "$out/bench_fluxion.json" 20 2>&1 | tee "$out/bench.txt"
   echo "== the peers on the same card ($((SECONDS - t0)) s so far)"
-  timeout 90 python3 bench/peers/gpu_peers.py torch "$out/peers_torch.json" 20 2>&1 | grep -v Warning | tee -a "$out/bench.txt"
-  timeout 60 python3 bench/peers/gpu_peers.py jax "$out/peers_jax.json" 20 2>&1 | grep -v Warning | tee -a "$out/bench.txt"
+  peers "$work/bundle/bench/workloads.txt" "$out" | tee -a "$out/bench.txt"
   echo "== summary ($((SECONDS - t0)) s)"
-  python3 - "$out" <<'PY' | tee "$out/summary.txt"
-import json, os, sys
-out = sys.argv[1]
-def rows(name):
-    p = os.path.join(out, name)
-    return [json.loads(l) for l in open(p)] if os.path.exists(p) else []
-flux = {r["name"]: r for r in rows("bench_fluxion.json")}
-peers = rows("peers_torch.json") + rows("peers_jax.json")
-gpu = next((r["gpu"] for r in flux.values() if "gpu" in r), "?")
-print(f"GPU: {gpu}")
-status = os.path.join(out, "optable.log")
-print([l.strip() for l in open(status) if " cases ran in " in l] or ["op table: no summary line"])
-print(f"{'workload':34} {'Fluxion ms':>11} {'GB/s':>7} {'peer':>22} {'peer ms':>9} {'peer/Fluxion':>12}")
-for name, r in flux.items():
-    if "error" in r:
-        print(f"{name:34} error: {r['error']}")
-        continue
-    base = name.split(" ")[0]
-    same = [p for p in peers if p.get("name", "").split(" ")[0] == base] or [{}]
-    for p in same:
-        ratio = f"{p['ms'] / r['ms']:.2f}" if "ms" in p else ""
-        print(f"{name:34} {r['ms']:11.3f} {r.get('GB/s', 0):7.0f} {p.get('peer', '-'):>22} {p.get('ms', float('nan')):9.3f} {ratio:>12}")
-for p in peers:
-    if "error" in p or p.get("name", "").startswith("matmul"):
-        print(p)
-PY
+  python3 scripts/gpu_check_summary.py "$out" | tee "$out/summary.txt"
+  rm -rf "$work"
 }
 
 compare() {
   local dir=${1:?usage: scripts/gpu_check.sh compare DIR (holding results.tgz)}
-  local tests=${FLUXION_BUILD_DIR:-build}/tests/fluxion_tests
-  (cd "$dir" && tar xzf results.tgz)
-  FLUXION_TEST_GPU_RESULTS="$dir/results" "$tests" --test-case='gpu bundle: a GPU*'
+  tar xzf "$dir/results.tgz" -C "$dir" &&
+    FLUXION_TEST_GPU_RESULTS="$dir/results" "$build/tests/fluxion_tests" --test-case='gpu bundle: a GPU*'
 }
 
 case "${1:-}" in
-  pack) pack ;;
+  pack) shift; pack "$@" ;;
   run) run ;;
   compare) shift; compare "$@" ;;
-  *) echo "usage: scripts/gpu_check.sh pack|run|compare DIR (docs/gpu.md)"; exit 2 ;;
+  *) echo "usage: scripts/gpu_check.sh pack [small] | run | compare DIR (docs/gpu.md)"; exit 2 ;;
 esac

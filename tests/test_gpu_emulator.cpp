@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 #include <fluxion.h>
 
+#include <algorithm>
 #include <numeric>
 #include <string>
 #include <thread>
@@ -13,6 +14,7 @@
 
 #include "lowering/compile_cuda.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/cuda_driver_api.h"
 #include "runtime/cuda_emulator.h"
 
 namespace fx = fluxion;
@@ -391,6 +393,60 @@ TEST_CASE("gpu emulator: a module without host code is not loaded" * doctest::sk
   const std::string e = device_error([&] { cuda::Gpu::get(0).load_module(ptx); });
   CHECK_MESSAGE(contains(e, "cuModuleLoadDataEx: CUDA_ERROR_NOT_SUPPORTED (801)"), e);
   CHECK_MESSAGE(contains(e, "the PTX JIT said: the emulated GPU runs only PTX that compile_cuda made in this process"), e);
+}
+
+// What the GPU check's runner (tools/gpu_runner) calls beyond the library: each does what the driver
+// does, and refuses what the driver refuses, with its codes.
+TEST_CASE("gpu emulator: fills, device-to-device copies, events and module unloads, as the GPU check's runner uses them" *
+          doctest::skip(!emulated())) {
+  ResetAfter reset;
+  const auto& api = cuda::driver()->api();
+  cuda::Gpu& gpu = cuda::Gpu::get(0);
+  int version = 0;
+  CHECK(api.cuDriverGetVersion(&version) == 0);
+  CHECK(version == 13000);
+  DeviceArray<uint32_t> a(1000), b(1000);
+  CHECK(api.cuMemsetD8Async(a.ptr, 0xFF, 1000 * 4, gpu.stream()) == 0);
+  CHECK(a.read() == std::vector<uint32_t>(1000, 0xFFFFFFFFu));
+  CHECK(api.cuMemsetD32Async(a.ptr + 8, 0x3F000000u, 10, gpu.stream()) == 0);  // 0.5f in elements 2..11
+  std::vector<uint32_t> want(1000, 0xFFFFFFFFu);
+  std::fill(want.begin() + 2, want.begin() + 12, 0x3F000000u);
+  CHECK(a.read() == want);
+  CHECK(api.cuMemcpyDtoDAsync(b.ptr, a.ptr, 1000 * 4, gpu.stream()) == 0);
+  CHECK(b.read() == want);
+  // Refused, not sticky: past the allocation's end, a misaligned 32-bit fill, a copy too long.
+  CHECK(api.cuMemsetD32Async(a.ptr, 0, 1 << 20, gpu.stream()) == 1);
+  CHECK(api.cuMemsetD32Async(a.ptr + 2, 0, 4, gpu.stream()) == 1);
+  CHECK(api.cuMemcpyDtoDAsync(b.ptr, a.ptr, size_t(1) << 24, gpu.stream()) == 1);
+  CHECK(b.read() == want);
+  CHECK(cuda::emulator::sticky_error() == 0);
+
+  cuda::Handle start = nullptr, end = nullptr, never = nullptr;
+  REQUIRE(api.cuEventCreate(&start, 0) == 0);
+  REQUIRE(api.cuEventCreate(&end, 0) == 0);
+  REQUIRE(api.cuEventCreate(&never, 0) == 0);
+  CHECK(api.cuEventRecord(start, gpu.stream()) == 0);
+  DeviceArray<float> out(256);
+  launch(kernel("fill"), {2, 1, 1}, {128, 1, 1}, {out.ptr});
+  CHECK(api.cuEventRecord(end, gpu.stream()) == 0);
+  CHECK(api.cuEventSynchronize(end) == 0);
+  float ms = -1;
+  CHECK(api.cuEventElapsedTime(&ms, start, end) == 0);
+  CHECK(ms >= 0);
+  CHECK(api.cuEventElapsedTime(&ms, start, never) == 400);  // never recorded
+  CHECK(api.cuEventDestroy(never) == 0);
+  CHECK(api.cuEventDestroy(never) == 400);
+  CHECK(api.cuEventDestroy(start) == 0);
+  CHECK(api.cuEventDestroy(end) == 0);
+
+  std::string ptx;
+  for (const fx::runtime::GpuModule& m : kernels().modules)
+    if (m.name == "fill") ptx = m.ptx;
+  cuda::Handle module = gpu.load_module(ptx);
+  CHECK(gpu.function(module, "fill") != nullptr);
+  CHECK(api.cuModuleUnload(module) == 0);
+  CHECK(api.cuModuleUnload(module) == 400);
+  CHECK(cuda::emulator::sticky_error() == 0);
 }
 
 TEST_CASE("cuda gpu: copies from two threads at once each arrive whole (the staging buffer is shared)" *
