@@ -5,6 +5,7 @@
 #include "ir/error.h"
 #include "ir/profiler.h"
 #include "ir/trace.h"
+#include "runtime/gpu_library.h"
 
 namespace fluxion::runtime {
 
@@ -25,6 +26,10 @@ const std::vector<cuda::Handle>& GpuExecutable::functions_on(cuda::Gpu& gpu) con
   std::vector<cuda::Handle> modules, functions;
   for (const GpuModule& m : program_.modules) modules.push_back(gpu.load_module(m.ptx));
   for (const GpuLaunch& l : program_.launches) {
+    if (l.kind == GpuLaunch::Kind::library) {  // runtime/gpu_library.h: no PTX
+      functions.push_back(nullptr);
+      continue;
+    }
     if (l.module < 0 || size_t(l.module) >= modules.size())
       throw DeviceError("DeviceError: the launch of " + l.kernel + " names PTX module " + std::to_string(l.module) +
                         " of " + std::to_string(modules.size()));
@@ -56,6 +61,11 @@ void GpuExecutable::launch(cuda::Gpu& gpu, std::span<const cuda::DevicePtr> buff
   for (size_t i = 0; i < program_.launches.size(); ++i) {
     const GpuLaunch& l = program_.launches[i];
     std::vector<void*> params = pack_params(l, buffers, temporaries, slots);
+    if (l.kind == GpuLaunch::Kind::library) {
+      std::vector<int64_t> args = call_arguments(l, slots);
+      run_library_call(gpu, l.kernel, args);
+      continue;
+    }
     gpu.launch(functions[i], l.grid.data(), l.block.data(), l.shared_bytes, params.data());
   }
 }
