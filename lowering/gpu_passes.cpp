@@ -93,6 +93,8 @@ struct GpuConstantsPass : public PassWrapper<GpuConstantsPass, OperationPass<fun
 // What may stay in the host function: ops ordering device memory (parallel loops, which become
 // launches; allocations, which the runtime makes) and the pure values they use.
 bool stays_on_host(Operation* op) {
+  // A library call's wrapper (lower_library.cpp) stays too: the plan makes it a library step.
+  if (auto call = dyn_cast<func::CallOp>(op)) return call.getCallee().starts_with("fx_libcall_");
   return isa<scf::ParallelOp, gpu::LaunchOp, memref::AllocOp, memref::DeallocOp, func::ReturnOp>(op);
 }
 
@@ -104,6 +106,8 @@ struct GpuParallelPass : public PassWrapper<GpuParallelPass, OperationPass<func:
 
   void runOnOperation() override {
     if (getOperation().isExternal()) return;  // a declaration (libm's fmod, ...): no body
+    // A library call's wrapper (lower_library.cpp): read by the plan, never run on the device.
+    if (getOperation().isPrivate()) return;
     for (Block& block : getOperation().getBody()) {
       sink_into_loops(block);
       wrap_serial_runs(block);

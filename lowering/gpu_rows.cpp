@@ -314,7 +314,7 @@ struct GpuRowsPass : public PassWrapper<GpuRowsPass, OperationPass<func::FuncOp>
 
   void runOnOperation() override {
     func::FuncOp fn = getOperation();
-    if (fn.isExternal()) return;
+    if (fn.isExternal() || fn.isPrivate()) return;  // a declaration, a library call's wrapper
     Block& block = fn.getBody().front();
     std::set<Operation*> taken;
     SmallVector<Operation*> ops;

@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <map>
 
 #include "ir/error.h"
@@ -93,7 +94,11 @@ class CudaPipeline : PipelineState {
     check();
     {
       profiler::Scope prof("mlir", "lower to MLIR");
-      module_ = lower_program(session_.context, program_, options_);
+      // Every float GEMM dot_general the CPU could give Eigen goes to the GPU's library (cuBLAS),
+      // whatever its size: a library step of the plan (library_step).
+      CompileOptions o = options_;
+      o.matmul = MatmulPath::eigen;
+      module_ = lower_program(session_.context, program_, o);
       dump_module("input.mlir");
     }
     profiler::Scope prof("mlir", "GPU passes and PTX");
@@ -182,7 +187,45 @@ class CudaPipeline : PipelineState {
     return module_index;
   }
 
-  // The host function after the passes: constants, temporaries and launches only.
+  // A library call's wrapper (lower_library.cpp: it stores the call's integers and its operands'
+  // addresses into an array and calls the runtime's function with it) as a library step: the
+  // integers, with each address a parameter, the wrapper's operands.
+  runtime::GpuLaunch library_step(func::CallOp call, const std::function<runtime::GpuParam(Value)>& param) {
+    auto wrapper = module_->lookupSymbol<func::FuncOp>(call.getCallee());
+    runtime::GpuLaunch step;
+    step.kind = runtime::GpuLaunch::Kind::library;
+    for (Value v : call.getOperands()) step.params.push_back(param(v));
+    auto refuse = [&](Operation* at) {
+      at->emitError("a library call's wrapper of an unexpected form");
+      fail("planning a library call");
+    };
+    if (!wrapper || wrapper.isExternal()) refuse(call);
+    wrapper.walk([&](Operation* op) {
+      if (auto inner = dyn_cast<func::CallOp>(op)) step.kernel = inner.getCallee().str();
+      auto store = dyn_cast<memref::StoreOp>(op);
+      if (!store) return;
+      llvm::APInt at;
+      if (store.getIndices().size() != 1 || !matchPattern(store.getIndices()[0], m_ConstantInt(&at))) refuse(op);
+      const size_t i = at.getZExtValue();
+      if (step.call_args.size() <= i) step.call_args.resize(i + 1);
+      llvm::APInt value;
+      Value v = store.getValueToStore();
+      if (matchPattern(v, m_ConstantInt(&value))) {
+        step.call_args[i].value = value.getSExtValue();
+      } else if (auto cast = v.getDefiningOp<arith::IndexCastOp>()) {
+        auto ptr = cast.getIn().getDefiningOp<memref::ExtractAlignedPointerAsIndexOp>();
+        auto arg = ptr ? dyn_cast<BlockArgument>(ptr.getSource()) : BlockArgument();
+        if (!arg) refuse(op);
+        step.call_args[i].param = int(arg.getArgNumber());
+      } else {
+        refuse(op);
+      }
+    });
+    if (step.kernel.empty()) refuse(wrapper);
+    return step;
+  }
+
+  // The host function after the passes: constants, temporaries, launches and library calls only.
   runtime::GpuProgram plan() {
     runtime::GpuProgram out;
     out.target = gpu_chip();
@@ -198,7 +241,7 @@ class CudaPipeline : PipelineState {
         return runtime::GpuParam{runtime::GpuParam::Kind::buffer, int(arg.getArgNumber())};
       if (auto it = temporaries.find(v.getDefiningOp()); it != temporaries.end())
         return runtime::GpuParam{runtime::GpuParam::Kind::temporary, it->second};
-      l.emitError("a kernel parameter that is neither a buffer nor a temporary");
+      if (l) l.emitError("a kernel parameter that is neither a buffer nor a temporary");
       fail("reading the launches");
     };
     auto dim = [&](Value v, gpu::LaunchFuncOp l) {
@@ -230,6 +273,10 @@ class CudaPipeline : PipelineState {
         for (Value v : l.getKernelOperands()) launch.params.push_back(param(v, l));
         check_limits(launch);
         out.launches.push_back(std::move(launch));
+        continue;
+      }
+      if (auto call = dyn_cast<func::CallOp>(op); call && call.getCallee().starts_with("fx_libcall_")) {
+        out.launches.push_back(library_step(call, [&](Value v) { return param(v, {}); }));
         continue;
       }
       op.emitError("this operation was left on the host: ") << op.getName();

@@ -56,6 +56,9 @@ enum class GpuLowering : uint8_t {
   none,     // it does not
   generic,  // its CPU lowering -- linalg on tensors with arith/math bodies -- maps to blocks and
             // threads as it is (lowering/gpu_passes.cpp)
+  library,  // its CPU lowering's library call becomes a step of the launch plan that a GPU library
+            // does (runtime/gpu_library.h: dot_general's float GEMMs through cuBLAS); the cases
+            // the CPU does not send to the library map as generic
 };
 
 /// One primitive's rules and facts. Fields are grouped by the floor that consumes them; designated

@@ -99,10 +99,12 @@ class Gpu {
   /// nullptr follows the last (pack_params' layout): the driver reads only as many as the kernel
   /// takes, the emulated one counts them and refuses a launch whose count differs.
   void launch(Handle fn, const uint32_t grid[3], const uint32_t block[3], uint32_t shared_bytes, void** params);
+  /// Makes this GPU's context the calling thread's (for libraries that use the current context:
+  /// cuBLAS, runtime/gpu_library.cpp).
+  void make_current() const;
 
  private:
   explicit Gpu(int ordinal);
-  void make_current() const;
   const DriverLibrary& d_;
   int ordinal_;
   Handle context_ = nullptr, stream_ = nullptr;

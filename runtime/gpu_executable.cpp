@@ -6,6 +6,7 @@
 #include "ir/profiler.h"
 #include "ir/trace.h"
 #include "runtime/gpu_launch.h"
+#include "runtime/gpu_library.h"
 
 namespace fluxion::runtime {
 
@@ -35,7 +36,7 @@ void GpuExecutable::launch(cuda::Gpu& gpu, std::span<const cuda::DevicePtr> buff
   if (int(buffers.size()) != program_.num_buffers)
     throw DeviceError("DeviceError: a GPU program of " + std::to_string(program_.num_buffers) + " buffers was given " +
                       std::to_string(buffers.size()));
-  launch_gpu_program(gpu, program_, functions_on(gpu), buffers);
+  launch_gpu_program(gpu, program_, functions_on(gpu), buffers, run_library_call);
 }
 
 namespace {

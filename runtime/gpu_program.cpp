@@ -22,4 +22,15 @@ std::vector<void*> pack_params(const GpuLaunch& launch, std::span<const uint64_t
   return pointers;
 }
 
+std::vector<int64_t> call_arguments(const GpuLaunch& launch, std::span<const uint64_t> slots) {
+  std::vector<int64_t> out;
+  for (const GpuCallArg& a : launch.call_args) {
+    if (a.param >= int(slots.size()))
+      throw DeviceError("DeviceError: library call " + launch.kernel + " names parameter " + std::to_string(a.param) +
+                        " of " + std::to_string(slots.size()));
+    out.push_back(a.param >= 0 ? int64_t(slots[size_t(a.param)]) : a.value);
+  }
+  return out;
+}
+
 }  // namespace fluxion::runtime

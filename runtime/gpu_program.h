@@ -37,9 +37,23 @@ struct GpuModule {
   std::shared_ptr<const void> host_code;
 };
 
+/// One integer of a library call's argument array: `value`, or (param >= 0) the device address
+/// of the step's parameter `param`.
+struct GpuCallArg {
+  int64_t value = 0;
+  int param = -1;
+  friend bool operator==(const GpuCallArg&, const GpuCallArg&) = default;
+};
+
+/// One step of the plan: a kernel launch, or a library call (runtime/gpu_library.h) queued on the
+/// same stream -- dot_general as cuBLAS's GEMM -- whose buffers are `params`.
 struct GpuLaunch {
-  int module = 0;      // index into GpuProgram::modules
-  std::string kernel;  // the PTX entry's name in that module
+  enum class Kind : uint8_t { kernel, library };
+  Kind kind = Kind::kernel;
+  int module = 0;      // index into GpuProgram::modules (a kernel)
+  std::string kernel;  // the PTX entry's name in that module; a library call's function
+                       // (kernels/library_calls.h: fluxion_rt_gemm's layout)
+  std::vector<GpuCallArg> call_args;  // a library call's integers
   std::array<uint32_t, 3> grid{1, 1, 1}, block{1, 1, 1};
   uint32_t shared_bytes = 0;  // dynamic shared memory
   std::vector<GpuParam> params;
@@ -59,5 +73,9 @@ struct GpuProgram {
 /// up to the nullptr. Throws DeviceError when an index is out of range.
 std::vector<void*> pack_params(const GpuLaunch& launch, std::span<const uint64_t> buffers,
                                std::span<const uint64_t> temporaries, std::vector<uint64_t>& slots);
+
+/// A library call's argument array: call_args with each parameter's address (`slots`, filled by
+/// pack_params) in place. Throws DeviceError when a parameter index is out of range.
+std::vector<int64_t> call_arguments(const GpuLaunch& launch, std::span<const uint64_t> slots);
 
 }  // namespace fluxion::runtime

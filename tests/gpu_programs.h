@@ -7,6 +7,7 @@
 
 #include "lowering/compile_cuda.h"
 #include "op_table.h"
+#include "prims/registry.h"
 
 namespace optable {
 
@@ -15,6 +16,14 @@ inline const fx::Eqn* not_on_gpu(const fx::Program& p) {
   for (const fx::Eqn& e : p.eqns)
     if (!fx::lowering::gpu_lowers_primitive(e.prim)) return &e;
   return nullptr;
+}
+
+/// Whether `p` holds a primitive whose GPU plan may call a GPU library (cuBLAS: prims/registry.h,
+/// GpuLowering::library), which the bundle's runner -- a CUDA driver and Python only -- cannot.
+inline bool calls_gpu_library(const fx::Program& p) {
+  for (const fx::Eqn& e : p.eqns)
+    if (fx::rules(e.prim).gpu == fx::GpuLowering::library) return true;
+  return false;
 }
 
 // Each op in each dtype, on its first sample (or on every sample): the program the jit would compile.
