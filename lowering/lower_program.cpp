@@ -110,6 +110,8 @@ Value convert_scalar(OpBuilder& b, Location l, Value x, DType from, DType to) {
   }
   const bool from_f = is_float(from), to_f = is_float(to);
   if (from_f && to_f) {
+    if (from == DType::float64 && to == DType::float16)  // one rounding: through f32 it could be two
+      return b.create<arith::ExtFOp>(l, tt, b.create<arith::TruncFOp>(l, b.getF16Type(), x));
     unsigned fb = x.getType().getIntOrFloatBitWidth(), tb = tt.getIntOrFloatBitWidth();
     if (fb == tb) return x;
     if (fb < tb) return b.create<arith::ExtFOp>(l, tt, x);

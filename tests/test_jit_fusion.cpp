@@ -74,3 +74,16 @@ TEST_CASE("jit fusion: a constant reduced (integer_pow(x, 0) is 1 everywhere)") 
   const fx::Array i = fx::array({3, -1, 7, 0, 2});
   check_jit_matches_eager([](const fx::Array& a) { return fx::sum(fx::integer_pow(a, 0)); }, i);
 }
+
+TEST_CASE("jit fusion: other ops that read a tensor at computed indices, next to elementwise ones") {
+  // The kin of rev (issue 35): each reads its operand through tensor.extract or its own indexing,
+  // between elementwise producers and consumers that fusion would like to group with it.
+  const fx::Array x = grid(4, 6);
+  check_jit_matches_eager([](const fx::Array& a) { return fx::take(fx::sin(a), fx::array({3, 0, 2}), 1) * 2.f; }, x);
+  check_jit_matches_eager([](const fx::Array& a) { return fx::exp(fx::take(fx::tanh(a), fx::array({1, 1, 0}), 0)); }, x);
+  check_jit_matches_eager(
+      [](const fx::Array& a) { return fx::cos(fx::dynamic_slice(fx::sin(a) + a, {fx::scalar(1), fx::scalar(2)}, {2, 3})); }, x);
+  check_jit_matches_eager([](const fx::Array& a) { return fx::concatenate({fx::sin(a), a * 3.f, fx::flip(a, {1})}, 1) + 1.f; }, x);
+  check_jit_matches_eager([](const fx::Array& a) { return fx::sqrt(fx::pad(fx::exp(a), {{1, 2}, {0, 1}}, 1.5f)); }, x);
+  check_jit_matches_eager([](const fx::Array& a) { return fx::sum(fx::flip(fx::exp(a), {0}) * a, {1}); }, x);
+}

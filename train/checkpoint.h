@@ -11,6 +11,7 @@
 // is a ValueError, a shape that differs from `like`'s a ShapeError, a dtype a TypeError, an
 // unreadable or malformed file an IOError.
 #pragma once
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -68,8 +69,16 @@ void save(const std::string& path, const T& tree) {
 }
 
 /// `like` gives the structure (and, where its leaves are set, the expected shapes and dtypes).
+/// `load<std::map<std::string, Array>>(path)` with no `like` returns every array of the file.
 template <class T>
 T load(const std::string& path, const T& like = T{}) {
+  if constexpr (std::is_same_v<T, std::map<std::string, Array>>) {
+    if (like.empty()) {
+      T all;
+      for (checkpoint_io::Entry& e : checkpoint_io::read(path)) all.emplace(std::move(e.name), std::move(e.array));
+      return all;
+    }
+  }
   std::vector<Array> leaves = checkpoint_io::match(path, checkpoint_io::read(path), checkpoint_io::leaf_names(like),
                                                 tree::leaves(like));
   const Array* it = leaves.data();

@@ -18,6 +18,10 @@ namespace fluxion::io {
 
 void fail(const std::string& path, const std::string& what) { throw IOError("IOError: " + path + ": " + what); }
 
+void shape_fail(const std::string& op, const std::string& path, const std::string& what) {
+  throw ShapeError("ShapeError: " + op + "(" + path + "): " + what);
+}
+
 std::string read_file(const std::string& path) {
   // gzread reads gzip and plain files alike.
   gzFile f = gzopen(path.c_str(), "rb");
