@@ -35,7 +35,7 @@ std::string shape_problem(const Shape& s, DType dtype) {
       return "the shape " + s.str() + " has more elements than an int64 counts";
   int64_t bytes = 0;
   if (__builtin_mul_overflow(n, int64_t(itemsize(dtype)), &bytes))
-    return "the shape " + s.str() + " of " + std::string(dtype_name(dtype)) + " takes more bytes than an int64 counts";
+    return "the shape " + s.str() + " of " + std::string(dtype_long_name(dtype)) + " takes more bytes than an int64 counts";
   return "";
 }
 

@@ -77,7 +77,8 @@ constexpr C wrapping_mul(C x, C y) {
 }
 template <class C>
 constexpr C wrapping_neg(C x) {
-  return wrapping_sub(C(0), x);
+  if constexpr (std::is_integral_v<C>) return wrapping_sub(C(0), x);
+  else return C(-x);  // -0.0 for 0.0: 0 - x would give +0.0
 }
 
 /// The compile-time side of `accepts`: whether a kernel is instantiated for storage type T.

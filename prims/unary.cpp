@@ -180,7 +180,8 @@ struct abs_op {
   static auto f(C x, const Params&) {
     if constexpr (std::is_unsigned_v<C>) return x;
     else if constexpr (is_complex_type<C>) return std::abs(x);
-    else return x < C(0) ? wrapping_neg(x) : x;  // |INT_MIN| wraps to INT_MIN, as in XLA
+    else if constexpr (std::is_integral_v<C>) return x < C(0) ? wrapping_neg(x) : x;  // |INT_MIN| is INT_MIN, as in XLA
+    else return std::fabs(x);  // |-0.0| is +0.0
   }
   static Array jvp(A x, A t, A y, const Params&) {
     if (!is_complex(x.dtype())) return t * sign(x);
