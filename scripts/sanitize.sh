@@ -49,6 +49,9 @@ exclude=(
   "*faster*" "*speed*"
   # Spawns Python (onnxruntime, numpy): the interpreter is not built with the sanitizer's runtime.
   "*onnx*"
+  # Arrays of 2^31 bytes and more, several at once: ASan's shadow and quarantine multiply that past
+  # the machine's memory. They run in the plain build (tests/test_huge_arrays.cpp).
+  "huge arrays:*"
 )
 # The concurrency suites: what TSan is for (issue 35, item 1).
 tsan_cases="devices:*,pmap:*,data:*,*thread*,jit: the runtime cache*,jit: the on-disk cache*,threads:*"
