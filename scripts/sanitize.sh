@@ -52,6 +52,8 @@ exclude=(
   # Arrays of 2^31 bytes and more, several at once: ASan's shadow and quarantine multiply that past
   # the machine's memory. They run in the plain build (tests/test_huge_arrays.cpp).
   "huge arrays:*"
+  # Sets RLIMIT_AS to what the process maps plus 1 GiB: ASan and TSan map terabytes of shadow.
+  "faults: an allocation*"
 )
 # The concurrency suites: what TSan is for (issue 35, item 1).
 tsan_cases="devices:*,pmap:*,data:*,*thread*,jit: the runtime cache*,jit: the on-disk cache*,threads:*"
