@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -26,9 +27,15 @@ std::string read_file(const std::string& path) {
   // gzread reads gzip and plain files alike.
   gzFile f = gzopen(path.c_str(), "rb");
   if (!f) fail(path, std::string("cannot open: ") + std::strerror(errno));
-  gzbuffer(f, 1 << 20);
+  // zlib's buffers (1 MiB for a large file) and ours sized to the file: for the many small files
+  // read (checkpoint headers, the fuzzers' inputs) allocating and zeroing megabytes cost more than
+  // the reading.
+  struct stat st {};
+  const size_t size = ::stat(path.c_str(), &st) == 0 ? size_t(st.st_size) : 0;
+  const size_t chunk = std::clamp<size_t>(size, size_t(1) << 13, size_t(1) << 20);
+  gzbuffer(f, unsigned(chunk));
   std::string out;
-  std::vector<char> buf(1 << 20);
+  std::vector<char> buf(std::min<size_t>(chunk, size_t(1) << 16));
   for (;;) {
     int n = gzread(f, buf.data(), unsigned(buf.size()));
     if (n < 0) {

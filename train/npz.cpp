@@ -300,7 +300,9 @@ Entries read_npz(const std::string& path) {
     std::string inflated, name = e.name;
     if (e.method == 8) inflated = inflate_raw(raw, e.usize, path + ":" + name);
     else if (e.method != 0) io::fail(path, "member '" + name + "' uses zip method " + std::to_string(e.method));
-    if (name.size() > 4 && name.substr(name.size() - 4) == ".npy") name.resize(name.size() - 4);
+    // write_npz stores an array named X as "X.npy", the empty name included (fuzz/corpus/npz/
+    // regress-empty-name.npz: a member ".npy" read back as ".npy" where "" was written).
+    if (name.size() >= 4 && name.substr(name.size() - 4) == ".npy") name.resize(name.size() - 4);
     out.push_back({name, parse_npy(e.method == 8 ? std::string_view(inflated) : raw, path + ":" + e.name)});
   }
   return out;
