@@ -73,6 +73,28 @@ std::string idx_u8(const std::vector<uint32_t>& dims, const std::string& data = 
   return out + data;
 }
 
+// A gzip file holding `data` in one stored (uncompressed) deflate block, as gzip -0 would.
+std::string gzip_stored(const std::string& data) {
+  uint32_t crc = 0xFFFFFFFFu;  // CRC-32 (IEEE), bit by bit: the gzip trailer's check
+  for (unsigned char c : data) {
+    crc ^= c;
+    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+  }
+  std::string out("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff", 10);
+  out += '\x01';  // the final block, stored
+  le(out, data.size(), 2), le(out, ~data.size() & 0xFFFF, 2);
+  out += data;
+  le(out, ~crc, 4), le(out, data.size(), 4);
+  return out;
+}
+
+// CIFAR-10 records of `label` with 3072 image bytes each.
+std::string cifar(std::initializer_list<int> labels) {
+  std::string out;
+  for (int l : labels) out += char(l) + std::string(3072, char(l * 3));
+  return out;
+}
+
 struct BadFile {
   const char* what;      // the case, as the table in docs/reliability.md names it
   const char* name;      // the file's name (its extension picks the reader)
@@ -122,13 +144,21 @@ std::vector<BadFile> bad_files() {
       {"idx: dimensions whose product wraps", "wrap-idx1-ubyte", idx_u8({65536, 65536, 65536, 65536}), "ShapeError", {"read_idx(", "more elements than an int64"}},
       {"idx: data shorter than the dimensions", "short-idx1-ubyte", idx_u8({5}, "abc"), "IOError", {"3 bytes, the header says 5"}},
       {"idx: truncated header", "trunc-idx1-ubyte", idx_u8({5, 5}).substr(0, 7), "IOError", {"truncated IDX header"}},
+      {"gzip: the stream cut before its trailer (all data there)", "cut-idx1-ubyte.gz", gzip_stored(idx_u8({2, 2}, "abcd")).substr(0, 31), "IOError", {"gzip stream ends early (unexpected end of file) after 16 bytes inflated", "truncated"}},
+      {"gzip: the stream cut mid-data", "half-idx1-ubyte.gz", gzip_stored(idx_u8({2, 2}, "abcd")).substr(0, 20), "IOError", {"gzip stream ends early", "truncated"}},
+      {"gzip: a data byte changed (its CRC)", "crc-idx1-ubyte.gz", gzip_stored(idx_u8({2, 2}, "abcd")).replace(27, 1, "x"), "IOError", {"read failed", "incorrect data check"}},
+      {"cifar: a record's label past 9", "label/test_batch.bin", cifar({3, 10}), "IOError", {"record 1 has label 10"}},
+      {"cifar: a size not a whole number of records", "size/test_batch.bin", cifar({3, 4}).substr(0, 5000), "IOError", {"size 5000 is not a multiple of a record"}},
+      {"cifar: gzip cut at a record's end", "cut/test_batch.bin", gzip_stored(cifar({1, 2})).substr(0, 10 + 5 + 3073), "IOError", {"gzip stream ends early", "3073 bytes inflated"}},
   };
 }
 
-// The reader a file's name picks: fx::load for checkpoints, read_idx for IDX.
+// The reader a file's name picks: fx::load for checkpoints, read_idx for IDX, cifar10_binary for
+// a CIFAR-10 test batch (its folder).
 void read_any(const fs::path& p) {
   const std::string s = p.string();
-  if (s.find("idx") != std::string::npos) fx::data::read_idx(s);
+  if (p.filename() == "test_batch.bin") fx::data::cifar10_binary(p.parent_path().string(), "test");
+  else if (s.find("idx") != std::string::npos) fx::data::read_idx(s);
   else fx::load<std::map<std::string, fx::Array>>(s);
 }
 
@@ -139,6 +169,7 @@ TEST_CASE("bad files: every reader gives a typed error naming the file, what and
   fs::create_directories(dir);
   for (const BadFile& f : bad_files()) {
     const fs::path p = dir / f.name;
+    fs::create_directories(p.parent_path());
     std::ofstream(p, std::ios::binary) << f.bytes;
     CAPTURE(f.what);
     std::string kind = "(no error)", message;
@@ -182,5 +213,9 @@ TEST_CASE("bad files: the hand-made writers above make files the readers accept"
   CHECK(fx::load<std::map<std::string, fx::Array>>((dir / "a.safetensors").string()).at("w").to_vector<float>() ==
         std::vector<float>{1, 2, 3, 4});
   CHECK(fx::data::read_idx((dir / "a-idx1-ubyte").string()).shape() == fx::Shape{2, 2});
+  std::ofstream(dir / "b-idx1-ubyte.gz", std::ios::binary) << gzip_stored(idx_u8({2, 2}, "abcd"));
+  CHECK(fx::data::read_idx((dir / "b-idx1-ubyte.gz").string()).to_vector<uint8_t>() == std::vector<uint8_t>{'a', 'b', 'c', 'd'});
+  std::ofstream(dir / "test_batch.bin", std::ios::binary) << gzip_stored(cifar({1, 2}));
+  CHECK(fx::data::cifar10_binary(dir.string(), "test").at("label").to_vector<int32_t>() == std::vector<int32_t>{1, 2});
   fs::remove_all(dir);
 }

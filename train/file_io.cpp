@@ -23,6 +23,13 @@ void shape_fail(const std::string& op, const std::string& path, const std::strin
   throw ShapeError("ShapeError: " + op + "(" + path + "): " + what);
 }
 
+// zlib's message for the last error, without the path it puts first (fail() names the file).
+static std::string gz_message(gzFile f, const std::string& path, int* err) {
+  std::string msg = gzerror(f, err);
+  if (msg.rfind(path + ": ", 0) == 0) msg.erase(0, path.size() + 2);
+  return msg;
+}
+
 std::string read_file(const std::string& path) {
   // gzread reads gzip and plain files alike.
   gzFile f = gzopen(path.c_str(), "rb");
@@ -40,14 +47,22 @@ std::string read_file(const std::string& path) {
     int n = gzread(f, buf.data(), unsigned(buf.size()));
     if (n < 0) {
       int err = 0;
-      std::string msg = gzerror(f, &err);
+      std::string msg = gz_message(f, path, &err);
       gzclose(f);
       fail(path, "read failed: " + msg);
     }
     if (n == 0) break;
     out.append(buf.data(), size_t(n));
   }
+  // A gzip stream that ends early (a file cut short, whatever the cut) reads as the bytes before the
+  // cut: zlib reports it only here, as Z_BUF_ERROR. Refused, or a cut at a record's end would load.
+  int err = Z_OK;
+  const std::string why = gz_message(f, path, &err);
+  const bool gzip_stream = gzdirect(f) == 0;
   gzclose(f);
+  if (err == Z_BUF_ERROR && gzip_stream)
+    fail(path, "the gzip stream ends early (" + why + ") after " + std::to_string(out.size()) +
+                   " bytes inflated: the file is truncated");
   return out;
 }
 
