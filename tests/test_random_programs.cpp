@@ -124,6 +124,13 @@ double max_rel_error(const fx::Array& got, const fx::Array& want, double atol) {
   return worst;
 }
 
+std::string num(double v) {
+  std::ostringstream out;
+  out.precision(17);
+  out << v;
+  return out.str();
+}
+
 // The first check the program fails ("" when it passes all), with what was measured.
 std::string first_disagreement(const RandomProgram& f, int64_t a, int64_t b) {
   const Inputs in = inputs(f.seed, a, b, fx::float32);
@@ -131,7 +138,7 @@ std::string first_disagreement(const RandomProgram& f, int64_t a, int64_t b) {
   try {
     auto jf = fx::jit(f);
     if (double e = max_rel_error(jf(in.x, in.y, in.z), want, 1e-3); e > 1e-3)
-      return "jit: relative error " + std::to_string(e);
+      return "jit: relative error " + num(e);
     if (jf.compilations() != 1) return "jit: " + std::to_string(jf.compilations()) + " compilations, not 1";
   } catch (const fx::Error& e) {
     return std::string("jit: raised ") + e.what();
@@ -140,7 +147,7 @@ std::string first_disagreement(const RandomProgram& f, int64_t a, int64_t b) {
   const fx::Array batched = fx::vmap(f)(bt.x, bt.y, bt.z);
   std::vector<fx::Array> loop;
   for (int64_t i = 0; i < 3; ++i) loop.push_back(f(bt.x[i], bt.y[i], bt.z[i]));
-  if (double e = max_rel_error(batched, fx::stack(loop), 1e-3); e > 1e-3) return "vmap: relative error " + std::to_string(e);
+  if (double e = max_rel_error(batched, fx::stack(loop), 1e-3); e > 1e-3) return "vmap: relative error " + num(e);
 
   // Derivatives in float64, of a scalar of f's result, along a random direction v of x.
   const Inputs d = inputs(f.seed, a, b, fx::float64);
@@ -150,16 +157,16 @@ std::string first_disagreement(const RandomProgram& f, int64_t a, int64_t b) {
   const double gv = fx::sum(g * v).item<double>();
   const double tangent = fx::jvp(scalar, std::tuple{d.x}, std::tuple{v}).second.item<double>();
   if (std::fabs(tangent - gv) > 1e-9 + 1e-9 * std::fabs(gv))
-    return "jvp: tangent " + std::to_string(tangent) + ", <grad, v> " + std::to_string(gv);
+    return "jvp: tangent " + num(tangent) + ", <grad, v> " + num(gv);
   if (f.smooth && *f.smooth) {
     const double h = 1e-5;
     const double fd = (scalar(d.x + v * h).item<double>() - scalar(d.x - v * h).item<double>()) / (2 * h);
     if (std::fabs(fd - gv) > 1e-6 + 1e-5 * std::fabs(gv))
-      return "fd: finite differences " + std::to_string(fd) + ", <grad, v> " + std::to_string(gv);
+      return "fd: finite differences " + num(fd) + ", <grad, v> " + num(gv);
   }
   try {
     if (double e = max_rel_error(fx::jit(fx::grad(scalar))(d.x), g, 1e-9); e > 1e-9)
-      return "jitgrad: relative error " + std::to_string(e);
+      return "jitgrad: relative error " + num(e);
   } catch (const fx::Error& e) {
     return std::string("jitgrad: raised ") + e.what();
   }
