@@ -216,6 +216,78 @@ uint64_t env_or(const char* name, uint64_t fallback) {
   return v && *v ? std::strtoull(v, nullptr, 10) : fallback;
 }
 
+// Integer programs (int8, int32, int64, uint8, uint32): wrapping arithmetic, floor division and
+// remainder by any divisor (0 and -1 included, on the type's extremes), bitwise ops, comparisons,
+// reductions, cumsum, sort, flip -- jit and vmap must agree with eager bit for bit.
+struct IntProgram {
+  uint64_t seed;
+  int steps;
+
+  fx::Array operator()(const fx::Array& x, const fx::Array& y) const {
+    std::mt19937_64 rng(seed);
+    std::vector<fx::Array> pool{x, y};
+    for (int s = 0; s < steps; ++s) {
+      const fx::Array& a = pool[rng() % pool.size()];
+      const fx::Array& b = pool[rng() % pool.size()];  // x and y share a shape, as does every step
+      const int64_t axis = int64_t(rng() % 2);
+      fx::Array r;
+      switch (rng() % 16) {
+        case 0: r = a + b; break;
+        case 1: r = a - b; break;
+        case 2: r = a * b; break;
+        case 3: r = fx::floor_divide(a, b); break;
+        case 4: r = fx::remainder(a, b); break;
+        case 5: r = -a; break;
+        case 6: r = fx::abs(a); break;
+        case 7: r = fx::maximum(a, b); break;
+        case 8: r = fx::where(a > b, a, b - a); break;
+        case 9: r = fx::bitwise_xor(a, b); break;
+        case 10: r = fx::bitwise_and(a, b + a); break;
+        case 11: r = fx::cumsum(a, axis); break;
+        case 12: r = fx::sort(a, axis); break;
+        case 13: r = fx::flip(a, {axis}); break;
+        case 14: r = a + fx::sum(b, {axis}, true); break;
+        default: r = fx::integer_pow(a, int64_t(rng() % 4)); break;
+      }
+      pool.push_back(fx::astype(r, x.dtype()));  // sums of small types widen: back to the type
+    }
+    return pool.back();
+  }
+};
+
+fx::Array int_input(uint64_t seed, fx::Shape s, fx::DType dtype) {
+  std::mt19937_64 g(seed);
+  std::vector<int64_t> v(size_t(s.numel()));
+  // The type's ends, 0, +-1 and small numbers: where division, negation and wrapping go wrong.
+  const int64_t ends[] = {0, 1, -1, 2, -7, 127, -128, 255, 2147483647, -2147483647 - 1, 4294967295,
+                          INT64_MAX, INT64_MIN};
+  for (int64_t& e : v) e = g() % 3 == 0 ? ends[g() % 13] : int64_t(g() % 41) - 20;
+  // Through a wrapping cast from int64: the ends become the target type's values.
+  return fx::astype(fx::array(v, s), dtype);
+}
+
+std::string int_disagreement(uint64_t seed) {
+  const fx::DType types[] = {fx::int8, fx::int32, fx::int64, fx::uint8, fx::uint32};
+  std::mt19937_64 g(seed * 131 + 5);
+  const fx::DType dt = types[g() % 5];
+  const fx::Shape shape{1 + int64_t(g() % 4), 1 + int64_t(g() % 5)};
+  IntProgram f{seed, 2 + int(g() % 12)};
+  const fx::Array x = int_input(seed, shape, dt), y = int_input(seed + 1, shape, dt);
+  const fx::Array want = f(x, y);
+  auto bits = [](const fx::Array& a) { return fx::astype(a, fx::int64).to_vector<int64_t>(); };
+  std::string where = "dtype " + std::string(fx::dtype_name(dt)) + ", seed " + std::to_string(seed) + ":\n" +
+                      fx::make_ir(f)(x, y).str();
+  try {
+    if (bits(fx::jit(f)(x, y)) != bits(want)) return "int jit differs from eager, " + where;
+  } catch (const fx::Error& e) {
+    return "int jit raised " + std::string(e.what()) + ", " + where;
+  }
+  const fx::Array xb = fx::stack({x, y, x}), yb = fx::stack({y, x, x});
+  if (bits(fx::vmap(f)(xb, yb)) != bits(fx::stack({f(x, y), f(y, x), f(x, x)})))
+    return "int vmap differs from a loop, " + where;
+  return "";
+}
+
 }  // namespace
 
 TEST_CASE("random programs: jit, vmap, jvp, grad against finite differences and jit(grad) agree") {
@@ -239,4 +311,22 @@ TEST_CASE("random programs: jit, vmap, jvp, grad against finite differences and 
   }
   MESSAGE(count << " random programs from seed " << first << ", " << smooth_count << " of them checked against finite differences");
   CHECK(smooth_count > 0);
+}
+
+TEST_CASE("random programs: integer programs agree bit for bit under jit and vmap, every integer dtype") {
+  const uint64_t count = env_or("FLUXION_TEST_RANDOM_PROGRAMS", 40), first = env_or("FLUXION_TEST_RANDOM_SEED", 1);
+  int failures = 0;
+  for (uint64_t seed = first; seed < first + count && failures < 3; ++seed) {
+    std::string what;
+    try {
+      what = int_disagreement(seed);
+    } catch (const std::exception& e) {
+      what = "seed " + std::to_string(seed) + " raised: " + e.what();
+    }
+    if (!what.empty()) {
+      ++failures;
+      FAIL_CHECK(what);
+    }
+  }
+  CHECK(failures == 0);
 }
