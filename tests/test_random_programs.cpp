@@ -1,7 +1,8 @@
 // The random-program fuzzer (issue 35, item 2): a seeded generator composes well-typed programs
 // over x:[A,B], y:[B], z:[A,1] from about thirty ops -- elementwise (smooth and not), broadcasting
 // binaries, reductions, logsumexp, transpose, flip, cumsum, sort, matmul and an outer product,
-// slices, concatenation, reshape, broadcast_to, integer_pow (0 included), cond -- and checks each:
+// slices, concatenation, reshape, broadcast_to, integer_pow (0 included), cond, fori_loop, scan --
+// and checks each:
 //   jit     jit(f) against f run eagerly (float32);
 //   vmap    vmap(f) over a batch of 3 against a loop of f;
 //   jvp     the jvp's tangent against <grad f, v> (forward against reverse mode, float64);
@@ -74,6 +75,14 @@ struct RandomProgram {
       case 28:
         rough();
         return fx::cond(fx::sum(x) > 0.f, [&] { return x * 2.f - 1.f; }, [&] { return fx::sin(x); });
+      case 29:  // a loop of static length: recorded as a scan, differentiable
+        return fx::fori_loop(0, 3, [](const fx::Array&, fx::Array c) { return fx::sin(c) * 0.9f + 0.1f; }, x);
+      case 30: {
+        if (nd == 0) return x * 0.7f;
+        auto body = [](fx::Array c, fx::Array xi) { return std::pair{c * 0.5f + xi, fx::tanh(c)}; };
+        auto [carry, ys] = fx::scan(body, fx::zeros_like(x[0]), x);
+        return ys + fx::sum(carry) * 0.1f;
+      }
       default: return fx::mean(x) + x * 0.5f;
     }
   }
@@ -87,7 +96,7 @@ struct RandomProgram {
       for (const fx::Array& p : pool)
         if (broadcastable(a.shape(), p.shape())) partners.push_back(&p);
       const fx::Array& b = *partners[rng() % partners.size()];
-      fx::Array r = step(int(rng() % 30), a, b, rng);
+      fx::Array r = step(int(rng() % 32), a, b, rng);
       if (r.size() > 4096) r = fx::sin(a);  // keep programs small
       pool.push_back(r);
     }
