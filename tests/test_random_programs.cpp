@@ -4,7 +4,7 @@
 // slices, concatenation, reshape, broadcast_to, integer_pow (0 included), cond, fori_loop, scan --
 // and checks each:
 //   jit     jit(f) against f run eagerly (float32);
-//   vmap    vmap(f) over a batch of 3 against a loop of f;
+//   vmap    vmap(f) over a batch of 3 against a loop of f, and with in_axes(2, none, 0);
 //   jvp     the jvp's tangent against <grad f, v> (forward against reverse mode, float64);
 //   fd      <grad f, v> against central finite differences (float64; programs of smooth ops only);
 //   jitgrad jit(grad f) against grad f (float64).
@@ -157,6 +157,12 @@ std::string first_disagreement(const RandomProgram& f, int64_t a, int64_t b) {
   std::vector<fx::Array> loop;
   for (int64_t i = 0; i < 3; ++i) loop.push_back(f(bt.x[i], bt.y[i], bt.z[i]));
   if (double e = max_rel_error(batched, fx::stack(loop), 1e-3); e > 1e-3) return "vmap: relative error " + num(e);
+  // Mixed placements: x batched along its last axis, y not batched, z along its first.
+  const fx::Array mixed = fx::vmap(f, fx::in_axes(2, fx::none, 0))(fx::moveaxis(bt.x, 0, 2), in.y, bt.z);
+  std::vector<fx::Array> mixed_loop;
+  for (int64_t i = 0; i < 3; ++i) mixed_loop.push_back(f(bt.x[i], in.y, bt.z[i]));
+  if (double e = max_rel_error(mixed, fx::stack(mixed_loop), 1e-3); e > 1e-3)
+    return "vmap in_axes(2, none, 0): relative error " + num(e);
 
   // Derivatives in float64, of a scalar of f's result, along a random direction v of x.
   const Inputs d = inputs(f.seed, a, b, fx::float64);
@@ -194,10 +200,14 @@ Case case_of(uint64_t seed) {
 
 std::string run(const Case& c, bool* smooth) {
   *smooth = true;
-  RandomProgram f{c.seed, c.steps, smooth};
-  const Inputs in = inputs(c.seed, c.a, c.b, fx::float32);
-  f(in.x, in.y, in.z);  // sets *smooth before the checks read it
-  return first_disagreement(f, c.a, c.b);
+  try {
+    RandomProgram f{c.seed, c.steps, smooth};
+    const Inputs in = inputs(c.seed, c.a, c.b, fx::float32);
+    f(in.x, in.y, in.z);  // sets *smooth before the checks read it
+    return first_disagreement(f, c.a, c.b);
+  } catch (const std::exception& e) {
+    return std::string("raised: ") + e.what();
+  }
 }
 
 // The disagreement shrunk to the fewest steps that still show it, as the program's IR text.
@@ -305,12 +315,7 @@ TEST_CASE("random programs: jit, vmap, jvp, grad against finite differences and 
   for (uint64_t seed = first; seed < first + count; ++seed) {
     const Case c = case_of(seed);
     bool smooth = true;
-    std::string what;
-    try {
-      what = run(c, &smooth);
-    } catch (const std::exception& e) {
-      what = std::string("raised: ") + e.what();
-    }
+    const std::string what = run(c, &smooth);
     smooth_count += smooth;
     if (!what.empty()) {
       ++failures;
