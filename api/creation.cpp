@@ -10,8 +10,7 @@ namespace fluxion {
 
 namespace detail {
 Array array_from_host(const void* data, DType dtype, const Shape& shape, size_t count, SourceLoc loc) {
-  for (int64_t d : shape)
-    if (d < 0) throw ShapeError("ShapeError: array at " + loc.str() + ": negative dimension in shape " + shape.str());
+  if (std::string why = shape_problem(shape, dtype); !why.empty()) throw ShapeError("ShapeError: array at " + loc.str() + ": " + why);
   if (int64_t(count) != shape.numel())
     throw ShapeError("ShapeError: array at " + loc.str() + ": " + std::to_string(count) +
                      " elements cannot have shape " + shape.str() + " (" + std::to_string(shape.numel()) +
@@ -21,15 +20,14 @@ Array array_from_host(const void* data, DType dtype, const Shape& shape, size_t 
 }  // namespace detail
 
 namespace {
-void check_shape(std::string_view op, const Shape& shape, SourceLoc loc) {
-  for (int64_t d : shape)
-    if (d < 0) {
-      std::vector<AbstractArray> none;
-      op_error(ErrorKind::Shape, op, none, loc, "negative dimension in shape " + shape.str());
-    }
+void check_shape(std::string_view op, const Shape& shape, DType dtype, SourceLoc loc) {
+  if (std::string why = shape_problem(shape, dtype); !why.empty()) {
+    std::vector<AbstractArray> none;
+    op_error(ErrorKind::Shape, op, none, loc, why);
+  }
 }
 Array fill(std::string_view op, const Shape& shape, const Literal& value, SourceLoc loc) {
-  check_shape(op, shape, loc);
+  check_shape(op, shape, value.dtype, loc);
   return bind1(Prim::broadcast_in_dim, {literal_array(value)},
                Params{{"shape", shape.dims()}, {"broadcast_dimensions", IntList{}}}, loc);
 }
@@ -47,7 +45,7 @@ Array full(const Shape& shape, const ArrayLike& value, SourceLoc loc) {
   return full(shape, value, value.dtype(), loc);
 }
 Array full(const Shape& shape, const ArrayLike& value, DType dtype, SourceLoc loc) {
-  check_shape("full", shape, loc);
+  check_shape("full", shape, dtype, loc);
   Array v = detail::as_array(value, dtype, false, loc);
   return broadcast_to(v, shape, loc);
 }
@@ -67,7 +65,7 @@ Array weak_scalar(const ArrayLike& v, SourceLoc loc) { return as_array(v, v.dtyp
 }  // namespace detail
 
 Array iota(DType dtype, const Shape& shape, int64_t dimension, SourceLoc loc) {
-  check_shape("iota", shape, loc);
+  check_shape("iota", shape, dtype, loc);
   return bind1(Prim::iota, {}, Params{{"dtype", dtype}, {"shape", shape.dims()}, {"dimension", dimension}}, loc);
 }
 
@@ -85,8 +83,10 @@ Array ramp(int64_t n, double start, double step, bool plain, DType dtype, Source
 namespace detail {
 Array arange_int(int64_t start, int64_t stop, int64_t step, DType dtype, SourceLoc loc) {
   if (step == 0) throw ValueError("ValueError: arange at " + loc.str() + ": step must not be zero");
-  // ceil((stop - start) / step) in integers, for either sign of step.
-  const int64_t n = std::max<int64_t>(0, (stop - start + step - (step > 0 ? 1 : -1)) / step);
+  // ceil((stop - start) / step) in integers, for either sign of step (in 128 bits: the bounds may be
+  // the ends of int64, and the count past it is iota's ShapeError).
+  const __int128 count = (__int128(stop) - start + step - (step > 0 ? 1 : -1)) / step;
+  const int64_t n = count <= 0 ? 0 : count > INT64_MAX ? INT64_MAX : int64_t(count);
   if (!is_inexact(dtype)) {
     Array i = iota(dtype, Shape{n}, 0, loc);
     return start == 0 && step == 1 ? i : add(multiply(i, step, loc), start, loc);
@@ -98,7 +98,12 @@ Array arange_float(double start, double stop, double step, DType dtype, SourceLo
   if (step == 0) throw ValueError("ValueError: arange at " + loc.str() + ": step must not be zero");
   if (!std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step))
     throw ValueError("ValueError: arange at " + loc.str() + ": the bounds and the step must be finite");
-  int64_t n = std::max<int64_t>(0, int64_t(std::ceil((stop - start) / step)));
+  const double count = std::ceil((stop - start) / step);
+  if (std::isnan(count) || count >= 0x1p63)
+    throw ValueError("ValueError: arange at " + loc.str() + ": (stop - start) / step is " + std::to_string(count) +
+                     ", not a number of elements (start " + std::to_string(start) + ", stop " + std::to_string(stop) +
+                     ", step " + std::to_string(step) + ")");
+  const int64_t n = count <= 0 ? 0 : int64_t(count);
   // An integer dtype with fractional bounds: the values computed in float64, then truncated (numpy
   // computes the first values in the bounds' type and converts them).
   if (!is_inexact(dtype) && !(start == std::trunc(start) && step == std::trunc(step)))

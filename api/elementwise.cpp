@@ -127,26 +127,48 @@ Array divide(const ArrayLike& x, const ArrayLike& y, SourceLoc loc) {
 Array floor_divide(const ArrayLike& x, const ArrayLike& y, SourceLoc loc) {
   ArrayLike xs[] = {x, y};
   PromotedType t = detail::promote(xs);
-  if (is_float(t.dtype)) return floor(binary(Prim::div, "floor_divide", x, y, loc), loc);
   if (t.dtype == DType::bool_) type_error("floor_divide", {x, y}, loc, "expects numeric operands");
-  // Integer floor division: truncate, then step down where the signs differ and it was inexact.
   std::vector<Array> a = elementwise_operands("floor_divide", xs, loc);
+  if (is_float(t.dtype)) {
+    // As jnp.floor_divide (CPython's float_divmod): from the remainder, so that x // y and x % y
+    // agree -- 1.0 // 0.1 is 9.0 since 1.0 % 0.1 is 0.0999..., where floor(1.0 / 0.1) rounds to
+    // 10 -- and x // 0.0 is NaN. The quotient is rounded as lax.round rounds (away from zero).
+    Array mod = bind1(Prim::rem, {a[0], a[1]}, {}, loc);
+    Array div = bind1(Prim::div, {subtract(a[0], mod, loc), a[1]}, {}, loc);
+    Array step = logical_and(not_equal(mod, 0, loc), not_equal(sign(a[1], loc), sign(mod, loc), loc), loc);
+    return bind1(Prim::round, {where(step, subtract(div, 1, loc), div, loc)}, Params{{"rounding_method", int64_t(0)}}, loc);
+  }
+  // Integer floor division, as jnp.floor_divide: truncate (lax.div: x / 0 == -1, INT_MIN / -1 ==
+  // INT_MIN), then step down where the signs differ and it was inexact. The signs are compared with
+  // sign(), so a zero divisor counts as differing: [7, -7] // 0 == [-2, -2], as in JAX.
   Array q = bind1(Prim::div, {a[0], a[1]}, {}, loc);
   if (is_unsigned_int(t.dtype)) return q;
   Array r = bind1(Prim::rem, {a[0], a[1]}, {}, loc);
-  Array fix = logical_and(not_equal(r, 0, loc), not_equal(less(a[0], 0, loc), less(a[1], 0, loc), loc), loc);
+  Array fix = logical_and(not_equal(r, 0, loc), not_equal(sign(a[0], loc), sign(a[1], loc), loc), loc);
   return where(fix, subtract(q, 1, loc), q, loc);
 }
+
+namespace {
+// jnp.remainder and jnp.fmod divide integers by 1 where the divisor is 0, so x % 0 == 0.
+Array nonzero_divisor(const Array& y, SourceLoc loc) {
+  if (is_inexact(y.dtype()) || y.dtype() == DType::bool_) return y;
+  return where(equal(y, 0, loc), 1, y, loc);
+}
+}  // namespace
+
 Array fmod(const ArrayLike& x, const ArrayLike& y, SourceLoc loc) {
-  return binary(Prim::rem, "fmod", x, y, loc);
+  ArrayLike xs[] = {x, y};
+  std::vector<Array> a = elementwise_operands("fmod", xs, loc);
+  return bind1(Prim::rem, {a[0], nonzero_divisor(a[1], loc)}, {}, loc);
 }
 Array remainder(const ArrayLike& x, const ArrayLike& y, SourceLoc loc) {
   ArrayLike xs[] = {x, y};
   std::vector<Array> a = elementwise_operands("remainder", xs, loc);
-  Array r = bind1(Prim::rem, {a[0], a[1]}, {}, loc);
+  const Array d = nonzero_divisor(a[1], loc);
+  Array r = bind1(Prim::rem, {a[0], d}, {}, loc);
   if (is_unsigned_int(r.dtype())) return r;
-  Array fix = logical_and(not_equal(r, 0, loc), not_equal(less(r, 0, loc), less(a[1], 0, loc), loc), loc);
-  return where(fix, add(r, a[1], loc), r, loc);
+  Array fix = logical_and(not_equal(r, 0, loc), not_equal(less(r, 0, loc), less(d, 0, loc), loc), loc);
+  return where(fix, add(r, d, loc), r, loc);
 }
 Array power(const ArrayLike& x, const ArrayLike& y, SourceLoc loc) {
   // A C++ integer exponent is static: integer_pow (exact, and the cheap derivative).

@@ -20,6 +20,13 @@ Array u32(uint64_t v, SourceLoc loc) { return scalar(uint32_t(v), loc); }
 
 // x / 2^n for uint32 x: the logical right shift JAX uses (there is no shift primitive).
 Array shift_right(const Array& x, int n, SourceLoc loc) { return floor_divide(x, u32(uint64_t(1) << n, loc), loc); }
+// lax.rem, as JAX's randint uses it: a span of 2^nbits wraps to 0 in the unsigned dtype, and x rem 0
+// is x (jnp.fmod would give 0 there).
+Array rem(const Array& x, const Array& y, SourceLoc loc) {
+  ArrayLike xs[] = {x, y};
+  std::vector<Array> a = detail::elementwise_operands("random.randint", xs, loc);
+  return bind1(Prim::rem, {a[0], a[1]}, {}, loc);
+}
 
 // ---- shape plumbing (lax's slice, reshape and concatenate) ----------------------------------------
 Array slice_1d(const Array& x, int64_t start, int64_t limit, SourceLoc loc) {
@@ -264,10 +271,10 @@ Array randint(const Array& key, const Shape& shape, const ArrayLike& minval, con
   span = where(less_equal(hi, lo, loc), scalar(1, udtype, loc), span, loc);
   span = where(logical_and(max_out_of_range, greater(hi, lo, loc), loc), add(span, scalar(1, udtype, loc), loc), span, loc);
   // higher * 2^nbits + lower, modulo span, without overflow: (a * b) % n = ((a % n) * (b % n)) % n.
-  Array multiplier = fmod(scalar(int64_t(1) << (nbits / 2), udtype, loc), span, loc);
-  multiplier = fmod(multiply(multiplier, multiplier, loc), span, loc);
-  Array offset = add(multiply(fmod(higher, span, loc), multiplier, loc), fmod(lower, span, loc), loc);
-  return add(lo, astype(fmod(offset, span, loc), dtype, loc), loc);
+  Array multiplier = rem(scalar(int64_t(1) << (nbits / 2), udtype, loc), span, loc);
+  multiplier = rem(multiply(multiplier, multiplier, loc), span, loc);
+  Array offset = add(multiply(rem(higher, span, loc), multiplier, loc), rem(lower, span, loc), loc);
+  return add(lo, astype(rem(offset, span, loc), dtype, loc), loc);
 }
 
 Array permutation(const Array& key, int64_t n, SourceLoc loc) {

@@ -60,8 +60,8 @@ Array reshape(const Array& x, const Shape& shape, SourceLoc loc) {
     } else if (out[size_t(d)] < 0) {
       fail(ErrorKind::Shape, "reshape", x, loc,
            "invalid new shape " + out.str() + ": only one dimension may be -1 and none may be otherwise negative");
-    } else {
-      known *= out[size_t(d)];
+    } else if (__builtin_mul_overflow(known, out[size_t(d)], &known)) {
+      fail(ErrorKind::Shape, "reshape", x, loc, "the shape " + shape.str() + " has more elements than an int64 counts");
     }
   }
   if (inferred >= 0) {

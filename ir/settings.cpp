@@ -1,6 +1,7 @@
 #include "ir/settings.h"
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -227,6 +228,13 @@ void check_settings() {
     if (!s) warn_unknown(name);
     else if (s->kind != K::tool) setting_value(name);
   }
+}
+
+void check_settings_once() {
+  static std::atomic<bool> passed{false};
+  if (passed.load(std::memory_order_acquire)) return;
+  check_settings();
+  passed.store(true, std::memory_order_release);
 }
 
 int thread_setting() {

@@ -60,9 +60,14 @@ const Setting* closest_setting(std::string_view name);
 
 /// Checks every FLUXION_* variable of the environment: a known setting's value against the table
 /// (ValueError), an unknown name with a one-time warning on stderr naming the closest known one.
-/// Called where a device is first made and at every compile, so that a kernel running in a
-/// library call (where an exception cannot cross) never meets an unchecked value.
+/// Called where a device is first made, at every compile and (check_settings_once) at the first
+/// eager op, so that a kernel running in a library call (where an exception cannot cross) never
+/// meets an unchecked value.
 void check_settings();
+
+/// check_settings() until it first passes, then nothing (one atomic load): what every eager op
+/// calls, so that a program that never compiles nor makes a device meets a bad value too.
+void check_settings_once();
 
 /// FLUXION_NUM_THREADS, or the number of cores when it is unset; ValueError when it is not a
 /// positive integer.

@@ -49,11 +49,12 @@ class Shape {
   bool empty() const { return rank_ == 0; }
   int64_t operator[](size_t i) const { return data()[i]; }
   int64_t& operator[](size_t i) { return data()[i]; }
-  /// Product of the dimensions (1 for a scalar).
+  /// Product of the dimensions (1 for a scalar). Unchecked (it runs on every op): a shape that
+  /// comes from a user or a file is checked with `shape_problem` where it is made.
   int64_t numel() const {
-    int64_t n = 1;
-    for (int64_t d : *this) n *= d;
-    return n;
+    uint64_t n = 1;  // wraps rather than overflows (undefined): shape_problem is the check
+    for (int64_t d : *this) n *= uint64_t(d);
+    return int64_t(n);
   }
   /// The dimensions as a list (a copy), e.g. for params.
   std::vector<int64_t> dims() const { return std::vector<int64_t>(begin(), end()); }
@@ -106,6 +107,12 @@ std::ostream& operator<<(std::ostream& os, const Shape& s);
 
 /// Row-major strides in elements.
 std::vector<int64_t> strides_of(const Shape& s);
+
+/// Why no array of this shape and dtype can exist -- a negative dimension, or more elements or
+/// bytes than an int64 counts -- or "" when one can: "the shape [4294967296,4294967296] has more
+/// elements than an int64 counts". Every place a shape is made checks it (bind's and verify's
+/// shape rules, the creation functions, the file readers), so that numel() never wraps.
+std::string shape_problem(const Shape& s, DType dtype);
 
 /// The type of a value in a program: shape, dtype and whether it is weakly typed (a C++ scalar
 /// that defers to the other operand's dtype under promotion).

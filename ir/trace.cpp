@@ -1,10 +1,12 @@
 #include "ir/trace.h"
 
 #include <cstring>
+#include <new>
 
 #include "ir/debug_checks.h"
 #include "ir/eval_rules.h"
 #include "ir/profiler.h"
+#include "ir/settings.h"
 #include "memory/buffer.h"
 
 namespace fluxion {
@@ -90,6 +92,18 @@ std::vector<Array> run_on_device(Prim p, std::span<const Array> inputs, const Pa
   return outs;
 }
 
+// An eager result's memory. An allocation that fails is a DeviceError naming the op and the bytes
+// (issue 35: a valid shape can still be more than the machine has), not a std::bad_alloc.
+std::shared_ptr<Buffer> allocate_result(const AbstractArray& aval, const Device& device, Prim p,
+                                        std::span<const AbstractArray> in, SourceLoc loc) {
+  try {
+    return Buffer::allocate_on(device, aval.nbytes());
+  } catch (const std::bad_alloc&) {
+    op_error(ErrorKind::Device, prim_name(p), in, loc,
+             "cannot allocate " + std::to_string(aval.nbytes()) + " bytes for its result " + aval.str() + " (out of memory)");
+  }
+}
+
 const ArrayImpl& operand(const Array& a, Prim p, size_t i, SourceLoc loc) {
   if (!a.valid())
     throw ValueError("ValueError: " + std::string(prim_name(p)) + " at " + loc.str() + ": operand " +
@@ -156,11 +170,15 @@ std::vector<AbstractArray> abstract_eval(Prim p, std::span<const AbstractArray> 
                                          SourceLoc loc) {
   ShapeRule rule = eval_rules(p).shape;
   if (!rule) op_error(ErrorKind::Type, prim_name(p), in, loc, "internal error: the primitive has no shape rule");
+  std::vector<AbstractArray> out;
   try {
-    return rule(in, params);
+    out = rule(in, params);
   } catch (const RuleError& e) {
     op_error(e.kind, prim_name(p), in, loc, e.detail);
   }
+  for (const AbstractArray& o : out)  // a result too large to count (issue 35): not a wrapped size
+    if (std::string why = shape_problem(o.shape, o.dtype); !why.empty()) op_error(ErrorKind::Shape, prim_name(p), in, loc, why);
+  return out;
 }
 
 std::vector<Array> bind(Prim p, std::span<const Array> inputs, const Params& params, SourceLoc loc) {
@@ -173,6 +191,7 @@ std::vector<Array> bind(Prim p, std::span<const Array> inputs, const Params& par
 
   std::vector<Array> outs;
   outs.reserve(out_avals.size());
+  if (t_stack.empty()) check_settings_once();  // eager: as a compile would (docs/settings.md)
   if (t_stack.empty() && r.impl) {
     // Primitives with sub-programs run them; their results take the types the shape rule gives
     // (the jit's types), which can differ only in weak typing (a loop that runs zero times
@@ -198,7 +217,7 @@ std::vector<Array> bind(Prim p, std::span<const Array> inputs, const Params& par
     for (size_t i = 0; i < out_avals.size(); ++i) {
       auto impl = std::make_shared<ArrayImpl>();
       impl->aval = std::move(out_avals[i]);
-      impl->buffer = Buffer::allocate_on(at.device, impl->aval.nbytes());
+      impl->buffer = allocate_result(impl->aval, at.device, p, in_avals, loc);
       impl->buffer->committed = at.committed;
       out_views[i] = View{impl->buffer->data, &impl->aval};
       outs.emplace_back(std::move(impl));

@@ -71,6 +71,9 @@ class Verifier {
     if (defined_[size_t(v)])
       fail(ErrorKind::Type, what + " rebinds variable " + std::to_string(v) + " (" + p_.type(v).str() +
                                 "), which is already defined: programs are SSA");
+    // Negative dimensions were refused above; a size past int64 is a ShapeError naming its eqn.
+    if (std::string why = shape_problem(p_.type(v).shape, p_.type(v).dtype); !why.empty())
+      fail(ErrorKind::Shape, what + " has type " + p_.type(v).str() + ": " + why);
     defined_[size_t(v)] = 1;
   }
   void use(const Atom& a, const std::string& what) const {

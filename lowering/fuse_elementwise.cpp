@@ -238,6 +238,30 @@ bool costly_to_broadcast(Operation* producer, OpOperand* fused) {
   return heavy;
 }
 
+// A generic whose results depend on neither its operands nor its position: it yields constants
+// (integer_pow(x, 0) is 1 everywhere). Fused into a reduction, it leaves a body that accumulates a
+// loop invariant, which MLIR's vectorizer turns into one accumulation for the whole loop:
+// sum(integer_pow(x, 0)) over 4 elements gave 1 (issue 35). It stays a loop of its own.
+bool yields_invariant(Operation* producer) {
+  auto g = dyn_cast<linalg::GenericOp>(producer);
+  if (!g) return false;
+  Block& body = g.getRegion().front();
+  SmallVector<Value> work(body.getTerminator()->getOperands());
+  llvm::SmallPtrSet<Operation*, 16> seen;
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      if (arg.getOwner() == &body) return false;
+      continue;
+    }
+    Operation* def = v.getDefiningOp();
+    if (!def || def->getBlock() != &body || !seen.insert(def).second) continue;
+    if (isa<linalg::IndexOp>(def) || def->getNumRegions() != 0) return false;
+    for (Value in : def->getOperands()) work.push_back(in);
+  }
+  return true;
+}
+
 struct FuseElementwisePass : public PassWrapper<FuseElementwisePass, OperationPass<>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(FuseElementwisePass)
   StringRef getArgument() const final { return "fx-fuse-elementwise"; }
@@ -249,7 +273,7 @@ struct FuseElementwisePass : public PassWrapper<FuseElementwisePass, OperationPa
       if (!producer || !producer->hasOneUse()) return false;
       if (cost_of(producer) + cost_of(fused->getOwner()) > kMaxFusedCost) return false;
       auto consumer = dyn_cast<linalg::LinalgOp>(fused->getOwner());
-      if (consumer && consumer.getNumReductionLoops() > 0 && calls_out(producer)) return false;
+      if (consumer && consumer.getNumReductionLoops() > 0 && (calls_out(producer) || yields_invariant(producer))) return false;
       return !costly_to_broadcast(producer, fused);
     };
     split_recomputable_results(getOperation());

@@ -16,6 +16,7 @@
 #include <mlir/Dialect/Linalg/IR/Linalg.h>
 #include <mlir/Dialect/Tensor/IR/Tensor.h>
 #include <mlir/IR/IRMapping.h>
+#include <mlir/IR/TypeUtilities.h>
 #include <mlir/Pass/Pass.h>
 
 #include <vector>
@@ -32,7 +33,11 @@ namespace {
 constexpr int64_t kMaxGroupCost = 512;
 
 // All loops parallel, one result written in loop order, every input read in loop order or as a
-// single value (a rank-0 operand broadcast: a map with no results), a body without regions.
+// single value (a rank-0 operand broadcast: a map with no results), a body without regions that
+// reads no tensor of its own. A body that reads a tensor from outside (`tensor.extract` at computed
+// indices: rev's n-1-i, gathers) is not elementwise: grouped, the tensor it
+// reads could be a member of the run, replaced by a result of the grouped op it would then sit in
+// ("operand #0 does not dominate this use" when the module was verified, issue 35).
 bool is_elementwise(linalg::GenericOp g) {
   if (g.getNumDpsInits() != 1 || g->getNumResults() != 1) return false;
   for (utils::IteratorType t : g.getIteratorTypesArray())
@@ -40,9 +45,13 @@ bool is_elementwise(linalg::GenericOp g) {
   for (AffineMap m : g.getIndexingMapsArray())
     if (!m.isIdentity() && m.getNumResults() != 0) return false;
   if (!g.getIndexingMapsArray().back().isIdentity()) return false;
-  for (Operation& op : g.getBody()->getOperations())
+  for (Operation& op : g.getBody()->getOperations()) {
     if (op.getNumRegions() != 0) return false;
-  return true;
+    for (Value v : op.getOperands())
+      if (isa<ShapedType>(v.getType())) return false;
+  }
+  // The body may not read the value it overwrites: the grouped body maps only the inputs.
+  return g.getMatchingBlockArgument(g.getDpsInitOperand(0)).use_empty();
 }
 
 // Ops that may sit between members of a run: they read nothing, so no member's value can reach a
@@ -82,6 +91,14 @@ void group(std::vector<linalg::GenericOp>& run) {
     outputs.push_back(g);
     inits.push_back(g.getDpsInitOperand(0)->get());
   }
+  // An init made by a member (a dot_general without contracting dims writes into a linalg.fill,
+  // itself elementwise: issue 35's segfault) would be erased with it; its value is never read
+  // (is_elementwise), so a new tensor.empty of its type takes its place.
+  OpBuilder b(last);
+  for (Value& init : inits)
+    if (members.contains(init.getDefiningOp()))
+      init = b.create<tensor::EmptyOp>(last.getLoc(), cast<RankedTensorType>(init.getType()).getShape(),
+                                       getElementTypeOrSelf(init.getType()));
   if (outputs.empty()) {  // nothing reads the run: dead code, left to the canonicalizer
     run.clear();
     return;
@@ -95,7 +112,6 @@ void group(std::vector<linalg::GenericOp>& run) {
   SmallVector<Type> result_types;
   for (linalg::GenericOp g : outputs) result_types.push_back(g->getResult(0).getType());
 
-  OpBuilder b(last);
   auto grouped = b.create<linalg::GenericOp>(
       FusedLoc::get(ctx, locs), result_types, inputs, inits, maps, iters, [&](OpBuilder& nb, Location, ValueRange args) {
         llvm::DenseMap<Operation*, Value> value_of;  // a member -> its scalar result in the new body

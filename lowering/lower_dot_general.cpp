@@ -106,7 +106,8 @@ std::vector<Value> dot_general_rule(LowerCtx& c, const Eqn& e, std::span<const O
 
   Type acc_elem = storage_type(ctx, acc_d);
   Value init = b.create<tensor::EmptyOp>(c.loc, out[0].shape.dims(), acc_elem);
-  init = b.create<linalg::FillOp>(c.loc, ValueRange{constant(b, c.loc, acc_d, 0)}, ValueRange{init}).getResult(0);
+  if (nc != 0)  // without contracting dims nothing accumulates: the product overwrites it
+    init = b.create<linalg::FillOp>(c.loc, ValueRange{constant(b, c.loc, acc_d, 0)}, ValueRange{init}).getResult(0);
   auto g = b.create<linalg::GenericOp>(
       c.loc, TypeRange{RankedTensorType::get(out[0].shape.dims(), acc_elem)},
       ValueRange{as_tensor(c, in[0]), as_tensor(c, in[1])}, ValueRange{init}, maps, iters,

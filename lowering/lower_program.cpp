@@ -110,6 +110,8 @@ Value convert_scalar(OpBuilder& b, Location l, Value x, DType from, DType to) {
   }
   const bool from_f = is_float(from), to_f = is_float(to);
   if (from_f && to_f) {
+    if (from == DType::float64 && to == DType::float16)  // one rounding: through f32 it could be two
+      return b.create<arith::ExtFOp>(l, tt, b.create<arith::TruncFOp>(l, b.getF16Type(), x).getResult());
     unsigned fb = x.getType().getIntOrFloatBitWidth(), tb = tt.getIntOrFloatBitWidth();
     if (fb == tb) return x;
     if (fb < tb) return b.create<arith::ExtFOp>(l, tt, x);
@@ -125,12 +127,14 @@ Value convert_scalar(OpBuilder& b, Location l, Value x, DType from, DType to) {
     auto fconst = [&](double v) -> Value { return b.create<arith::ConstantOp>(l, b.getFloatAttr(ft, v)); };
     Value lo = fconst(int_min(to)), hi = fconst(int_max(to));
     Value conv = is_signed_int(to) ? Value(b.create<arith::FPToSIOp>(l, tt, x)) : Value(b.create<arith::FPToUIOp>(l, tt, x));
-    auto iconst = [&](double v) -> Value {
-      return b.create<arith::ConstantOp>(l, b.getIntegerAttr(tt, is_signed_int(to) ? int64_t(v) : int64_t(uint64_t(v))));
-    };
-    Value r = b.create<arith::SelectOp>(l, b.create<arith::CmpFOp>(l, arith::CmpFPredicate::OGE, x, hi), iconst(int_max(to)), conv);
-    r = b.create<arith::SelectOp>(l, b.create<arith::CmpFOp>(l, arith::CmpFPredicate::OLE, x, lo), iconst(int_min(to)), r);
-    r = b.create<arith::SelectOp>(l, b.create<arith::CmpFOp>(l, arith::CmpFPredicate::UNO, x, x), iconst(0), r);
+    // The saturated values exactly (as doubles, int64's maximum is 2^63, which no int64 holds).
+    const unsigned bits = tt.getIntOrFloatBitWidth();
+    auto iconst = [&](const llvm::APInt& v) -> Value { return b.create<arith::ConstantOp>(l, b.getIntegerAttr(tt, v)); };
+    const llvm::APInt max = is_signed_int(to) ? llvm::APInt::getSignedMaxValue(bits) : llvm::APInt::getMaxValue(bits);
+    const llvm::APInt min = is_signed_int(to) ? llvm::APInt::getSignedMinValue(bits) : llvm::APInt::getZero(bits);
+    Value r = b.create<arith::SelectOp>(l, b.create<arith::CmpFOp>(l, arith::CmpFPredicate::OGE, x, hi), iconst(max), conv);
+    r = b.create<arith::SelectOp>(l, b.create<arith::CmpFOp>(l, arith::CmpFPredicate::OLE, x, lo), iconst(min), r);
+    r = b.create<arith::SelectOp>(l, b.create<arith::CmpFOp>(l, arith::CmpFPredicate::UNO, x, x), iconst(llvm::APInt::getZero(bits)), r);
     return r;
   }
   // integer -> integer: wraps (truncate) or extends by the source's signedness.

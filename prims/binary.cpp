@@ -6,6 +6,7 @@
 // a rank-0 operand broadcasts inside the primitive, its tangent is lifted to y's shape and its
 // cotangent summed back (lift, unbroadcast: prims/elementwise.h).
 #include <cmath>
+#include <type_traits>
 
 #include "lax/lax.h"
 #include "prims/elementwise.h"
@@ -53,7 +54,7 @@ Array scale(const Array& t, const Array& by) { return is_zero(t) ? t : t * by; }
   };
 
 // ---- add (and add_any, the same on tangents): linear in both operands --------------------------
-FLUXION_BINARY_OP(add_op, Number, C(x + y))
+FLUXION_BINARY_OP(add_op, Number, wrapping_add(x, y))
 std::vector<Array> add_jvp(Arrays, Arrays t, Arrays y, const Params&, SourceLoc) { return {sum_tangents(t[0], t[1], y[0])}; }
 std::vector<Array> add_transpose(Arrays ct, Args a, const Params&, SourceLoc) {
   return {a[0].linear ? unbroadcast(ct[0], a[0].aval) : Array(), a[1].linear ? unbroadcast(ct[0], a[1].aval) : Array()};
@@ -82,7 +83,7 @@ const Registration add_any_registration = PrimitiveRules{
 };
 
 // ---- sub: linear in both operands ------------------------------------------------------------------
-FLUXION_BINARY_OP(sub_op, Number, C(x - y))
+FLUXION_BINARY_OP(sub_op, Number, wrapping_sub(x, y))
 std::vector<Array> sub_jvp(Arrays, Arrays t, Arrays y, const Params&, SourceLoc) {
   return {sum_tangents(t[0], is_zero(t[1]) ? t[1] : -t[1], y[0])};
 }
@@ -102,7 +103,7 @@ const Registration sub_registration = PrimitiveRules{
 };
 
 // ---- mul: linear in one operand at a time (the other is a known value) ------------------------------
-FLUXION_BINARY_OP(mul_op, Number, C(x * y))
+FLUXION_BINARY_OP(mul_op, Number, wrapping_mul(x, y))
 std::vector<Array> mul_jvp(Arrays x, Arrays t, Arrays y, const Params&, SourceLoc) {
   return {sum_tangents(scale(t[0], x[1]), scale(t[1], x[0]), y[0])};
 }
@@ -133,8 +134,8 @@ struct div_op {
   static C f(C x, C y) {
     if constexpr (std::is_integral_v<C>) {
       if (y == C(0)) return C(-1);  // XLA's definition: x / 0 == -1 for integers (all bits set)
-      if constexpr (std::is_signed_v<C>)
-        if (y == C(-1)) return C(-x);  // avoids the INT_MIN / -1 trap; wraps as XLA does
+      if constexpr (std::is_signed_v<C>)  // avoids the INT_MIN / -1 trap: INT_MIN, as XLA defines it
+        if (y == C(-1)) return C(std::make_unsigned_t<C>(0) - std::make_unsigned_t<C>(x));
       return C(x / y);
     } else {
       return x / y;

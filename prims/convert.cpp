@@ -3,6 +3,7 @@
 // complex is exact (imaginary part 0); complex to real keeps the real part and drops the imaginary
 // one (numpy's astype, which only warns; JAX's convert_element_type): use real()/abs() to say which.
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "lax/lax.h"
@@ -17,6 +18,20 @@ std::vector<AbstractArray> convert_shape(std::span<const AbstractArray> in, cons
   return {AbstractArray{in[0].shape, params.get_dtype("new_dtype"), params.get_bool("weak_type")}};
 }
 
+// float64 -> float32 rounded to odd: toward zero, the last bit set where it was inexact. Rounded
+// again to float16 (11 bits < 24 - 2) this gives the float16 nearest the float64, where rounding
+// to nearest twice can land on a tie and go the wrong way (1 + 2^-11 + 2^-40 became 1.0, not 1 + 2^-10).
+float round_to_odd_float(double x) {
+  float f = float(x);
+  if (std::isnan(x) || double(f) == x) return f;
+  if (std::abs(double(f)) > std::abs(x)) f = std::nextafter(f, 0.0f);
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  bits |= 1u;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
 template <class To, class From>
 To convert_real(From v) {
   using C = compute_t<From>;
@@ -28,8 +43,10 @@ To convert_real(From v) {
     if (x <= C(std::numeric_limits<To>::min())) return std::numeric_limits<To>::min();
     if (x >= C(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
     return To(x);
+  } else if constexpr (std::is_same_v<To, float16_t> && std::is_same_v<C, double>) {
+    return To(round_to_odd_float(x));
   } else if constexpr (std::is_same_v<To, float16_t> || std::is_same_v<To, bfloat16_t>) {
-    return To(float(x));
+    return To(float(x));  // bfloat16 from float64 through float32, as XLA converts it
   } else {
     return To(x);
   }

@@ -44,6 +44,43 @@ inline const char* accepts_name(Accepts a) {
   return "";
 }
 
+/// Integer arithmetic that wraps on overflow (two's complement), as XLA's does, computed in the
+/// unsigned type where C++ defines it: signed overflow is undefined behaviour, which the optimizer
+/// may exploit and UBSan reports. Other types compute as usual.
+template <class C>
+constexpr C wrapping_add(C x, C y) {
+  if constexpr (std::is_integral_v<C> && std::is_signed_v<C>) {
+    using U = std::make_unsigned_t<C>;
+    return C(U(U(x) + U(y)));
+  } else {
+    return C(x + y);
+  }
+}
+template <class C>
+constexpr C wrapping_sub(C x, C y) {
+  if constexpr (std::is_integral_v<C> && std::is_signed_v<C>) {
+    using U = std::make_unsigned_t<C>;
+    return C(U(U(x) - U(y)));
+  } else {
+    return C(x - y);
+  }
+}
+template <class C>
+constexpr C wrapping_mul(C x, C y) {
+  if constexpr (std::is_integral_v<C> && !std::is_same_v<C, bool>) {
+    // Through uint64: uint8 and int8 operands would be promoted to int (and int32's square of
+    // 65536 overflows int); the low bits of the 64-bit product are the wrapped result.
+    return C(uint64_t(x) * uint64_t(y));
+  } else {
+    return C(x * y);
+  }
+}
+template <class C>
+constexpr C wrapping_neg(C x) {
+  if constexpr (std::is_integral_v<C>) return wrapping_sub(C(0), x);
+  else return C(-x);  // -0.0 for 0.0: 0 - x would give +0.0
+}
+
 /// The compile-time side of `accepts`: whether a kernel is instantiated for storage type T.
 template <class T>
 constexpr bool is_float_type = std::is_floating_point_v<T> || std::is_same_v<T, float16_t> ||

@@ -123,7 +123,11 @@ std::vector<AbstractArray> pad_shape(std::span<const AbstractArray> in, const Pa
     const int64_t lo = config[size_t(3 * d)], hi = config[size_t(3 * d + 1)], interior = config[size_t(3 * d + 2)];
     const int64_t n = x.shape[size_t(d)];
     if (interior < 0) rule_error(ErrorKind::Shape, "padding_config " + ints_str(config) + " has negative interior padding");
-    const int64_t size = lo + hi + n + std::max<int64_t>(n - 1, 0) * interior;
+    int64_t size = 0;  // lo + hi + n + (n - 1) * interior, refused where it would overflow
+    if (__builtin_mul_overflow(std::max<int64_t>(n - 1, 0), interior, &size) || __builtin_add_overflow(size, n, &size) ||
+        __builtin_add_overflow(size, lo, &size) || __builtin_add_overflow(size, hi, &size))
+      rule_error(ErrorKind::Shape, "padding_config " + ints_str(config) + " gives dimension " + std::to_string(d) +
+                                       " a size past int64");
     if (size < 0)
       rule_error(ErrorKind::Shape, "padding_config " + ints_str(config) + " gives dimension " + std::to_string(d) +
                                        " a negative size " + std::to_string(size));
@@ -218,7 +222,8 @@ std::vector<AbstractArray> slice_shape(std::span<const AbstractArray> in, const 
                                        " must satisfy 0 <= start <= limit <= size in every dimension (dimension " +
                                        std::to_string(d) + " has size " + std::to_string(x.shape[d]) + ")");
     if (strides[d] < 1) rule_error(ErrorKind::Shape, "strides " + ints_str(strides) + " must be positive");
-    out.push_back((limit[d] - start[d] + strides[d] - 1) / strides[d]);
+    const int64_t span = limit[d] - start[d];  // ceil(span / stride), without overflow for a huge stride
+    out.push_back(span == 0 ? 0 : 1 + (span - 1) / strides[d]);
   }
   return {AbstractArray{std::move(out), x.dtype, x.weak_type}};
 }

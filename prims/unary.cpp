@@ -184,7 +184,8 @@ struct abs_op {
   static auto f(C x, const Params&) {
     if constexpr (std::is_unsigned_v<C>) return x;
     else if constexpr (is_complex_type<C>) return std::abs(x);
-    else return x < C(0) ? C(-x) : x;
+    else if constexpr (std::is_integral_v<C>) return x < C(0) ? wrapping_neg(x) : x;  // |INT_MIN| is INT_MIN, as in XLA
+    else return std::fabs(x);  // |-0.0| is +0.0
   }
   static Array jvp(A x, A t, A y, const Params&) {
     if (!is_complex(x.dtype())) return t * sign(x);
@@ -215,12 +216,12 @@ struct integer_pow_op {
   static C f(C x, const Params& params) {
     const int64_t y = params.get_int("y");
     const bool invert = y < 0;
-    uint64_t e = uint64_t(invert ? -y : y);
+    uint64_t e = invert ? 0 - uint64_t(y) : uint64_t(y);
     C acc = C(1), base = x;
-    while (e) {
-      if (e & 1u) acc = C(acc * base);
-      base = C(base * base);
+    while (e) {  // integers wrap, as XLA's EmitIntegerPow
+      if (e & 1u) acc = wrapping_mul(acc, base);
       e >>= 1;
+      if (e) base = wrapping_mul(base, base);
     }
     if constexpr (std::is_floating_point_v<C> || is_complex_type<C>) return invert ? C(1) / acc : acc;
     else return acc;
@@ -238,7 +239,7 @@ const Registration integer_pow_registration = unary<integer_pow_op, Prim::intege
 struct neg_op {
   static constexpr Accepts accepts = Accepts::Number;
   template <class C>
-  static C f(C x, const Params&) { return C(-x); }
+  static C f(C x, const Params&) { return wrapping_neg(x); }
   static Array jvp(A, A t, A, const Params&) { return -t; }
 };
 std::vector<Array> neg_transpose(std::span<const Array> cts, std::span<const LinearArg>, const Params&, SourceLoc) {

@@ -66,4 +66,14 @@ if [ "$notebooks_run" -eq 0 ]; then
   failed=$((failed + 1)); echo "FAIL notebooks: the runner ran none (scripts/setup.sh installs what they need)"
 fi
 
+# The fuzzers (scripts/fuzz.sh, docs/reliability.md): each target for 15 s, one count each -- a
+# crash, a sanitizer report or a broken round trip is a failure, its input in build-fuzz/findings/.
+fuzz_out=$(scripts/fuzz.sh ci 2>&1)
+echo "$fuzz_out" | grep -E '^[a-z_]+: [0-9]+ executions|^fuzz:|ERROR|finding' | head -n 40
+fuzz_line=$(tail -n 1 <<<"$fuzz_out")
+fp=$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p' <<<"$fuzz_line")
+ff=$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p' <<<"$fuzz_line")
+[[ "$fp" =~ ^[0-9]+$ && "$ff" =~ ^[0-9]+$ ]] || { fp=0; ff=1; echo "FAIL fuzz: no summary"; }
+passed=$((passed + fp)); failed=$((failed + ff))
+
 summary "$passed" "$failed"

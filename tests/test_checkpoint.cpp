@@ -220,3 +220,19 @@ TEST_CASE("checkpoint: a failed write keeps the old file and leaves no temporary
   CHECK((unsigned(fs::status(p).permissions()) & 0777u) == (0666u & ~unsigned(mask)));
   fs::remove_all(dir);
 }
+
+TEST_CASE("checkpoint: load<std::map<std::string, Array>>(path) returns every array of the file") {
+  fs::path dir = scratch_dir();
+  std::map<std::string, fx::Array> saved{{"a", fx::array({1.f, 2.f})}, {"b.c", fx::array({int64_t(3)})}};
+  for (const char* ext : {".safetensors", ".npz"}) {
+    const std::string p = (dir / (std::string("all") + ext)).string();
+    fx::save(p, saved);
+    auto back = fx::load<std::map<std::string, fx::Array>>(p);
+    REQUIRE(back.size() == 2);
+    CHECK(back.at("a").to_vector<float>() == std::vector<float>{1.f, 2.f});
+    CHECK(back.at("b.c").to_vector<int64_t>() == std::vector<int64_t>{3});
+  }
+  fx::save((dir / "one.npy").string(), fx::array({5.0}));
+  CHECK(fx::load<std::map<std::string, fx::Array>>((dir / "one.npy").string()).at("arr_0").item<double>() == 5.0);
+  fs::remove_all(dir);
+}

@@ -7,7 +7,11 @@
 
 #include <fluxion.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "ir/settings.h"
@@ -127,4 +131,28 @@ TEST_CASE("settings: every setting the library reads is in the table, unknown na
   ScopedEnv e("FLUXION_NUM_THREAD", "2");  // a typo: warned on stderr, not an error
   CHECK_NOTHROW(fx::check_settings());
   CHECK_THROWS_AS(fx::setting_value("FLUXION_NOT_IN_TABLE"), std::logic_error);
+}
+
+TEST_CASE("settings: eager ops refuse a bad value too, not only jit and devices (issue 35)") {
+  if (const char* name = std::getenv("FLUXION_TEST_EAGER_CHILD")) {  // the child: nothing has checked yet
+    const std::string m = test_helpers::error_of([] { fx::sin(fx::ones({3})); });
+    CHECK(contains(m, std::string("ValueError: ") + name + "="));
+    CHECK_THROWS_AS(fx::sum(fx::array({1.f, 2.f})), fx::ValueError);  // still refused: a failed check is not cached
+    return;
+  }
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const std::string log = "/tmp/fluxion_test_eager_settings_" + std::to_string(::getpid()) + ".log";
+  for (const char* setting : {"FLUXION_NUM_THREADS=banana", "FLUXION_CPU_DEVICES=-2"}) {
+    const std::string name = std::string(setting).substr(0, std::string(setting).find('='));
+    CAPTURE(setting);
+    const std::string cmd = std::string(setting) + " FLUXION_TEST_EAGER_CHILD=" + name + " " + self +
+                            " '--test-case=settings: eager ops refuse*' > " + log + " 2>&1";
+    const int rc = std::system(cmd.c_str());
+    std::ifstream in(log);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CAPTURE(text);
+    CHECK(rc == 0);
+    CHECK(contains(text, "1 passed"));
+  }
+  std::filesystem::remove(log);
 }

@@ -67,10 +67,15 @@ void write(const std::string& path, const Entries& entries) {
 }
 
 Entries read(const std::string& path) {
-  if (ends_with(path, ".safetensors")) return read_safetensors(path);
-  if (ends_with(path, ".npz")) return read_npz(path);
-  if (ends_with(path, ".npy")) return {{"arr_0", read_npy(path)}};
-  throw ValueError("ValueError: load(" + path + "): unknown format (use .safetensors, .npz or .npy)");
+  Entries out;
+  if (ends_with(path, ".safetensors")) out = read_safetensors(path);
+  else if (ends_with(path, ".npz")) out = read_npz(path);
+  else if (ends_with(path, ".npy")) out = {{"arr_0", read_npy(path)}};
+  else throw ValueError("ValueError: load(" + path + "): unknown format (use .safetensors, .npz or .npy)");
+  std::set<std::string> seen;  // a zip may hold two members of one name: which one is meant?
+  for (const Entry& e : out)
+    if (!seen.insert(e.name).second) io::fail(path, "two arrays are named '" + e.name + "'");
+  return out;
 }
 
 std::vector<Array> match(const std::string& path, const Entries& file, const std::vector<std::string>& names,
@@ -142,19 +147,32 @@ Entries read_safetensors(const std::string& path) {
       if (it == info.object.end()) io::fail(path, "tensor '" + name + "' has no " + key);
       return it->second;
     };
+    if (info.kind != json::Value::Kind::object) io::fail(path, "tensor '" + name + "': its entry in the header is not an object");
     const std::string& dt = field("dtype").string;
     DType dtype{};
     bool known = false;
     for (auto [d, n] : kSafetensorsDTypes)
       if (dt == n) dtype = d, known = true;
     if (!known) io::fail(path, "tensor '" + name + "' has dtype " + dt + ", which Fluxion does not support");
+    const json::Value& dims = field("shape");
+    if (dims.kind != json::Value::Kind::array) io::fail(path, "tensor '" + name + "': its shape is not a list");
     Shape shape;
-    for (const json::Value& d : field("shape").array) shape.push_back(d.number);
-    const auto& offs = field("data_offsets").array;
-    if (offs.size() != 2) io::fail(path, "tensor '" + name + "': data_offsets must be [begin, end]");
-    uint64_t b = uint64_t(offs[0].number), e = uint64_t(offs[1].number);
+    for (const json::Value& d : dims.array) {
+      if (d.kind != json::Value::Kind::number) io::fail(path, "tensor '" + name + "': its shape is not a list of integers");
+      shape.push_back(d.number);
+    }
+    if (std::string why = shape_problem(shape, dtype); !why.empty())
+      io::shape_fail("load", path, "tensor '" + name + "' in the header: " + why);
+    const json::Value& offsets = field("data_offsets");
+    const auto& offs = offsets.array;
+    if (offsets.kind != json::Value::Kind::array || offs.size() != 2 || offs[0].kind != json::Value::Kind::number ||
+        offs[1].kind != json::Value::Kind::number || offs[0].number < 0 || offs[1].number < 0)
+      io::fail(path, "tensor '" + name + "': data_offsets must be [begin, end], two byte offsets");
+    const uint64_t b = uint64_t(offs[0].number), e = uint64_t(offs[1].number);
     if (b > e || e > data_size || e - b != uint64_t(shape.numel()) * itemsize(dtype))
-      io::fail(path, "tensor '" + name + "': its byte range does not fit its shape or the file");
+      io::fail(path, "tensor '" + name + "': its bytes [" + std::to_string(b) + ", " + std::to_string(e) + ") after the " +
+                         std::to_string(data_start) + "-byte header do not fit its shape " + shape.str() + " of " +
+                         std::string(dtype_name(dtype)) + " or the file's " + std::to_string(data_size) + " data bytes");
     out.push_back({name, detail::array_from_host(bytes.data() + data_start + b, dtype, shape, size_t(shape.numel()), {})});
   }
   return out;

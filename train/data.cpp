@@ -96,7 +96,7 @@ struct Loader::Epoch {
   std::exception_ptr error;
 
   Batch make(int64_t b) {
-    const int64_t begin = b * batch_size, end = std::min<int64_t>(begin + batch_size, int64_t(order.size()));
+    const int64_t begin = b * batch_size, end = begin + std::min<int64_t>(batch_size, int64_t(order.size()) - begin);
     Batch batch = dataset->gather(std::span<const int64_t>(order.data() + begin, size_t(end - begin)));
     for (const auto& fn : maps) batch = fn(std::move(batch));
     return batch;
@@ -167,7 +167,7 @@ Loader::Loader(Dataset dataset, int64_t batch_size, Options options)
 
 int64_t Loader::num_batches() const {
   const int64_t n = dataset_->size();
-  return options_.drop_remainder ? n / batch_size_ : (n + batch_size_ - 1) / batch_size_;
+  return options_.drop_remainder ? n / batch_size_ : n == 0 ? 0 : 1 + (n - 1) / batch_size_;  // no n + batch - 1: it may overflow
 }
 
 std::vector<int64_t> Loader::order(int64_t e) const {

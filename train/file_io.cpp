@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -18,25 +19,50 @@ namespace fluxion::io {
 
 void fail(const std::string& path, const std::string& what) { throw IOError("IOError: " + path + ": " + what); }
 
+void shape_fail(const std::string& op, const std::string& path, const std::string& what) {
+  throw ShapeError("ShapeError: " + op + "(" + path + "): " + what);
+}
+
+// zlib's message for the last error, without the path it puts first (fail() names the file).
+static std::string gz_message(gzFile f, const std::string& path, int* err) {
+  std::string msg = gzerror(f, err);
+  if (msg.rfind(path + ": ", 0) == 0) msg.erase(0, path.size() + 2);
+  return msg;
+}
+
 std::string read_file(const std::string& path) {
   // gzread reads gzip and plain files alike.
   gzFile f = gzopen(path.c_str(), "rb");
   if (!f) fail(path, std::string("cannot open: ") + std::strerror(errno));
-  gzbuffer(f, 1 << 20);
+  // zlib's buffers (1 MiB for a large file) and ours sized to the file: for the many small files
+  // read (checkpoint headers, the fuzzers' inputs) allocating and zeroing megabytes cost more than
+  // the reading.
+  struct stat st {};
+  const size_t size = ::stat(path.c_str(), &st) == 0 ? size_t(st.st_size) : 0;
+  const size_t chunk = std::clamp<size_t>(size, size_t(1) << 13, size_t(1) << 20);
+  gzbuffer(f, unsigned(chunk));
   std::string out;
-  std::vector<char> buf(1 << 20);
+  std::vector<char> buf(std::min<size_t>(chunk, size_t(1) << 16));
   for (;;) {
     int n = gzread(f, buf.data(), unsigned(buf.size()));
     if (n < 0) {
       int err = 0;
-      std::string msg = gzerror(f, &err);
+      std::string msg = gz_message(f, path, &err);
       gzclose(f);
       fail(path, "read failed: " + msg);
     }
     if (n == 0) break;
     out.append(buf.data(), size_t(n));
   }
+  // A gzip stream that ends early (a file cut short, whatever the cut) reads as the bytes before the
+  // cut: zlib reports it only here, as Z_BUF_ERROR. Refused, or a cut at a record's end would load.
+  int err = Z_OK;
+  const std::string why = gz_message(f, path, &err);
+  const bool gzip_stream = gzdirect(f) == 0;
   gzclose(f);
+  if (err == Z_BUF_ERROR && gzip_stream)
+    fail(path, "the gzip stream ends early (" + why + ") after " + std::to_string(out.size()) +
+                   " bytes inflated: the file is truncated");
   return out;
 }
 

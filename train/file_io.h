@@ -32,6 +32,11 @@ class AtomicFile {
 
 [[noreturn]] void fail(const std::string& path, const std::string& what);
 
+/// A file that declares a shape no array can have (shape_problem: a negative dimension, a size past
+/// int64): a ShapeError naming the reading operation, the file and where the shape is declared,
+/// "ShapeError: load(w.npy): the header's shape (-4,): the shape [-4] has a negative dimension".
+[[noreturn]] void shape_fail(const std::string& op, const std::string& path, const std::string& what);
+
 /// Little-endian integers (every format here stores them so).
 inline void put_le(std::string& out, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) out += char((v >> (8 * i)) & 0xFF);

@@ -1,6 +1,8 @@
 #include "train/json.h"
 
+#include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cstdio>
 
 #include "ir/error.h"
@@ -49,8 +51,10 @@ struct Parser {
         case 'b': out += '\b'; break;
         case 'f': out += '\f'; break;
         case 'u': {
-          if (i + 4 > s.size()) fail("short \\u escape");
-          unsigned code = unsigned(std::stoul(std::string(s.substr(i, 4)), nullptr, 16));
+          unsigned code = 0;
+          const char* end = s.data() + std::min(s.size(), i + 4);
+          auto [p, ec] = std::from_chars(s.data() + i, end, code, 16);
+          if (ec != std::errc() || p != s.data() + i + 4) fail("a \\u escape needs four hex digits");
           i += 4;
           if (code < 0x80) { out += char(code); }
           else if (code < 0x800) { out += char(0xC0 | (code >> 6)); out += char(0x80 | (code & 0x3F)); }
@@ -97,7 +101,10 @@ struct Parser {
       while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
       if (i < s.size() && (s[i] == '.' || s[i] == 'e' || s[i] == 'E')) fail("only integers are expected here");
       v.kind = Value::Kind::number;
-      v.number = std::stoll(std::string(s.substr(start, i - start)));
+      auto [p, ec] = std::from_chars(s.data() + start, s.data() + i, v.number);
+      const std::string text(s.substr(start, std::min<size_t>(i - start, 24)));
+      if (ec == std::errc::result_out_of_range) i = start, fail("the integer " + text + " does not fit in 64 bits");
+      if (ec != std::errc() || p != s.data() + i) i = start, fail("a malformed number '" + text + "'");
     } else if (word("true") || word("false")) {
       v.kind = Value::Kind::boolean;
       v.boolean = s[i - 1] == 'e' && s[i - 2] == 'u';

@@ -56,6 +56,8 @@ Array read_idx(const std::string& path) {
   if (bytes.size() < 4 + 4 * size_t(rank)) io::fail(path, "truncated IDX header");
   Shape shape;
   for (int i = 0; i < rank; ++i) shape.push_back(be32(u + 4 + 4 * i));
+  if (std::string why = shape_problem(shape, dtype); !why.empty())
+    io::shape_fail("read_idx", path, "the header's dimensions (bytes 4 to " + std::to_string(4 + 4 * rank) + "): " + why);
   const size_t start = 4 + 4 * size_t(rank), n = size_t(shape.numel()), size = itemsize(dtype);
   if (bytes.size() - start != n * size)
     io::fail(path, "the data is " + std::to_string(bytes.size() - start) + " bytes, the header says " +
