@@ -53,7 +53,7 @@ while read -r verdict name rest; do
     PASS) passed=$((passed + 1)) notebooks_run=$((notebooks_run + 1)); echo "PASS notebook $name $rest" ;;
     FAIL) failed=$((failed + 1)) notebooks_run=$((notebooks_run + 1)); echo "FAIL notebook $name $rest" ;;
   esac
-done < <(JUPYTER_PATH="$PWD/notebooks/jupyter" FLUXION_NB_FLAGS="-std=c++20 -I$PWD -I$PWD/include" \
+done < <(JUPYTER_PATH="$PWD/notebooks/jupyter" FLUXION_NB_FLAGS="-std=c++20 -I$PWD -I$PWD/include -I$PWD/build" \
          FLUXION_NB_LIBS="$PWD/build/libfluxion.so" FLUXION_NB_CELL_TIMEOUT=120 \
          /usr/bin/python3 notebooks/run_notebooks.py --out build/notebooks notebooks/*.ipynb 2>&1)
 if [ "$notebooks_run" -eq 0 ]; then
