@@ -47,6 +47,8 @@
 #include "transforms/jit.h"
 #include "transforms/onnx.h"
 #include "transforms/make_ir.h"
+// the program as a Graphviz graph
+#include "transforms/to_dot.h"
 #include "runtime/distributed.h"
 #include "transforms/pmap.h"
 #include "transforms/vmap_api.h"
