@@ -63,3 +63,5 @@
 #include "train/sequential.h"
 #include "train/optim.h"
 #include "train/schedules.h"
+// TensorBoard event files: scalars, histograms, images, text, the program graph
+#include "train/summary.h"
