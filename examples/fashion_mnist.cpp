@@ -3,16 +3,20 @@
 // it), printing the loss and the test accuracy per epoch with a progress bar.
 //
 //   build/examples/fashion_mnist [--model cnn|mlp] [--epochs N] [--limit N] [--batch N] [--min-accuracy A]
-//                                [--save FILE]
+//                                [--save FILE] [--logdir DIR]
 //
 // --model picks the convnet (the default: conv-relu-pool twice, then two dense layers) or a multilayer
 // perceptron; --limit trains on the first N training images (the short runs in the test suite),
-// --min-accuracy makes the exit status fail below a test accuracy.
+// --min-accuracy makes the exit status fail below a test accuracy. --logdir writes a TensorBoard run
+// there (fx::summary::writer; docs/tensorboard.md): the training loss of every step, the test
+// accuracy of every epoch, histograms of the parameters, eight test images and the train step's
+// program; `tensorboard --logdir DIR` shows them.
 #include <fluxion.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <sys/stat.h>
 
@@ -78,6 +82,7 @@ struct Args {
   int64_t limit = 0, batch = 128;
   double min_accuracy = 0;
   std::string save;
+  std::string logdir;
 };
 
 Args parse(int argc, char** argv) {
@@ -90,9 +95,29 @@ Args parse(int argc, char** argv) {
     else if (k == "--batch") a.batch = std::stoll(v);
     else if (k == "--min-accuracy") a.min_accuracy = std::stod(v);
     else if (k == "--save") a.save = v;
+    else if (k == "--logdir") a.logdir = v;
     else std::fprintf(stderr, "unknown option %s\n", k.c_str()), std::exit(2);
   }
   return a;
+}
+
+/// The run's first records: eight test images side by side, and the train step's program.
+fx::summary::writer log_start(const std::string& dir, const fx::data::Dataset& test, const fx::Program& step) {
+  fx::summary::writer tb(dir, /*flush_seconds=*/5);
+  const fx::Array images = test.slice(0, 8).at("image");  // u8[8,28,28]
+  tb.image("test/images", fx::reshape(fx::transpose(images, {1, 0, 2}), {28, 8 * 28}), 0);
+  tb.graph(step);
+  std::printf("TensorBoard: %s (tensorboard --logdir %s)\n", tb.path().c_str(), dir.c_str());
+  return tb;
+}
+
+/// After each epoch: the test accuracy at the step reached, and each parameter's histogram.
+template <class Model>
+void log_epoch(fx::summary::writer& tb, int epoch, int64_t step, double accuracy, const Model& model) {
+  tb.scalar("test/accuracy", accuracy, step);
+  tb.scalar("epoch", epoch, step);
+  std::vector<fx::Array> leaves = fx::tree::leaves(model);
+  for (size_t i = 0; i < leaves.size(); ++i) tb.histogram("params/" + std::to_string(i), leaves[i], step);
 }
 
 template <class Model>
@@ -111,29 +136,42 @@ int run(const Args& args) {
   std::printf("Fashion-MNIST: %lld training images, %lld test; %s, %d epochs, batch %lld\n", (long long)train.size(),
               (long long)test.size(), Model::name, args.epochs, (long long)args.batch);
 
-  auto train_step = fx::jit([&](const Model& m, const fx::optim::State& s, const fx::Array& images,
-                                const fx::Array& labels) {
+  auto step_fn = [&](const Model& m, const fx::optim::State& s, const fx::Array& images, const fx::Array& labels) {
     auto loss_fn = [&](const Model& p) { return fx::mean(fx::nn::softmax_cross_entropy(Model::logits(p, images), labels)); };
     auto [loss, grads] = fx::value_and_grad(loss_fn)(m);
     auto [params, next] = opt.step(grads, s, m);  // update + apply_updates, fused per parameter
     return std::tuple{params, next, loss};
-  }, fx::donate_argnums(0, 1));  // the model and the optimizer state are updated in their own buffers
+  };
+  // the model and the optimizer state are updated in their own buffers
+  auto train_step = fx::jit(step_fn, fx::donate_argnums(0, 1));
   auto correct = fx::jit([](const Model& m, const fx::Array& images, const fx::Array& labels) {
     return fx::sum(fx::astype(fx::equal(fx::argmax(Model::logits(m, images), 1), labels), fx::int32));
   });
 
+  // TensorBoard (--logdir): records are buffered and written every 5 s, and when the run ends.
+  std::optional<fx::summary::writer> tb;
+  if (!args.logdir.empty()) {
+    const fx::data::Dataset first = test.slice(0, args.batch);  // a batch's shapes, for tracing the step
+    tb = log_start(args.logdir, test, fx::make_ir(step_fn)(model, state, first.at("image"), first.at("label")));
+  }
+  int64_t step = 0;
+  int epoch = 0;
   double accuracy = example::train_epochs(
       args.epochs, loader,
       [&](const fx::data::Batch& batch) {
         fx::Array loss;
         std::tie(model, state, loss) = train_step(model, state, batch.at("image"), batch.at("label"));
+        if (tb) tb->scalar("train/loss", loss, step);
+        ++step;
         return double(loss.item<float>());
       },
       [&] {
         int64_t right = 0;
         for (const auto& batch : fx::data::loader(test, 1000))
           right += correct(model, batch.at("image"), batch.at("label")).template item<int32_t>();
-        return double(right) / double(test.size());
+        const double acc = double(right) / double(test.size());
+        if (tb) log_epoch(*tb, ++epoch, step, acc, model);
+        return acc;
       });
   std::printf("%d compilation(s) of the train step\n", int(train_step.compilations()));
   if (!args.save.empty()) fx::save(args.save, model);

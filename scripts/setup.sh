@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 packages=(meson ninja-build g++ pkg-config libeigen3-dev doctest-dev libbenchmark-dev
           llvm-19-dev libmlir-19-dev mlir-19-tools libomp-dev
           nlohmann-json3-dev  # tests only (parsing the profiler's trace files)
+          cmake graphviz  # tests only: find_package(Fluxion) (tests/pkgconfig/), fx::to_dot rendered by dot
           clang-tools-19 python3-ipykernel python3-jupyter-client python3-nbclient python3-matplotlib  # notebooks/
           python3-venv  # tests: onnxruntime from PyPI (scripts/onnxruntime.sh)
           zlib1g-dev

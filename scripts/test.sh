@@ -16,6 +16,9 @@ passed=0 failed=0
 # onnxruntime from PyPI for the ONNX export tests (skipped, not passed, where it cannot be installed).
 FLUXION_TEST_PYTHON=$(scripts/onnxruntime.sh)
 export FLUXION_TEST_PYTHON
+# tensorboard from PyPI for reading fx::summary's event files back (skipped where it cannot be installed).
+FLUXION_TENSORBOARD_PYTHON=$(scripts/tensorboard.sh)
+export FLUXION_TENSORBOARD_PYTHON
 
 # The kernels' disk cache (on by default, in ~/.cache/fluxion): a fresh one for this run, so that
 # every test compiles what it tests and only this run's processes share kernels.
@@ -59,7 +62,7 @@ while read -r verdict name rest; do
     PASS) passed=$((passed + 1)) notebooks_run=$((notebooks_run + 1)); echo "PASS notebook $name $rest" ;;
     FAIL) failed=$((failed + 1)) notebooks_run=$((notebooks_run + 1)); echo "FAIL notebook $name $rest" ;;
   esac
-done < <(JUPYTER_PATH="$PWD/notebooks/jupyter" FLUXION_NB_FLAGS="-std=c++20 -I$PWD -I$PWD/include" \
+done < <(JUPYTER_PATH="$PWD/notebooks/jupyter" FLUXION_NB_FLAGS="-std=c++20 -I$PWD -I$PWD/include -I$PWD/build" \
          FLUXION_NB_LIBS="$PWD/build/libfluxion.so" FLUXION_NB_CELL_TIMEOUT=120 \
          /usr/bin/python3 notebooks/run_notebooks.py --out build/notebooks notebooks/*.ipynb 2>&1)
 if [ "$notebooks_run" -eq 0 ]; then

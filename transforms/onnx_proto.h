@@ -2,46 +2,13 @@
 // protobuf's wire format: varints and length-delimited fields, with the field numbers of onnx.proto
 // (ONNX 1.12, as Debian's libonnx-dev ships it). No protobuf library is needed to write a model.
 #pragma once
-#include <cstdint>
-#include <string>
-#include <string_view>
-#include <vector>
+#include "train/protobuf_wire.h"
 
 namespace fluxion::onnx::proto {
 
-/// One message under construction: fields appended in any order (protobuf allows it).
-class Message {
- public:
-  Message& varint(int field, uint64_t v) {
-    key(field, 0);
-    raw_varint(v);
-    return *this;
-  }
-  Message& bytes(int field, std::string_view s) {
-    key(field, 2);
-    raw_varint(s.size());
-    out_.append(s);
-    return *this;
-  }
-  Message& message(int field, const Message& m) { return bytes(field, m.out_); }
-  Message& fixed32(int field, uint32_t v) {
-    key(field, 5);
-    for (int i = 0; i < 4; ++i) out_ += char((v >> (8 * i)) & 0xff);
-    return *this;
-  }
-  const std::string& str() const { return out_; }
-
- private:
-  void key(int field, int wire_type) { raw_varint(uint64_t(field) << 3 | uint64_t(wire_type)); }
-  void raw_varint(uint64_t v) {
-    while (v >= 0x80) {
-      out_ += char((v & 0x7f) | 0x80);
-      v >>= 7;
-    }
-    out_ += char(v);
-  }
-  std::string out_;
-};
+/// One message under construction (train/protobuf_wire.h: the same encoder writes TensorBoard's
+/// event files).
+using Message = protobuf::Message;
 
 // Field numbers (onnx.proto).
 namespace model { enum : int { ir_version = 1, producer_name = 2, graph = 7, opset_import = 8 }; }

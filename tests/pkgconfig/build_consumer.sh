@@ -28,7 +28,10 @@ case "$mode" in
     [ -f "$inc/fluxion.h" ] || { echo "fluxion.h is not installed"; exit 1; }
     others=$(find "$inc" -type f ! -name '*.h')
     [ -z "$others" ] || { echo "non-header files installed:"; echo "$others"; exit 1; }
+    [ -f "$inc/fluxion_version.h" ] || { echo "fluxion_version.h is not installed"; exit 1; }
+    # The public API only (scripts/public_headers.py): nothing of the kernels' or lowering/'s.
     [ ! -e "$inc/lowering" ] || { echo "lowering/ headers installed"; exit 1; }
+    [ ! -e "$inc/kernels" ] || { echo "kernels/ headers installed"; exit 1; }
     if grep -rlE '#include *[<"](mlir|llvm)/' "$inc"; then echo "installed headers include MLIR/LLVM"; exit 1; fi
     # Only the installed .pc, its prefix moved to where the files landed; and no source tree.
     export PKG_CONFIG_PATH="$(dirname "$pc")" PKG_CONFIG_LIBDIR="$(dirname "$pc"):/usr/lib/x86_64-linux-gnu/pkgconfig:/usr/share/pkgconfig"

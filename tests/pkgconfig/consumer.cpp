@@ -1,10 +1,12 @@
 // A program as a user writes it outside the source tree: one header, one library, found through
-// pkg-config. It checks a few values so that a wrong link (a stale or mismatched library) fails too.
+// pkg-config or CMake. It checks a few values so that a wrong link (a stale or mismatched library)
+// fails too, and prints the version its headers carry.
 #include <fluxion.h>
 
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <string>
 
 namespace fx = fluxion;
 
@@ -34,6 +36,14 @@ int main() {
     return 1;
   } catch (const fx::ShapeError&) {
   }
-  std::printf("consumer: ok\n%s\n", text.str().c_str());
+  // The version macros (fluxion_version.h, through fluxion.h) agree with each other.
+  char version[32];
+  std::snprintf(version, sizeof version, "%d.%d.%d", FLUXION_VERSION_MAJOR, FLUXION_VERSION_MINOR, FLUXION_VERSION_PATCH);
+  if (std::string(version) != FLUXION_VERSION_STRING ||
+      FLUXION_VERSION != FLUXION_VERSION_MAJOR * 10000 + FLUXION_VERSION_MINOR * 100 + FLUXION_VERSION_PATCH) {
+    std::fprintf(stderr, "inconsistent version macros: %s, %s, %d\n", version, FLUXION_VERSION_STRING, FLUXION_VERSION);
+    return 1;
+  }
+  std::printf("consumer: ok\nversion: %s\n%s\n", FLUXION_VERSION_STRING, text.str().c_str());
   return 0;
 }
