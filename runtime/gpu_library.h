@@ -8,29 +8,14 @@
 #include <span>
 #include <string>
 
+#include "runtime/cublas.h"
 #include "runtime/cuda_driver.h"
 
 namespace fluxion::runtime {
 
 /// Queues library call `function` on gpu's stream with its argument array (device addresses in
-/// place). Only "fluxion_rt_gemm" exists (kernels/library_calls.h's layout: dtype code, batch, m,
-/// n, k, trans_lhs, trans_rhs, isa level, threads, lhs, rhs, out). Throws DeviceError naming the
-/// call when it is unknown, cuBLAS cannot be loaded, or cuBLAS refuses.
+/// place): runtime/cublas.h's cublas_library_call on a GPU, the CPU's GEMM on the emulated one.
+/// Throws DeviceError naming the call when it is unknown, cuBLAS cannot be loaded, or refuses.
 void run_library_call(cuda::Gpu& gpu, const std::string& function, std::span<int64_t> args);
-
-/// The cuBLAS GEMM's parameters for fluxion_rt_gemm's row-major layout (exposed for tests):
-/// out^T = rhs^T lhs^T in cuBLAS's column-major terms.
-struct CublasGemm {
-  int transa = 0, transb = 0;  // CUBLAS_OP_N (0) / CUBLAS_OP_T (1)
-  int m = 0, n = 0, k = 0;
-  int lda = 0, ldb = 0, ldc = 0;
-  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
-  int batch = 0;
-  int a_type = 0, b_type = 0, c_type = 0;  // cudaDataType
-  int compute = 0;                         // cublasComputeType_t
-  uint64_t a = 0, b = 0, c = 0;            // device addresses: rhs, lhs, out
-};
-/// Throws DeviceError for a layout cuBLAS cannot take (a dtype it lacks, a dimension over 2^31-1).
-CublasGemm cublas_gemm_of(std::span<const int64_t> args);
 
 }  // namespace fluxion::runtime

@@ -45,6 +45,25 @@ pack() {
   [ "$bytes" -le "$max_bundle_bytes" ] || { echo "gpu_check pack: over the 48 MiB a device call can carry"; return 1; }
 }
 
+# cuBLAS for the library steps (dot_general): the runner dlopens libcublas.so.13 (or .12); on a
+# machine whose CUDA libraries came from PyPI (nvidia-cublas, beside torch) they are not on the
+# loader's path, so their folder joins LD_LIBRARY_PATH.
+find_cublas() {
+  [ "${FLUXION_CUDA_DRIVER:-}" = emulate ] && return 0
+  local dirs
+  dirs=$(timeout 15 python3 -c '
+import glob, os, site
+roots = site.getsitepackages() + [site.getusersitepackages(), "/usr/local/cuda/lib64"]
+found = sorted({os.path.dirname(p) for r in roots for p in glob.glob(r + "/**/libcublas.so.1[23]", recursive=True)})
+print(":".join(found))' 2>/dev/null)
+  if [ -n "$dirs" ]; then
+    export LD_LIBRARY_PATH="$dirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    echo "cuBLAS: $dirs"
+  else
+    echo "cuBLAS: not found (programs with dot_general will fail)"
+  fi
+}
+
 environment() {
   local runner=$1
   echo "== environment"
@@ -74,7 +93,9 @@ run() {
     { echo "gpu_check: no $gpu/bundle.tgz or $runner (scripts/gpu_check.sh pack here, then carry .gpu)"; return 1; }
   work=$(mktemp -d /tmp/fluxion_gpu_check.XXXXXX)  # not under $OUT: only the 8 files go back
   tar xzf "$gpu/bundle.tgz" -C "$work"
-  environment "$runner" 2>&1 | tee "$out/env.txt"
+  find_cublas >"$out/env.txt"  # not through a pipe: its LD_LIBRARY_PATH must stay in this shell
+  cat "$out/env.txt"
+  environment "$runner" 2>&1 | tee -a "$out/env.txt"
   head -n 1 "$work/bundle/manifest.txt"
   echo "== the check: every program against the CPU's outputs (compared here after the run)"
   : >"$out/check.log"  # both streams append: the workers' errors (stderr) only here, the summary also on screen

@@ -7,6 +7,10 @@
 //   module <i> <file> <name>       PTX module i, its file and its gpu.module's name
 //   launch <module> <kernel> <grid x y z> <block x y z> <shared bytes> <n> <param>...
 //                                  a launch; each parameter is b<k> (buffer k) or t<k> (temporary k)
+//   call <function> <n> <param>... <m> <arg>...
+//                                  a library step (runtime/gpu_library.h: cuBLAS): its parameters as a
+//                                  launch's, then its integers, each a number or p<j> (the address of
+//                                  parameter j)
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -44,13 +48,7 @@ struct Words {
   }
 };
 
-void read_launch(Words& w, Case& c) {
-  runtime::GpuLaunch l;
-  l.module = int(w.number());
-  l.kernel = w.word();
-  for (uint32_t& d : l.grid) d = uint32_t(w.number());
-  for (uint32_t& d : l.block) d = uint32_t(w.number());
-  l.shared_bytes = uint32_t(w.number());
+void read_params(Words& w, runtime::GpuLaunch& l) {
   const uint64_t n = w.number();
   for (uint64_t i = 0; i < n; ++i) {
     const std::string p = w.word();
@@ -60,12 +58,41 @@ void read_launch(Words& w, Case& c) {
     prm.index = std::atoi(p.c_str() + 1);
     l.params.push_back(prm);
   }
+}
+
+void read_launch(Words& w, Case& c) {
+  runtime::GpuLaunch l;
+  l.module = int(w.number());
+  l.kernel = w.word();
+  for (uint32_t& d : l.grid) d = uint32_t(w.number());
+  for (uint32_t& d : l.block) d = uint32_t(w.number());
+  l.shared_bytes = uint32_t(w.number());
+  read_params(w, l);
+  c.program.launches.push_back(std::move(l));
+}
+
+void read_call(Words& w, Case& c) {
+  runtime::GpuLaunch l;
+  l.kind = runtime::GpuLaunch::Kind::library;
+  l.kernel = w.word();
+  read_params(w, l);
+  const uint64_t m = w.number();
+  for (uint64_t i = 0; i < m; ++i) {
+    const std::string a = w.word();
+    runtime::GpuCallArg arg;
+    char* end = nullptr;
+    if (a.size() > 1 && a[0] == 'p') arg.param = int(std::strtol(a.c_str() + 1, &end, 10));
+    else arg.value = std::strtoll(a.c_str(), &end, 10);
+    if (a.empty() || *end) throw std::runtime_error(w.where + ": call argument '" + a + "'");
+    l.call_args.push_back(arg);
+  }
   c.program.launches.push_back(std::move(l));
 }
 
 void read_line(Words& w, Case& c) {
   const std::string what = w.word();
   if (what == "launch") return read_launch(w, c);
+  if (what == "call") return read_call(w, c);
   const uint64_t i = w.number();
   auto in_order = [&](size_t have) {
     if (i != have) throw std::runtime_error(w.where + ": " + what + " " + std::to_string(i) + " out of order");

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "runtime/cuda_driver.h"
+#include "runtime/gpu_launch.h"
 #include "runtime/gpu_program.h"
 
 namespace fluxion::gpu_runner {
@@ -96,6 +97,10 @@ bool context_lost(cuda::Gpu& gpu);
 /// Host code for the case's kernels where the driver needs it (the emulated GPU), kept alive by the
 /// returned pointer while the case runs; null where it does not (host_code_*.cpp: one per build).
 std::shared_ptr<const void> prepare_host_code(const Case& c);
+
+/// What makes a plan's library steps (runtime/gpu_launch.h): cuBLAS on a GPU; on the emulated GPU
+/// (fluxion_gpu_runner_emulated) the library's own, which computes with the CPU's GEMM.
+runtime::GpuLibraryCall library_call();
 
 // ---- the modes ----------------------------------------------------------------------------------
 

@@ -99,7 +99,7 @@ double host_us(cuda::Gpu& gpu, const runtime::GpuProgram& p, const Loaded& loade
   us.reserve(kHostLaunches);
   for (int i = 0; i < kHostLaunches; ++i) {
     const auto t = std::chrono::steady_clock::now();
-    runtime::launch_gpu_program(gpu, p, loaded.functions, buffers);
+    runtime::launch_gpu_program(gpu, p, loaded.functions, buffers, library_call());
     us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t).count());
   }
   gpu.synchronize();
@@ -134,7 +134,7 @@ void time_program(cuda::Gpu& gpu, Events& ev, const std::string& dir, bool host,
     moved += double(bytes);
   }
   const Loaded loaded(gpu, c.program);
-  const double ms = ev.median_ms([&] { runtime::launch_gpu_program(gpu, c.program, loaded.functions, buffers.ptrs); }, reps);
+  const double ms = ev.median_ms([&] { runtime::launch_gpu_program(gpu, c.program, loaded.functions, buffers.ptrs, library_call()); }, reps);
   const double gbs = moved / ms / 1e6;
   row.number("ms", ms).number("GB/s", gbs).number("launches", double(c.program.launches.size()));
   if (copy_gbs > 0) row.number("of_copy_bandwidth", gbs / copy_gbs);

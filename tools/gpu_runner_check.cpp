@@ -42,11 +42,18 @@ std::string run_one(cuda::Gpu& gpu, const std::string& dir, const std::string& o
       const runtime::GpuLaunch& l = c.program.launches[i];
       try {
         std::vector<void*> params = runtime::pack_params(l, buffers.ptrs, temporaries.ptrs, slots);
-        gpu.launch(loaded.functions[i], l.grid.data(), l.block.data(), l.shared_bytes, params.data());
+        if (l.kind == runtime::GpuLaunch::Kind::library) {
+          std::vector<int64_t> args = runtime::call_arguments(l, slots);
+          library_call()(gpu, l.kernel, args);
+        } else {
+          gpu.launch(loaded.functions[i], l.grid.data(), l.block.data(), l.shared_bytes, params.data());
+        }
         gpu.synchronize();
       } catch (const std::exception& e) {
+        const bool call = l.kind == runtime::GpuLaunch::Kind::library;
         return "launch " + std::to_string(i) + " of " + std::to_string(c.program.launches.size()) + " (" + l.kernel +
-               " in module " + c.program.modules[size_t(l.module)].name + "): " + e.what();
+               (call ? std::string(", a library call") : " in module " + c.program.modules[size_t(l.module)].name) +
+               "): " + e.what();
       }
     }
     std::filesystem::create_directories(out);

@@ -10,6 +10,7 @@
 #include "ir/error.h"
 #include "lowering/compile_cuda.h"
 #include "runtime/cuda_emulator.h"
+#include "runtime/gpu_library.h"
 #include "tools/gpu_runner.h"
 
 namespace fluxion::gpu_runner {
@@ -31,5 +32,7 @@ std::shared_ptr<const void> prepare_host_code(const Case& c) {
   }
   return compiled;  // the registry's references are weak: this keeps the code alive
 }
+
+runtime::GpuLibraryCall library_call() { return &runtime::run_library_call; }
 
 }  // namespace fluxion::gpu_runner
