@@ -39,7 +39,7 @@ Array ones(const Shape& shape, DType dtype, SourceLoc loc) { return fill("ones",
 // A C++ scalar value is weakly typed, as a Python scalar is in jnp.full; an array value keeps its type.
 Array full(const Shape& shape, const ArrayLike& value, SourceLoc loc) {
   if (value.is_scalar()) {
-    check_shape("full", shape, loc);
+    check_shape("full", shape, value.dtype(), loc);
     return broadcast_to(detail::as_array(value, value.dtype(), value.weak(), loc), shape, loc);
   }
   return full(shape, value, value.dtype(), loc);
@@ -52,7 +52,7 @@ Array full(const Shape& shape, const ArrayLike& value, DType dtype, SourceLoc lo
 // The *_like functions keep x's dtype and weak type (jnp.zeros_like of a weakly typed array is weak).
 namespace {
 Array fill_like(std::string_view op, const Array& x, const ArrayLike& value, SourceLoc loc) {
-  check_shape(op, x.shape(), loc);
+  check_shape(op, x.shape(), x.dtype(), loc);
   return broadcast_to(detail::as_array(value, x.dtype(), x.weak_type(), loc), x.shape(), loc);
 }
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "gpu_bundle.h"
@@ -24,8 +25,11 @@ template <class F>
 void for_each_check(int every, F&& f) {
   int n = 0;
   std::string last_op;
+  std::map<std::string, int> seen;  // samples of one op may share a label: the second is "... #2"
   for_each_program([&](const OpInfo& op, fx::DType, const std::vector<fx::Array>& args, const fx::Program& p,
-                       const std::string& what) {
+                       const std::string& label) {
+    const int k = ++seen[label];
+    const std::string what = k == 1 ? label : label + " #" + std::to_string(k);
     if (not_on_gpu(p)) return;
     const bool first = op.name != last_op;
     last_op = op.name;
