@@ -31,14 +31,22 @@ void expect(bool ok, const std::string& what) {
   if (!ok) throw FuzzFinding("fuzz finding: " + what);
 }
 
-const fs::path& scratch() {
-  static const fs::path dir = [] {
+// The process's scratch folder, removed when the process exits normally (a fuzzer's crash leaves it).
+struct Scratch {
+  fs::path dir;
+  Scratch() {
     fs::path base = fs::exists("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
-    fs::path d = base / ("fluxion_fuzz_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
+    dir = base / ("fluxion_fuzz_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+  }
+  ~Scratch() {
+    std::error_code ignored;
+    fs::remove_all(dir, ignored);
+  }
+};
+const fs::path& scratch() {
+  static const Scratch s;
+  return s.dir;
 }
 
 std::string put(const std::string& name, std::string_view bytes) {
