@@ -17,8 +17,8 @@ passed=0 failed=0
 FLUXION_TEST_PYTHON=$(scripts/onnxruntime.sh)
 export FLUXION_TEST_PYTHON
 # tensorboard from PyPI for reading fx::summary's event files back (skipped where it cannot be installed).
-FLUXION_TENSORBOARD_PYTHON=$(scripts/tensorboard.sh)
-export FLUXION_TENSORBOARD_PYTHON
+FLUXION_TEST_TENSORBOARD_PYTHON=$(scripts/tensorboard.sh)
+export FLUXION_TEST_TENSORBOARD_PYTHON
 
 # The doctest suite: one test case is one test. A crash or a hang counts as a failure even when
 # the summary line is missing.
