@@ -17,8 +17,8 @@ passed=0 failed=0
 FLUXION_TEST_PYTHON=$(scripts/onnxruntime.sh)
 export FLUXION_TEST_PYTHON
 # tensorboard from PyPI for reading fx::summary's event files back (skipped where it cannot be installed).
-FLUXION_TENSORBOARD_PYTHON=$(scripts/tensorboard.sh)
-export FLUXION_TENSORBOARD_PYTHON
+FLUXION_TEST_TENSORBOARD_PYTHON=$(scripts/tensorboard.sh)
+export FLUXION_TEST_TENSORBOARD_PYTHON
 
 # The kernels' disk cache (on by default, in ~/.cache/fluxion): a fresh one for this run, so that
 # every test compiles what it tests and only this run's processes share kernels.

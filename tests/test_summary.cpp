@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -307,7 +308,7 @@ TEST_CASE("summary: bad input is a typed error naming the call and the line") {
 namespace {
 
 std::string tensorboard_python() {
-  for (const char* var : {"FLUXION_TENSORBOARD_PYTHON", "FLUXION_TEST_PYTHON"}) {
+  for (const char* var : {"FLUXION_TEST_TENSORBOARD_PYTHON", "FLUXION_TEST_PYTHON"}) {
     const char* p = std::getenv(var);
     if (p && *p && std::system((std::string(p) + " -c 'import tensorboard' >/dev/null 2>&1").c_str()) == 0) return p;
   }
