@@ -77,6 +77,7 @@ fuzz_line=$(tail -n 1 <<<"$fuzz_out")
 fp=$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p' <<<"$fuzz_line")
 ff=$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p' <<<"$fuzz_line")
 [[ "$fp" =~ ^[0-9]+$ && "$ff" =~ ^[0-9]+$ ]] || { fp=0; ff=1; echo "FAIL fuzz: no summary"; }
+[ "$ff" -eq 0 ] || { echo "FAIL fuzz: $ff of its runs"; tail -n 30 <<<"$fuzz_out"; }
 passed=$((passed + fp)); failed=$((failed + ff))
 
 summary "$passed" "$failed"
