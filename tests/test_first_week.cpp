@@ -14,17 +14,12 @@
 #include <string>
 #include <vector>
 
+#include "tests/test_helpers.h"
+
 namespace fx = fluxion;
 
 namespace {
-std::string message_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const fx::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test_helpers::error_of;  // the message of the fluxion::Error a call raises
 
 // JAX's x.at[idx, :].add(v) / .set(v) on the host: x seen as [rows, rest...], v broadcast to
 // [len(idx), rest...]; out-of-range indices (after wrapping negatives once) are dropped.
@@ -61,7 +56,7 @@ TEST_CASE("arange: the bound's type picks the dtype, as jnp.arange; no float bou
   CHECK(fx::arange(0.5, 3.0, 1.0, fx::int32).to_vector<int>() == std::vector<int>{0, 1, 2});  // numpy: [0 1 2]
   CHECK(fx::arange(1, 7, 2, fx::int8).dtype() == fx::int8);
   CHECK(fx::arange(1, 7, 2, fx::int8).to_vector<int>() == std::vector<int>{1, 3, 5});
-  CHECK(message_of([] { (void)fx::arange(0.0, INFINITY); }).find("ValueError: arange") == 0);
+  CHECK(error_of([] { (void)fx::arange(0.0, INFINITY); }).find("ValueError: arange") == 0);
   // api.md's pmap example needs a float array: pmean of arange(8.f) works under vmap with a name.
   auto centred = fx::vmap([](const fx::Array& x) { return x - fx::pmean(x, "i"); }, fx::in_axes(0), fx::axis_name("i"));
   CHECK(centred(fx::arange(8.f)).to_vector<float>()[0] == -3.5f);
@@ -117,13 +112,13 @@ TEST_CASE("x.at(...) misuse names the user's op and line, not an internal broadc
   fx::Array x = fx::zeros({2, 3});
   fx::Array i = fx::array({1, 0});
   const int line = __LINE__ + 1;
-  std::string m = message_of([&] { (void)x.at({i, fx::colon}).add(fx::ones({4})); });
+  std::string m = error_of([&] { (void)x.at({i, fx::colon}).add(fx::ones({4})); });
   CHECK(m.find("ShapeError: at(...).add(f32[2,3], f32[4]) at test_first_week.cpp:" + std::to_string(line)) == 0);
   CHECK(m.find("broadcast_to") == std::string::npos);
   CHECK(m.find("[2,3]") != std::string::npos);
-  m = message_of([&] { (void)x.at(x > 0.f).set(fx::ones({3, 2})); });
+  m = error_of([&] { (void)x.at(x > 0.f).set(fx::ones({3, 2})); });
   CHECK(m.find("ShapeError: at(...).set(") == 0);
-  m = message_of([&] { (void)x.at(fx::array(std::vector<bool>{true, false, true, false})).set(1.f); });
+  m = error_of([&] { (void)x.at(fx::array(std::vector<bool>{true, false, true, false})).set(1.f); });
   CHECK(m.find("ShapeError: at(...).set(") == 0);
   CHECK(m.find("the mask bool[4] does not broadcast") != std::string::npos);
 }

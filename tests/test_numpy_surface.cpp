@@ -10,19 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "tests/test_helpers.h"
+
 namespace fx = fluxion;
 
 namespace {
 fx::Array counting(const fx::Shape& s) { return fx::reshape(fx::arange(0, int(s.numel()), 1, fx::float32), s); }
 std::vector<float> values(const fx::Array& a) { return a.to_vector<float>(); }
-std::string message_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const fx::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test_helpers::error_of;  // the message of the fluxion::Error a call raises
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 }  // namespace
 
@@ -69,11 +64,11 @@ TEST_CASE("x.at(...) with fx::ellipsis and fx::newaxis updates the same elements
 TEST_CASE("subscript errors: two ellipses, too many indices around one") {
   fx::Array x = fx::zeros({2, 3});
   const int line = __LINE__ + 1;
-  std::string m = message_of([&] { (void)x[{fx::ellipsis, 0, fx::ellipsis}]; });
+  std::string m = error_of([&] { (void)x[{fx::ellipsis, 0, fx::ellipsis}]; });
   CHECK(m.find("ShapeError: getitem(f32[2,3]) at test_numpy_surface.cpp:" + std::to_string(line)) == 0);
   CHECK(m.find("only one fx::ellipsis") != std::string::npos);
-  CHECK(message_of([&] { (void)x[{0, 1, 2, fx::ellipsis}]; }).find("too many indices (3)") != std::string::npos);
-  CHECK(message_of([&] { (void)x.at({0, fx::ellipsis, 1, 2}).set(1.f); }).find("ShapeError: at(...).set") == 0);
+  CHECK(error_of([&] { (void)x[{0, 1, 2, fx::ellipsis}]; }).find("too many indices (3)") != std::string::npos);
+  CHECK(error_of([&] { (void)x.at({0, fx::ellipsis, 1, 2}).set(1.f); }).find("ShapeError: at(...).set") == 0);
 }
 
 TEST_CASE("unique: sorted distinct values, NaNs as one, eager only -- a size makes it traceable") {
@@ -94,12 +89,12 @@ TEST_CASE("unique: sorted distinct values, NaNs as one, eager only -- a size mak
   CHECK(traced(fx::array({5, 5, 4})).to_vector<int>() == std::vector<int>{4, 5, 0});
   // Without a size under a trace: a ConcretizationError naming unique, the line and the way out.
   const int line = __LINE__ + 1;
-  std::string m = message_of([] { (void)fx::jit([](const fx::Array& a) { return fx::unique(a); })(fx::array({1, 2})); });
+  std::string m = error_of([] { (void)fx::jit([](const fx::Array& a) { return fx::unique(a); })(fx::array({1, 2})); });
   CHECK(m.find("ConcretizationError: unique(i32[2]) at test_numpy_surface.cpp:" + std::to_string(line)) == 0);
   CHECK(m.find("fx::unique(x, size, fill_value)") != std::string::npos);
   // Also of a concrete array under a trace: the ops are staged all the same (omnistaging).
   fx::Array c = fx::array({1, 2});
-  m = message_of([&] { (void)fx::jit([&](const fx::Array& a) { return fx::unique(c) + a; })(fx::ones({2}, fx::int32)); });
+  m = error_of([&] { (void)fx::jit([&](const fx::Array& a) { return fx::unique(c) + a; })(fx::ones({2}, fx::int32)); });
   CHECK(m.find("ConcretizationError: unique(i32[2])") == 0);
   // The kept values carry their gradients (to the first of equal elements' positions).
   fx::Array g = fx::grad([](const fx::Array& a) { return fx::sum(fx::unique(a, 2, 0.0) * fx::array({1.f, 10.f})); })(
@@ -137,7 +132,7 @@ TEST_CASE("split, array_split and meshgrid: numpy's pieces and grids") {
   CHECK(ij[0].shape() == fx::Shape{2, 3});
   CHECK(ij[0].to_vector<int>() == std::vector<int>{0, 0, 0, 1, 1, 1});
   CHECK(ij[1].to_vector<int>() == std::vector<int>{0, 1, 2, 0, 1, 2});
-  CHECK(message_of([] { (void)fx::meshgrid({fx::arange(2)}, "yx"); }).find("ValueError: meshgrid") == 0);
+  CHECK(error_of([] { (void)fx::meshgrid({fx::arange(2)}, "yx"); }).find("ValueError: meshgrid") == 0);
 }
 
 TEST_CASE("quantile: q's dims lead, keepdims, numpy's values for each method") {
@@ -159,8 +154,8 @@ TEST_CASE("quantile: q's dims lead, keepdims, numpy's values for each method") {
   CHECK(fx::median(fx::array({{1.f, kNaN}, {1.f, 2.f}}), 1).to_vector<float>()[1] == 1.5f);
   CHECK(std::isnan(fx::median(fx::array({{1.f, kNaN}, {1.f, 2.f}}), 1).to_vector<float>()[0]));
   CHECK(fx::percentile(fx::arange(101.f), 37.0).item<float>() == doctest::Approx(37.f));
-  CHECK(message_of([] { (void)fx::quantile(fx::ones({3}), 1.5); }).find("ValueError: quantile") == 0);
-  CHECK(message_of([] { (void)fx::quantile(fx::ones({3}), 0.5, 0, "cubic"); }).find("ValueError: quantile") == 0);
+  CHECK(error_of([] { (void)fx::quantile(fx::ones({3}), 1.5); }).find("ValueError: quantile") == 0);
+  CHECK(error_of([] { (void)fx::quantile(fx::ones({3}), 0.5, 0, "cubic"); }).find("ValueError: quantile") == 0);
 }
 
 TEST_CASE("top_k and searchsorted: JAX's order with ties and NaN") {
@@ -174,7 +169,7 @@ TEST_CASE("top_k and searchsorted: JAX's order with ties and NaN") {
   CHECK(fx::searchsorted(edges, fx::array({2.f, kNaN, 0.f, 5.f})).to_vector<int>() == std::vector<int>{1, 4, 0, 4});
   CHECK(fx::searchsorted(edges, fx::array({2.f, kNaN, 0.f, 5.f}), "right").to_vector<int>() ==
         std::vector<int>{3, 5, 0, 4});
-  CHECK(message_of([] { (void)fx::top_k(fx::ones({3}), 4); }).find("ValueError: top_k") == 0);
+  CHECK(error_of([] { (void)fx::top_k(fx::ones({3}), 4); }).find("ValueError: top_k") == 0);
 }
 
 TEST_CASE("the rest of the numpy names: values numpy gives, written out") {
