@@ -31,6 +31,7 @@
 #include "ir/program.h"
 #include "ir/serialize.h"
 #include "ir/shape.h"
+#include "ir/sharding.h"
 #include "ir/tree.h"
 #include "transforms/autodiff.h"
 #include "transforms/control_flow.h"
@@ -42,6 +43,8 @@
 #include "transforms/make_ir.h"
 #include "runtime/distributed.h"
 #include "transforms/pmap.h"
+#include "transforms/shard_map.h"
+#include "transforms/sharding.h"
 #include "transforms/vmap_api.h"
 // the training library: layers, losses, optimizers, mixed precision, checkpoints, data
 #include "train/checkpoint.h"
