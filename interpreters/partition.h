@@ -73,6 +73,12 @@ struct Partitioned {
 Partitioned partition_program(const Program& p, const Mesh& mesh, const std::vector<PartitionSpec>& in_specs,
                               const std::vector<std::optional<PartitionSpec>>& out_specs);
 
+/// The rule of elementwise primitives (unary, binary, comparisons, select, clamp, conversions):
+/// every operand of full rank in the layout of the most split one, scalars whole; the result in
+/// that layout.
+std::optional<ShardPlan> shard_elementwise(std::span<const PartitionSpec> in, std::span<const AbstractArray> avals,
+                                           const Params& params, const Mesh& mesh);
+
 /// p without sharding_constraint eqns (their output replaced by their operand), recursively: what
 /// an unsharded jit compiles.
 Program drop_sharding_constraints(Program p);
