@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "test_helpers.h"
@@ -209,4 +210,28 @@ TEST_CASE("sharded jit: errors name jit, the leaf, the dimension and the user's 
   const std::string axis = error_of([&] { fx::jit(id, fx::in_shardings(at(m, fx::P("model"))))(fx::ones({4})); });
   CHECK(axis.find("ValueError: jit at test_sharded_jit.cpp") == 0);
   CHECK(has(axis, "'model'"));
+}
+
+TEST_CASE("sharded jit: the shape rules under every layout of a 2-d mesh equal one device") {
+  const fx::Mesh m = mesh2d();
+  const int64_t n = m.size(), a = 2 * n, b = 3 * n;
+  const fx::Array x = normal(13, {a, b});
+  using F = std::function<fx::Array(const fx::Array&)>;
+  const std::vector<std::pair<std::string, F>> programs{
+      {"reshape to 3-d", [&](const fx::Array& v) { return fx::reshape(v, {a / 2, 2, b}) * 2.f; }},
+      {"reshape flat", [&](const fx::Array& v) { return fx::reshape(v, {a * b}) + 1.f; }},
+      {"reshape split last", [&](const fx::Array& v) { return fx::reshape(v, {a, b / 3, 3}); }},
+      {"transpose", [](const fx::Array& v) { return fx::transpose(v) - 1.f; }},
+      {"sums and max", [](const fx::Array& v) { return fx::sum(v, {0}) + fx::max(v, {0}) * fx::sum(fx::exp(v), {0}); }},
+      {"broadcast", [&](const fx::Array& v) { return fx::broadcast_to(fx::reshape(v, {a, 1, b}), {a, 2, b}) * 3.f; }},
+      {"gram", [](const fx::Array& v) { return fx::matmul(v, fx::transpose(v)); }},
+  };
+  const std::vector<fx::PartitionSpec> specs{fx::P("data"), fx::P(fx::none, "model"), fx::P("data", "model"),
+                                             fx::P(fx::axes("data", "model"))};
+  for (const auto& [name, f] : programs)
+    for (const fx::PartitionSpec& spec : specs) {
+      CAPTURE(name);
+      CAPTURE(spec.str());
+      check_close(fx::jit(f, fx::in_shardings(at(m, spec)))(x), f(x));
+    }
 }
