@@ -135,9 +135,14 @@ class Partitioner {
       log_.notes.push_back(std::string(prim_name(e.prim)) + (e.loc.known() ? " at " + e.loc.str() : std::string()) +
                            ": computed replicated (" + (rule ? "its rule declined" : "no sharding rule") + ")");
     }
+    const AxisList through = passing_partial(e, *plan);
     std::vector<Array> in;
-    for (size_t i = 0; i < e.inputs.size(); ++i)
-      in.push_back(e.inputs[i].is_literal() ? literal_array(e.inputs[i].lit) : operand(e.inputs[i].var, plan->in[i], e.loc));
+    for (size_t i = 0; i < e.inputs.size(); ++i) {
+      const Atom& a = e.inputs[i];
+      if (a.is_literal()) in.push_back(literal_array(a.lit));
+      else if (!through.empty() && !layout_[size_t(a.var)].partial.empty()) in.push_back(local_[size_t(a.var)]);
+      else in.push_back(operand(a.var, plan->in[i], e.loc));
+    }
     std::vector<Array> out = bind(e.prim, in, plan->params, e.loc);
     for (size_t j = 0; j < out.size(); ++j) {
       const Shape want = block_shape(mesh_, plan->out[j].spec, out_avals[j].shape);
@@ -147,7 +152,30 @@ class Partitioner {
                                plan->out[j].spec.str() + " (expected " + want.str() + ")");
       local_[size_t(e.outputs[j])] = out[j];
       layout_[size_t(e.outputs[j])] = plan->out[j];
+      AxisList& partial = layout_[size_t(e.outputs[j])].partial;
+      partial.insert(partial.end(), through.begin(), through.end());
     }
+  }
+
+  // The axes of the partial sums that pass through e unsummed (ShardPlan::linear), or none.
+  AxisList passing_partial(const Eqn& e, const ShardPlan& plan) const {
+    AxisList axes;
+    size_t count = 0;
+    for (size_t i = 0; i < e.inputs.size(); ++i) {
+      const bool in_mask = i < 32 && ((plan.linear >> i) & 1u);
+      const Layout* l = e.inputs[i].is_literal() ? nullptr : &layout_[size_t(e.inputs[i].var)];
+      if (!l || l->partial.empty()) {
+        if (in_mask && !plan.one_at_a_time) return {};  // jointly linear: every such operand partial
+        continue;
+      }
+      if (!in_mask || !(l->spec == plan.in[i])) return {};
+      if (count++ > 0 && (plan.one_at_a_time || l->partial != axes)) return {};
+      axes = l->partial;
+    }
+    for (const Layout& o : plan.out)
+      for (const std::string& a : o.spec.axes())
+        if (std::find(axes.begin(), axes.end(), a) != axes.end()) return {};
+    return axes;
   }
 
   // with_sharding_constraint: the operand moved to the spec, and nothing else (the primitive

@@ -43,6 +43,13 @@ struct ShardPlan {
   std::vector<Layout> out;
   /// The per-device eqn's params (shapes held in params become per-device shapes).
   Params params;
+  /// Bit i: the eqn is linear in operand i, so a partial sum there may pass through unsummed and
+  /// make every result a partial sum over the same axes -- jointly (every operand in the mask a
+  /// partial sum over the same axes: add, sub) or, with one_at_a_time, one of them alone (mul,
+  /// dot_general). The partitioner checks that the operand is in the spec `in` asks and that no
+  /// result is split over those axes; otherwise the sum is added first.
+  uint32_t linear = 0;
+  bool one_at_a_time = false;
 };
 
 /// A primitive's sharding rule: the operands' current specs (partial sums not yet added show as
@@ -78,6 +85,16 @@ Partitioned partition_program(const Program& p, const Mesh& mesh, const std::vec
 /// that layout.
 std::optional<ShardPlan> shard_elementwise(std::span<const PartitionSpec> in, std::span<const AbstractArray> avals,
                                            const Params& params, const Mesh& mesh);
+
+/// shard_elementwise for a primitive linear in the operands of `Linear` (see ShardPlan::linear).
+template <uint32_t Linear, bool OneAtATime = false>
+std::optional<ShardPlan> shard_linear_elementwise(std::span<const PartitionSpec> in, std::span<const AbstractArray> avals,
+                                                  const Params& params, const Mesh& mesh) {
+  std::optional<ShardPlan> plan = shard_elementwise(in, avals, params, mesh);
+  plan->linear = Linear;
+  plan->one_at_a_time = OneAtATime;
+  return plan;
+}
 
 /// p without sharding_constraint eqns (their output replaced by their operand), recursively: what
 /// an unsharded jit compiles.

@@ -66,7 +66,7 @@ const Registration add_registration = PrimitiveRules{
     .transpose = &add_transpose,
     .linear = kLinear,
     .batch = &batch_elementwise<Prim::add>,
-    .shard = &shard_elementwise,
+    .shard = &shard_linear_elementwise<0b11>,
     .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };
@@ -78,7 +78,7 @@ const Registration add_any_registration = PrimitiveRules{
     .transpose = &add_transpose,
     .linear = kLinear,
     .batch = &batch_elementwise<Prim::add_any>,
-    .shard = &shard_elementwise,
+    .shard = &shard_linear_elementwise<0b11>,
     .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };
@@ -99,7 +99,7 @@ const Registration sub_registration = PrimitiveRules{
     .transpose = &sub_transpose,
     .linear = kLinear,
     .batch = &batch_elementwise<Prim::sub>,
-    .shard = &shard_elementwise,
+    .shard = &shard_linear_elementwise<0b11>,
     .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };
@@ -123,7 +123,7 @@ const Registration mul_registration = PrimitiveRules{
     .transpose = &mul_transpose,
     .linear = {.operands = 0b11, .one_at_a_time = true},
     .batch = &batch_elementwise<Prim::mul>,
-    .shard = &shard_elementwise,
+    .shard = &shard_linear_elementwise<0b11, true>,
     .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };
@@ -163,7 +163,7 @@ const Registration div_registration = PrimitiveRules{
     .transpose = &div_transpose,
     .linear = {.operands = 0b01},
     .batch = &batch_elementwise<Prim::div>,
-    .shard = &shard_elementwise,
+    .shard = &shard_linear_elementwise<0b01, true>,
     .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };

@@ -424,7 +424,7 @@ std::optional<ShardPlan> dot_general_shard(std::span<const PartitionSpec> in, st
     const AxisList ax = pair(lc[k], rc[k]);
     partial.insert(partial.end(), ax.begin(), ax.end());
   }
-  return ShardPlan{{ls, rs}, {Layout{out, partial}}, params};
+  return ShardPlan{{ls, rs}, {Layout{out, partial}}, params, 0b11, true};
 }
 
 const Registration dot_general_registration = PrimitiveRules{

@@ -202,7 +202,7 @@ std::optional<ShardPlan> reduce_shard(std::span<const PartitionSpec> in, std::sp
     if (!reduced) out.dims.push_back(in[0].dim(d));
     else partial.insert(partial.end(), x.dims.back().begin(), x.dims.back().end());
   }
-  return ShardPlan{{x}, {Layout{out, partial}}, params};
+  return ShardPlan{{x}, {Layout{out, partial}}, params, Partial ? 0b1u : 0u};
 }
 
 const Registration reduce_sum_registration = PrimitiveRules{

@@ -138,6 +138,7 @@ std::optional<ShardPlan> broadcast_in_dim_shard(std::span<const PartitionSpec> i
   plan.params.set("shape", block_shape(mesh, out, Shape(shape)).dims());
   plan.in = {x};
   plan.out = {Layout{out, {}}};
+  plan.linear = 0b1;
   return plan;
 }
 
@@ -206,6 +207,7 @@ std::optional<ShardPlan> reshape_shard(std::span<const PartitionSpec> in, std::s
   plan.params.set("new_sizes", block_shape(mesh, out, Shape(to)).dims());
   plan.in = {x};
   plan.out = {Layout{out, {}}};
+  plan.linear = 0b1;
   return plan;
 }
 
@@ -295,7 +297,7 @@ std::optional<ShardPlan> transpose_shard(std::span<const PartitionSpec> in, std:
                                          const Params& params, const Mesh&) {
   PartitionSpec out;
   for (int64_t d : params.get_ints("permutation")) out.dims.push_back(in[0].dim(size_t(d)));
-  return ShardPlan{{in[0]}, {Layout{out, {}}}, params};
+  return ShardPlan{{in[0]}, {Layout{out, {}}}, params, 0b1};
 }
 
 const Registration transpose_registration = PrimitiveRules{

@@ -253,7 +253,7 @@ const Registration neg_registration = PrimitiveRules{
     .transpose = &neg_transpose,
     .linear = kLinear,
     .batch = &batch_elementwise<Prim::neg>,
-    .shard = &shard_elementwise,
+    .shard = &shard_linear_elementwise<0b1>,
     .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };

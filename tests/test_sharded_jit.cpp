@@ -161,7 +161,10 @@ TEST_CASE("sharded jit: data-parallel and FSDP training steps equal the single-d
   for (int s = 0; s < 3; ++s) {
     const fx::Array x = normal(20 + s, {4 * n, 2 * n}), y = normal(30 + s, {4 * n, 2});
     a = dp(a, x, y);
-    b = fsdp(b, x, y);
+    const std::string dump = partition_dump([&] { b = fsdp(b, x, y); });
+    // The gradients, partial sums over 'data' through the update's scaling, reduce-scatter into
+    // the parameters' rows.
+    if (s == 0 && n > 1) CHECK(has(dump, "psum_scatter over 'data'"));
     c = single(c, x, y);
   }
   for (const auto& [got, want] : {std::pair{a.w1, c.w1}, {a.b1, c.b1}, {a.w2, c.w2}, {b.w1, c.w1}, {b.b1, c.b1}, {b.w2, c.w2}})
