@@ -1,5 +1,7 @@
 #include "api/collectives.h"
 
+#include "api/shape_ops.h"
+
 #include "ir/spmd.h"
 #include "ir/trace.h"
 #include "interpreters/axis_env.h"
@@ -69,5 +71,86 @@ Array axis_index(const std::string& axis_name, SourceLoc loc) {
 int64_t axis_size(std::string_view axis_name, SourceLoc loc) {
   return axis_params("axis_size", axis_name, loc).get_int("axis_size");
 }
+
+// ---- over several axes ------------------------------------------------------------------------------
+
+namespace {
+void need_axes(std::string_view op, const AxisNames& axes, SourceLoc loc) {
+  if (axes.empty()) throw ValueError("ValueError: " + std::string(op) + " at " + loc.str() + ": an empty list of axis names");
+}
+// f over each axis, the last first: reductions that leave the same value on every member.
+template <class F>
+Array each_axis(std::string_view op, const Array& x, const AxisNames& axes, SourceLoc loc, F f) {
+  need_axes(op, axes, loc);
+  Array r = x;
+  for (size_t a = axes.size(); a-- > 0;) r = f(r, axes[a]);
+  return r;
+}
+}  // namespace
+
+Array psum(const Array& x, const AxisNames& axes, SourceLoc loc) {
+  return each_axis("psum", x, axes, loc, [&](const Array& v, const std::string& a) { return psum(v, a, loc); });
+}
+Array pmean(const Array& x, const AxisNames& axes, SourceLoc loc) {
+  return each_axis("pmean", x, axes, loc, [&](const Array& v, const std::string& a) { return pmean(v, a, loc); });
+}
+Array pmax(const Array& x, const AxisNames& axes, SourceLoc loc) {
+  return each_axis("pmax", x, axes, loc, [&](const Array& v, const std::string& a) { return pmax(v, a, loc); });
+}
+Array pmin(const Array& x, const AxisNames& axes, SourceLoc loc) {
+  return each_axis("pmin", x, axes, loc, [&](const Array& v, const std::string& a) { return pmin(v, a, loc); });
+}
+
+// Tiled: concatenated along `axis` in rank order (the first axis major), gathering the last axis
+// first. Untiled: a new dimension of the product size, which is the tiled gather of x with a
+// dimension of 1 added there.
+Array all_gather(const Array& x, const AxisNames& axes, int64_t axis, bool tiled, SourceLoc loc) {
+  need_axes("all_gather", axes, loc);
+  if (!tiled) {
+    const int64_t rank = x.valid() ? x.ndim() : 0;
+    return all_gather(expand_dims(x, {from_end(axis, rank + 1)}, loc), axes, from_end(axis, rank + 1), true, loc);
+  }
+  return each_axis("all_gather", x, axes, loc,
+                   [&](const Array& v, const std::string& a) { return all_gather(v, a, axis, true, loc); });
+}
+
+// Member (i, j) keeps block i * n_j + j: scattered over the first axis, then within that block
+// over the next.
+Array psum_scatter(const Array& x, const AxisNames& axes, int64_t scatter_dimension, bool tiled, SourceLoc loc) {
+  need_axes("psum_scatter", axes, loc);
+  Array r = x;
+  for (size_t a = 0; a < axes.size(); ++a)
+    r = psum_scatter(r, axes[a], scatter_dimension, tiled || a + 1 < axes.size(), loc);
+  return r;
+}
+
+Array axis_index(const AxisNames& axes, SourceLoc loc) {
+  need_axes("axis_index", axes, loc);
+  Array r = axis_index(axes[0], loc);
+  for (size_t a = 1; a < axes.size(); ++a)
+    r = r * int32_t(axis_size(axes[a], loc)) + axis_index(axes[a], loc);
+  return r;
+}
+
+int64_t axis_size(const AxisNames& axes, SourceLoc loc) {
+  need_axes("axis_size", axes, loc);
+  int64_t n = 1;
+  for (const std::string& a : axes) n *= axis_size(a, loc);
+  return n;
+}
+
+Array psum(const Array& x, std::initializer_list<std::string> axes, SourceLoc loc) { return psum(x, AxisNames(axes), loc); }
+Array pmean(const Array& x, std::initializer_list<std::string> axes, SourceLoc loc) { return pmean(x, AxisNames(axes), loc); }
+Array pmax(const Array& x, std::initializer_list<std::string> axes, SourceLoc loc) { return pmax(x, AxisNames(axes), loc); }
+Array pmin(const Array& x, std::initializer_list<std::string> axes, SourceLoc loc) { return pmin(x, AxisNames(axes), loc); }
+Array all_gather(const Array& x, std::initializer_list<std::string> axes, int64_t axis, bool tiled, SourceLoc loc) {
+  return all_gather(x, AxisNames(axes), axis, tiled, loc);
+}
+Array psum_scatter(const Array& x, std::initializer_list<std::string> axes, int64_t scatter_dimension, bool tiled,
+                   SourceLoc loc) {
+  return psum_scatter(x, AxisNames(axes), scatter_dimension, tiled, loc);
+}
+Array axis_index(std::initializer_list<std::string> axes, SourceLoc loc) { return axis_index(AxisNames(axes), loc); }
+int64_t axis_size(std::initializer_list<std::string> axes, SourceLoc loc) { return axis_size(AxisNames(axes), loc); }
 
 }  // namespace fluxion

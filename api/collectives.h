@@ -6,6 +6,7 @@
 // docs/distributed.md.
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -40,5 +41,28 @@ Array all_to_all(const Array& x, const std::string& axis_name, int64_t split_axi
 Array axis_index(const std::string& axis_name, FLUXION_LOC);
 /// The size of the axis (a trace-time constant).
 int64_t axis_size(std::string_view axis_name, FLUXION_LOC);
+
+// Over several axes at once (shard_map's mesh axes: fx::psum(x, {"data", "model"})): the group of
+// every member of all of them, ranked with the first axis major. Each is the single-axis
+// collectives composed -- the last axis first -- so a sum over a 2-d mesh is a sum along each of
+// its axes in turn.
+using AxisNames = std::vector<std::string>;
+Array psum(const Array& x, std::initializer_list<std::string> axes, FLUXION_LOC);
+Array psum(const Array& x, const AxisNames& axes, FLUXION_LOC);
+Array pmean(const Array& x, std::initializer_list<std::string> axes, FLUXION_LOC);
+Array pmean(const Array& x, const AxisNames& axes, FLUXION_LOC);
+Array pmax(const Array& x, std::initializer_list<std::string> axes, FLUXION_LOC);
+Array pmax(const Array& x, const AxisNames& axes, FLUXION_LOC);
+Array pmin(const Array& x, std::initializer_list<std::string> axes, FLUXION_LOC);
+Array pmin(const Array& x, const AxisNames& axes, FLUXION_LOC);
+Array all_gather(const Array& x, std::initializer_list<std::string> axes, int64_t axis = 0, bool tiled = false, FLUXION_LOC);
+Array all_gather(const Array& x, const AxisNames& axes, int64_t axis = 0, bool tiled = false, FLUXION_LOC);
+Array psum_scatter(const Array& x, std::initializer_list<std::string> axes, int64_t scatter_dimension = 0,
+                   bool tiled = false, FLUXION_LOC);
+Array psum_scatter(const Array& x, const AxisNames& axes, int64_t scatter_dimension = 0, bool tiled = false, FLUXION_LOC);
+Array axis_index(std::initializer_list<std::string> axes, FLUXION_LOC);
+Array axis_index(const AxisNames& axes, FLUXION_LOC);
+int64_t axis_size(std::initializer_list<std::string> axes, FLUXION_LOC);
+int64_t axis_size(const AxisNames& axes, FLUXION_LOC);
 
 }  // namespace fluxion

@@ -35,6 +35,7 @@
 #include "ir/program.h"
 #include "ir/serialize.h"
 #include "ir/shape.h"
+#include "ir/sharding.h"
 #include "ir/tree.h"
 // jax.lax's names, one function per primitive (lax.select, lax.broadcast_in_dim, lax.pad with interior
 // padding, ...): fx::lax::...
@@ -51,6 +52,8 @@
 #include "transforms/to_dot.h"
 #include "runtime/distributed.h"
 #include "transforms/pmap.h"
+#include "transforms/shard_map.h"
+#include "transforms/sharding.h"
 #include "transforms/vmap_api.h"
 // the training library: layers, losses, optimizers, mixed precision, checkpoints, data
 #include "train/checkpoint.h"

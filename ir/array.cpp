@@ -67,19 +67,33 @@ const void* Array::data(SourceLoc loc) const {
 
 // ---- devices and shards ---------------------------------------------------------------------------
 namespace {
-// Stacks the shards along `axis` into one host buffer: for every index before the axis, one
-// contiguous block of each shard in turn.
+// Copies every block into one host buffer, each from the first shard that holds it. A block no
+// shard of this process holds lives in another process: the global value cannot be read here.
 std::shared_ptr<Buffer> gather(const AbstractArray& global, const Sharding& s) {
   auto out = Buffer::allocate(global.nbytes());
-  const size_t n = s.shards.size();
-  if (n == 0 || global.nbytes() == 0) return out;
-  size_t outer = 1;
-  for (int d = 0; d < s.axis; ++d) outer *= size_t(global.shape[size_t(d)]);
-  const size_t block = global.nbytes() / outer / n;  // one shard's bytes per outer index
-  char* dst = static_cast<char*>(out->data);
-  for (size_t o = 0; o < outer; ++o)
-    for (size_t k = 0; k < n; ++k, dst += block)
-      std::memcpy(dst, static_cast<const char*>(host_data(*s.shards[k].impl())) + o * block, block);
+  const Mesh& mesh = *s.layout.mesh;
+  const Shape block = block_shape(mesh, s.layout.spec, global.shape);
+  std::vector<char> done(size_t(mesh.size()), 0);  // per block (there are at most mesh.size())
+  size_t covered = 0, blocks = 1;
+  for (size_t d = 0; d < global.shape.size(); ++d) blocks *= size_t(blocks_along(mesh, s.layout.spec, d));
+  for (const Array& shard : s.shards) {
+    const int64_t k = mesh.position(shard.impl()->buffer->device);
+    const std::vector<int64_t> idx = block_index(mesh, s.layout.spec, k, global.shape.size());
+    size_t flat = 0;
+    std::vector<int64_t> start(idx.size());
+    for (size_t d = 0; d < idx.size(); ++d) {
+      flat = flat * size_t(blocks_along(mesh, s.layout.spec, d)) + size_t(idx[d]);
+      start[d] = idx[d] * block[d];
+    }
+    if (done[flat]) continue;
+    done[flat] = 1;
+    ++covered;
+    copy_block_in(out->data, global.shape, host_data(*shard.impl()), block, start, itemsize(global.dtype));
+  }
+  if (covered != blocks)
+    throw DeviceError("DeviceError: reading the sharded array " + global.str() + " (" + s.layout.str() +
+                      "): this process holds " + std::to_string(covered) + " of its " + std::to_string(blocks) +
+                      " blocks; the others live in other processes (read shards(), or gather inside the program)");
   return out;
 }
 }  // namespace
@@ -98,9 +112,10 @@ Device Array::device(std::source_location loc) const {
   if (a.trace) concretization(a, "device", loc);
   if (a.sharding) {
     std::string names;
-    for (const Array& s : a.sharding->shards) names += (names.empty() ? "" : ", ") + s.device().str();
+    for (const Device& d : a.sharding->layout.mesh->devices) names += (names.empty() ? "" : ", ") + d.str();
     throw DeviceError("DeviceError: device() at " + SourceLoc(loc).str() + ": the array " + a.aval.str() +
-                      " is sharded over " + names + "; shards() gives the per-device pieces");
+                      " is sharded over " + names + " (" + a.sharding->layout.spec.str() +
+                      "); shards() gives the per-device pieces");
   }
   if (a.deleted) throw ValueError(*a.deleted);
   return a.buffer->device;
@@ -111,6 +126,16 @@ void Array::block_until_ready() const {
   if (a.buffer) a.buffer->synchronize();
   if (a.sharding)
     for (const Array& s : a.sharding->shards) s.block_until_ready();
+}
+
+NamedSharding Array::sharding(std::source_location loc) const {
+  const ArrayImpl& a = checked();
+  if (a.trace) concretization(a, "sharding", loc);
+  if (a.sharding) return a.sharding->layout;
+  if (a.deleted) throw ValueError(*a.deleted);
+  Mesh one;
+  one.devices.push_back(a.buffer->device);
+  return NamedSharding(std::move(one), PartitionSpec{});
 }
 
 std::vector<Array> Array::shards() const {

@@ -13,6 +13,7 @@
 
 #include "ir/error.h"
 #include "ir/shape.h"
+#include "ir/sharding.h"
 #include "memory/device.h"
 
 namespace fluxion {
@@ -23,13 +24,14 @@ struct Index;  // api/subscript.h: one entry of x[...] or x.at(...)
 class At;      // api/subscript.h: x.at(idx), whose set/add/mul/min/max give updated copies
 class Array;
 
-/// A concrete array split over devices (what fx::pmap returns): one shard per device, stacked
-/// along `axis` of the global array. The shards stay where they were computed; the global array
-/// is gathered into host memory the first time something reads it (printing, to_vector, an eager
-/// op), once.
+/// A concrete array split over devices: one global array whose blocks (ir/sharding.h) live on the
+/// devices of a mesh -- fx::device_put(x, NamedSharding), fx::shard_map's and sharded jit's
+/// results, fx::pmap's (a 1-d mesh of the local devices). `shards` holds this process's devices'
+/// blocks, in mesh order, each committed to its device; the global array is gathered into host
+/// memory the first time something reads it (printing, to_vector, an eager op), once.
 struct Sharding {
-  std::vector<Array> shards;  // in device order; each has the global shape without `axis`
-  int axis = 0;
+  NamedSharding layout;
+  std::vector<Array> shards;  // one per device of the mesh this process drives, in mesh order
   std::once_flag gather_once;
   std::shared_ptr<Buffer> gathered;
 };
@@ -91,10 +93,13 @@ class Array {
   /// The device a concrete array lives on (runtime/devices.h). A sharded array spans several:
   /// DeviceError, naming them (ask shards() instead); a tracer: ConcretizationError.
   Device device(std::source_location loc = std::source_location::current()) const;
-  /// The per-device pieces of a sharded array (fx::pmap's results), in device order; an unsharded
-  /// array is its own single shard.
+  /// The per-device blocks of a sharded array that this process holds, in mesh order; an
+  /// unsharded array is its own single shard.
   std::vector<Array> shards() const;
   bool is_sharded() const { return impl_ && impl_->sharding != nullptr; }
+  /// How the array is laid out over devices: a sharded array's NamedSharding; for any other
+  /// concrete array, its device as a mesh of one device (no axes) and P().
+  NamedSharding sharding(std::source_location loc = std::source_location::current()) const;
   /// The truth value of a one-element array, as `if (x > 0)` asks for it.
   explicit operator bool() const;
 

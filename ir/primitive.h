@@ -65,6 +65,8 @@ namespace fluxion {
   X(psum, "psum") X(pmean, "pmean") X(pmax, "pmax") X(pmin, "pmin") X(all_gather, "all_gather")    \
   X(psum_scatter, "psum_scatter") X(ppermute, "ppermute") X(all_to_all, "all_to_all")             \
   X(axis_index, "axis_index")                                                                      \
+  /* per-device programs over a mesh, layout constraints (prims/shard_map.cpp) */                  \
+  X(shard_map, "shard_map") X(sharding_constraint, "sharding_constraint")                          \
   /* complex numbers (prims/complex.cpp) and the FFT (prims/fft.cpp) */                          \
   X(real, "real") X(imag, "imag") X(conj, "conj") X(complex, "complex") X(fft, "fft")
 

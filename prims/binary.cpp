@@ -67,6 +67,7 @@ const Registration add_registration = PrimitiveRules{
     .transpose = &add_transpose,
     .linear = kLinear,
     .batch = &batch_elementwise<Prim::add>,
+    .shard = &shard_linear_elementwise<0b11>,
     .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };
@@ -78,6 +79,7 @@ const Registration add_any_registration = PrimitiveRules{
     .transpose = &add_transpose,
     .linear = kLinear,
     .batch = &batch_elementwise<Prim::add_any>,
+    .shard = &shard_linear_elementwise<0b11>,
     .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };
@@ -98,6 +100,7 @@ const Registration sub_registration = PrimitiveRules{
     .transpose = &sub_transpose,
     .linear = kLinear,
     .batch = &batch_elementwise<Prim::sub>,
+    .shard = &shard_linear_elementwise<0b11>,
     .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };
@@ -121,6 +124,7 @@ const Registration mul_registration = PrimitiveRules{
     .transpose = &mul_transpose,
     .linear = {.operands = 0b11, .one_at_a_time = true},
     .batch = &batch_elementwise<Prim::mul>,
+    .shard = &shard_linear_elementwise<0b11, true>,
     .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };
@@ -160,6 +164,7 @@ const Registration div_registration = PrimitiveRules{
     .transpose = &div_transpose,
     .linear = {.operands = 0b01},
     .batch = &batch_elementwise<Prim::div>,
+    .shard = &shard_linear_elementwise<0b01, true>,
     .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };
@@ -191,6 +196,7 @@ const Registration rem_registration = PrimitiveRules{
     .kernel = &binary_kernel<rem_op>,
     .jvp = &rem_jvp,
     .batch = &batch_elementwise<Prim::rem>,
+    .shard = &shard_elementwise,
     .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };
@@ -209,6 +215,7 @@ const Registration pow_registration = PrimitiveRules{
     .kernel = &binary_kernel<pow_op>,
     .jvp = &pow_jvp,
     .batch = &batch_elementwise<Prim::pow>,
+    .shard = &shard_elementwise,
     .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };
@@ -241,6 +248,7 @@ const Registration max_registration = PrimitiveRules{
     .kernel = &binary_kernel<max_op>,
     .jvp = &max_jvp,
     .batch = &batch_elementwise<Prim::max>,
+    .shard = &shard_elementwise,
     .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };
@@ -250,6 +258,7 @@ const Registration min_registration = PrimitiveRules{
     .kernel = &binary_kernel<min_op>,
     .jvp = &min_jvp,
     .batch = &batch_elementwise<Prim::min>,
+    .shard = &shard_elementwise,
     .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };
@@ -269,6 +278,7 @@ const Registration atan2_registration = PrimitiveRules{
     .kernel = &binary_kernel<atan2_op>,
     .jvp = &atan2_jvp,
     .batch = &batch_elementwise<Prim::atan2>,
+    .shard = &shard_elementwise,
     .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };
@@ -283,6 +293,7 @@ const Registration and_registration = PrimitiveRules{
     .kernel = &binary_kernel<bitwise_and_op>,
     .zero_derivative = true,
     .batch = &batch_elementwise<Prim::and_>,
+    .shard = &shard_elementwise,
     .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };
@@ -292,6 +303,7 @@ const Registration or_registration = PrimitiveRules{
     .kernel = &binary_kernel<bitwise_or_op>,
     .zero_derivative = true,
     .batch = &batch_elementwise<Prim::or_>,
+    .shard = &shard_elementwise,
     .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };
@@ -301,6 +313,7 @@ const Registration xor_registration = PrimitiveRules{
     .kernel = &binary_kernel<bitwise_xor_op>,
     .zero_derivative = true,
     .batch = &batch_elementwise<Prim::xor_>,
+    .shard = &shard_elementwise,
     .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };

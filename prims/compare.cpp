@@ -41,6 +41,7 @@ PrimitiveRules comparison() {
       .kernel = &compare_kernel<Op>,
       .zero_derivative = true,
       .batch = &batch_elementwise<P>,
+      .shard = &shard_elementwise,
       .gpu = GpuLowering::generic,
       .reads = Reads::elementwise,
   };
@@ -103,6 +104,7 @@ const Registration select_registration = PrimitiveRules{
     .transpose = &select_transpose,
     .linear = {.operands = 0b110},
     .batch = &batch_elementwise<Prim::select>,
+    .shard = &shard_elementwise,
     .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };
@@ -149,6 +151,7 @@ const Registration clamp_registration = PrimitiveRules{
     .kernel = &clamp_kernel,
     .jvp = &clamp_jvp,
     .batch = &batch_elementwise<Prim::clamp>,
+    .shard = &shard_elementwise,
     .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };

@@ -57,6 +57,7 @@ const Registration real_registration = PrimitiveRules{
     .transpose = &real_transpose,
     .linear = kLinear,
     .batch = &batch_elementwise<Prim::real>,
+    .shard = &shard_elementwise,
 };
 
 // ---- imag ---------------------------------------------------------------------------------------
@@ -75,6 +76,7 @@ const Registration imag_registration = PrimitiveRules{
     .transpose = &imag_transpose,
     .linear = kLinear,
     .batch = &batch_elementwise<Prim::imag>,
+    .shard = &shard_elementwise,
 };
 
 // ---- conj ---------------------------------------------------------------------------------------
@@ -91,6 +93,7 @@ const Registration conj_registration = PrimitiveRules{
     .transpose = &conj_transpose,
     .linear = kLinear,
     .batch = &batch_elementwise<Prim::conj>,
+    .shard = &shard_elementwise,
 };
 
 // ---- complex(re, im): both f32 (-> c64) or both f64 (-> c128); a rank-0 operand broadcasts -----------
@@ -127,6 +130,7 @@ const Registration complex_registration = PrimitiveRules{
     .transpose = &complex_transpose,
     .linear = kLinear,
     .batch = &batch_elementwise<Prim::complex>,
+    .shard = &shard_elementwise,
 };
 
 }  // namespace

@@ -98,6 +98,7 @@ const Registration convert_element_type_registration = PrimitiveRules{
     .transpose = &convert_transpose,
     .linear = kLinear,
     .batch = &batch_elementwise<Prim::convert_element_type>,
+    .shard = &shard_elementwise,
     .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };

@@ -388,6 +388,45 @@ std::vector<BatchedArray> dot_general_batch(std::span<const BatchedArray> a, con
   p.set("rhs_batch", rb);
   return {BatchedArray{dot(a[0].value, a[1].value, p, loc), out_bd}};
 }
+// ---- sharding ------------------------------------------------------------------------------------
+// Each mesh axis is given to one dimension, in this order of preference: the batch dims (the lhs's
+// split, else the rhs's), the lhs's free dims, the rhs's free dims, then the contracting pairs --
+// a pair split over the same axes on both sides leaves every device a partial sum over them. So a
+// column-split weight keeps its columns split (Megatron's column-parallel product), a row-split
+// weight against a column-split activation sums over the axis (row-parallel, one all-reduce), a
+// batch-split activation keeps its batch split and gathers a weight split over the same axis
+// (FSDP), and the gradient of a weight sums over the batch axis (data parallelism).
+std::optional<ShardPlan> dot_general_shard(std::span<const PartitionSpec> in, std::span<const AbstractArray> avals,
+                                           const Params& params, const Mesh&) {
+  const IntList &lc = params.get_ints("lhs_contracting"), &rc = params.get_ints("rhs_contracting");
+  const IntList &lb = params.get_ints("lhs_batch"), &rb = params.get_ints("rhs_batch");
+  PartitionSpec ls, rs, out;
+  ls.dims.resize(avals[0].shape.size());
+  rs.dims.resize(avals[1].shape.size());
+  AxisList used;
+  auto take = [&](const AxisList& axes) {
+    for (const std::string& a : axes)
+      if (std::find(used.begin(), used.end(), a) != used.end()) return AxisList{};
+    used.insert(used.end(), axes.begin(), axes.end());
+    return axes;
+  };
+  auto pair = [&](int64_t l, int64_t r) {
+    AxisList ax = take(in[0].dim(size_t(l)));
+    if (ax.empty()) ax = take(in[1].dim(size_t(r)));
+    ls.dims[size_t(l)] = rs.dims[size_t(r)] = ax;
+    return ax;
+  };
+  for (size_t k = 0; k < lb.size(); ++k) out.dims.push_back(pair(lb[k], rb[k]));
+  for (int64_t d : kept_dims(int(avals[0].shape.size()), lc, lb)) out.dims.push_back(ls.dims[size_t(d)] = take(in[0].dim(size_t(d))));
+  for (int64_t d : kept_dims(int(avals[1].shape.size()), rc, rb)) out.dims.push_back(rs.dims[size_t(d)] = take(in[1].dim(size_t(d))));
+  AxisList partial;
+  for (size_t k = 0; k < lc.size(); ++k) {
+    const AxisList ax = pair(lc[k], rc[k]);
+    partial.insert(partial.end(), ax.begin(), ax.end());
+  }
+  return ShardPlan{{ls, rs}, {Layout{out, partial}}, params, 0b11, true};
+}
+
 const Registration dot_general_registration = PrimitiveRules{
     .prim = Prim::dot_general,
     .shape = &dot_general_shape,
@@ -397,6 +436,7 @@ const Registration dot_general_registration = PrimitiveRules{
     .linear = {.operands = 0b11, .one_at_a_time = true},
     .batch = &dot_general_batch,
     .gpu = GpuLowering::library,
+    .shard = &dot_general_shard,
     .reads = Reads::whole,
 };
 

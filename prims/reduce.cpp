@@ -187,6 +187,24 @@ std::vector<Array> reduce_sum_transpose(Arrays ct, std::span<const LinearArg> a,
   return {expand_back(ct[0], a[0].aval, params.get_ints("axes"), loc)};
 }
 
+// Sharding: the kept dimensions keep their splits. A sum over split dimensions is a partial sum
+// over their axes (each device sums its block; the partitioner adds them where needed); a max or
+// min gathers its reduced dimensions first.
+template <bool Partial>
+std::optional<ShardPlan> reduce_shard(std::span<const PartitionSpec> in, std::span<const AbstractArray> avals,
+                                      const Params& params, const Mesh&) {
+  const IntList& axes = params.get_ints("axes");
+  PartitionSpec x, out;
+  AxisList partial;
+  for (size_t d = 0; d < avals[0].shape.size(); ++d) {
+    const bool reduced = std::find(axes.begin(), axes.end(), int64_t(d)) != axes.end();
+    x.dims.push_back(reduced && !Partial ? AxisList{} : in[0].dim(d));
+    if (!reduced) out.dims.push_back(in[0].dim(d));
+    else partial.insert(partial.end(), x.dims.back().begin(), x.dims.back().end());
+  }
+  return ShardPlan{{x}, {Layout{out, partial}}, params, Partial ? 0b1u : 0u};
+}
+
 const Registration reduce_sum_registration = PrimitiveRules{
     .prim = Prim::reduce_sum,
     .shape = &reduce_shape<Accepts::Number>,
@@ -195,6 +213,7 @@ const Registration reduce_sum_registration = PrimitiveRules{
     .transpose = &reduce_sum_transpose,
     .linear = kLinear,
     .batch = &reduce_batch<Prim::reduce_sum>,
+    .shard = &reduce_shard<true>,
     .gpu = GpuLowering::generic,
     .reads = Reads::whole,
 };
@@ -277,6 +296,7 @@ const Registration reduce_max_registration = PrimitiveRules{
     .kernel = &reduce_extremum_kernel<true>,
     .jvp = &reduce_chooser_jvp,
     .batch = &reduce_batch<Prim::reduce_max>,
+    .shard = &reduce_shard<false>,
     .gpu = GpuLowering::generic,
     .reads = Reads::whole,
 };
@@ -286,6 +306,7 @@ const Registration reduce_min_registration = PrimitiveRules{
     .kernel = &reduce_extremum_kernel<false>,
     .jvp = &reduce_chooser_jvp,
     .batch = &reduce_batch<Prim::reduce_min>,
+    .shard = &reduce_shard<false>,
     .gpu = GpuLowering::generic,
     .reads = Reads::whole,
 };

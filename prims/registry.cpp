@@ -24,6 +24,7 @@ Registration::Registration(const PrimitiveRules& r) {
   register_jvp_rules(r.prim, JvpRules{r.jvp, r.zero_derivative, r.jvp_computes_primal});
   register_transpose_rule(r.prim, r.transpose);
   register_batch_rule(r.prim, r.batch);
+  register_shard_rule(r.prim, r.shard);
   donation::register_reads(r.prim, r.reads);
 }
 

@@ -16,7 +16,8 @@
 //
 // Registering puts each rule into the table of the floor that uses it -- the shape rule, kernel and
 // impl into ir's evaluation table (ir/eval_rules.h), the JVP rule into interpreters/jvp.h's, the
-// transpose rule into interpreters/transpose.h's, the batching rule into interpreters/vmap.h's -- and
+// transpose rule into interpreters/transpose.h's, the batching rule into interpreters/vmap.h's, the
+// sharding rule into interpreters/partition.h's -- and
 // keeps the whole record here, where the registry tests (tests/test_registry.cpp) read it.
 // Lowering rules live in lowering/, in a table of their own (prims/ never sees MLIR); `eager_only`
 // records which primitives have none.
@@ -29,6 +30,7 @@
 #include "ir/eval_rules.h"
 #include "interpreters/donation.h"
 #include "interpreters/jvp.h"
+#include "interpreters/partition.h"
 #include "interpreters/transpose.h"
 #include "interpreters/vmap.h"
 
@@ -84,6 +86,10 @@ struct PrimitiveRules {
   Linearity linear = {};
   // ---- batching (interpreters/vmap.h) ---------------------------------------------------------
   BatchRule batch = nullptr;  // every primitive with operands
+  // ---- partitioning for sharded jit (interpreters/partition.h) ---------------------------------
+  /// Which layouts its operands must be in and its results then have; none: the partitioner
+  /// computes it replicated (and the dump says so).
+  ShardRule shard = nullptr;
   // ---- compilation (lowering/) ---------------------------------------------------------------
   /// No lowering: jit inlines the primitive away (custom derivatives, checkpoint) or refuses it
   /// with a CompileError (custom_vjp_linear).

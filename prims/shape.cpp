@@ -121,6 +121,27 @@ std::vector<BatchedArray> broadcast_in_dim_batch(BatchedArgs a, const Params& pa
   return one(lax::broadcast_in_dim(a[0].value, Shape(shape), new_bdims), out_bd);
 }
 
+// Sharding: a dimension the operand carries whole keeps its split; broadcast dimensions are whole.
+std::optional<ShardPlan> broadcast_in_dim_shard(std::span<const PartitionSpec> in, std::span<const AbstractArray> avals,
+                                                const Params& params, const Mesh& mesh) {
+  const IntList& shape = params.get_ints("shape");
+  const IntList& bdims = params.get_ints("broadcast_dimensions");
+  ShardPlan plan;
+  PartitionSpec x, out;
+  out.dims.resize(shape.size());
+  for (size_t i = 0; i < bdims.size(); ++i) {
+    const bool kept = avals[0].shape[i] == shape[size_t(bdims[i])];
+    x.dims.push_back(kept ? in[0].dim(i) : AxisList{});
+    if (kept) out.dims[size_t(bdims[i])] = in[0].dim(i);
+  }
+  plan.params = params;
+  plan.params.set("shape", block_shape(mesh, out, Shape(shape)).dims());
+  plan.in = {x};
+  plan.out = {Layout{out, {}}};
+  plan.linear = 0b1;
+  return plan;
+}
+
 const Registration broadcast_in_dim_registration = PrimitiveRules{
     .prim = Prim::broadcast_in_dim,
     .shape = &broadcast_in_dim_shape,
@@ -129,6 +150,7 @@ const Registration broadcast_in_dim_registration = PrimitiveRules{
     .transpose = &broadcast_in_dim_transpose,
     .linear = kLinear,
     .batch = &broadcast_in_dim_batch,
+    .shard = &broadcast_in_dim_shard,
     .gpu = GpuLowering::generic,
 };
 
@@ -155,6 +177,40 @@ std::vector<BatchedArray> reshape_batch(BatchedArgs a, const Params& params, int
   return one(lax::reshape(x, Shape(with_batch_entry(params.get_ints("new_sizes"), 0, n))), 0);
 }
 
+// Sharding: dimensions fall into groups of equal size before and after (prefix products); the split
+// of a group's leading dimension carries over to its leading output dimension where that divides
+// (the block is then the same run of elements); other splits are gathered first.
+std::optional<ShardPlan> reshape_shard(std::span<const PartitionSpec> in, std::span<const AbstractArray> avals,
+                                       const Params& params, const Mesh& mesh) {
+  const Shape& from = avals[0].shape;
+  const IntList& to = params.get_ints("new_sizes");
+  if (from.numel() == 0) return std::nullopt;
+  PartitionSpec x, out;
+  x.dims.resize(from.size());
+  out.dims.resize(to.size());
+  for (size_t i = 0, o = 0; i < from.size() || o < to.size();) {
+    size_t i2 = i, o2 = o;
+    int64_t pi = i2 < from.size() ? from[i2++] : 1, po = o2 < to.size() ? to[o2++] : 1;
+    while (pi != po) {
+      if (pi < po && i2 < from.size()) pi *= from[i2++];
+      else if (po < pi && o2 < to.size()) po *= to[o2++];
+      else return std::nullopt;
+    }
+    if (i < from.size() && o < to.size() && !in[0].dim(i).empty() && to[o] % blocks_along(mesh, in[0], i) == 0) {
+      x.dims[i] = in[0].dim(i);
+      out.dims[o] = in[0].dim(i);
+    }
+    i = i2, o = o2;
+  }
+  ShardPlan plan;
+  plan.params = params;
+  plan.params.set("new_sizes", block_shape(mesh, out, Shape(to)).dims());
+  plan.in = {x};
+  plan.out = {Layout{out, {}}};
+  plan.linear = 0b1;
+  return plan;
+}
+
 const Registration reshape_registration = PrimitiveRules{
     .prim = Prim::reshape,
     .shape = &reshape_shape,
@@ -163,6 +219,7 @@ const Registration reshape_registration = PrimitiveRules{
     .transpose = &reshape_transpose,
     .linear = kLinear,
     .batch = &reshape_batch,
+    .shard = &reshape_shard,
     .gpu = GpuLowering::generic,
 };
 
@@ -235,6 +292,14 @@ std::vector<BatchedArray> transpose_batch(BatchedArgs a, const Params& params, i
   return one(lax::transpose(a[0].value, perm), bd);
 }
 
+// Sharding: the splits travel with their dimensions.
+std::optional<ShardPlan> transpose_shard(std::span<const PartitionSpec> in, std::span<const AbstractArray>,
+                                         const Params& params, const Mesh&) {
+  PartitionSpec out;
+  for (int64_t d : params.get_ints("permutation")) out.dims.push_back(in[0].dim(size_t(d)));
+  return ShardPlan{{in[0]}, {Layout{out, {}}}, params, 0b1};
+}
+
 const Registration transpose_registration = PrimitiveRules{
     .prim = Prim::transpose,
     .shape = &transpose_shape,
@@ -243,6 +308,7 @@ const Registration transpose_registration = PrimitiveRules{
     .transpose = &transpose_transpose,
     .linear = kLinear,
     .batch = &transpose_batch,
+    .shard = &transpose_shard,
     .gpu = GpuLowering::generic,
 };
 

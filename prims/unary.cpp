@@ -88,6 +88,7 @@ PrimitiveRules unary(GpuLowering gpu = GpuLowering::generic) {
       .jvp = jvp_of<Op>(),
       .zero_derivative = !has_jvp<Op>,
       .batch = &batch_elementwise<P>,
+      .shard = &shard_elementwise,
       .gpu = gpu,
       .reads = Reads::elementwise,
   };
@@ -253,6 +254,7 @@ const Registration neg_registration = PrimitiveRules{
     .transpose = &neg_transpose,
     .linear = kLinear,
     .batch = &batch_elementwise<Prim::neg>,
+    .shard = &shard_linear_elementwise<0b1>,
     .gpu = GpuLowering::generic,
     .reads = Reads::elementwise,
 };
@@ -303,6 +305,7 @@ const Registration polygamma_registration = PrimitiveRules{
     .kernel_params = kPolygammaParams,
     .jvp = &unary_jvp<polygamma_op>,
     .batch = &batch_elementwise<Prim::polygamma>,
+    .shard = &shard_elementwise,
     .reads = Reads::elementwise,
 };
 

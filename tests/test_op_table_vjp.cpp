@@ -313,6 +313,11 @@ std::vector<LinearCase> linear_cases() {
                  return fx::linalg::triangular_solve(tri, a[0], {.left_side = false, .lower = false, .transpose_a = true});
                },
                {f64({2, 3}, 37)}});
+  // with_sharding_constraint: the identity on values (where blocks live is the partitioner's concern).
+  const fx::Mesh one = fx::make_mesh({1}, {"data"});
+  r.push_back({"with_sharding_constraint", P::sharding_constraint,
+               [one](const Arrays& a) { return fx::with_sharding_constraint(a[0], fx::NamedSharding(one, fx::P("data"))); },
+               {f64({2, 3}, 38)}});
   add_cholesky_linear_cases(r);
   add_windowed_cases(r);
   add_complex_cases(r);

@@ -8,6 +8,7 @@
 #include "memory/buffer.h"
 #include "interpreters/donation.h"
 #include "interpreters/jit_passes.h"
+#include "interpreters/partition.h"
 #include "runtime/devices.h"
 
 namespace fluxion::jit_detail {
@@ -44,6 +45,39 @@ std::optional<runtime::RunOn> placement(std::span<const Array> leaves, SourceLoc
   return std::nullopt;
 }
 
+namespace {
+
+// A program that holds a shard_map at its top level runs op by op: the shard_map's body is compiled
+// per device and launched on its mesh (transforms/shard_map.cpp), and the few eqns around it
+// (reading results, a loss on the gathered output) run as eager ops.
+class InterpretedExecutable final : public runtime::Executable {
+ public:
+  explicit InterpretedExecutable(const Program& p)
+      : Executable(in_types(p), p.out_avals(), "interpreted:" + std::to_string(p.hash()), Platform::cpu, {}), program_(p) {}
+  std::vector<Array> run(std::span<const Array> inputs, std::span<const std::shared_ptr<Buffer>>,
+                         const std::optional<runtime::RunOn>&) const override {
+    check_inputs(inputs);
+    return eval_program(program_, inputs.first(program_.invars.size()));
+  }
+
+ private:
+  static std::vector<AbstractArray> in_types(const Program& p) {
+    std::vector<AbstractArray> t;
+    for (int32_t v : p.invars) t.push_back(p.type(v));
+    for (int32_t v : p.constvars) t.push_back(p.type(v));
+    return t;
+  }
+  Program program_;
+};
+
+bool holds_shard_map(const Program& p) {
+  for (const Eqn& e : p.eqns)
+    if (e.prim == Prim::shard_map) return true;
+  return false;
+}
+
+}  // namespace
+
 std::shared_ptr<const Compiled> compile_signature(JitCache& cache, const std::string& key, Program program,
                                                   std::shared_ptr<const void> out_like, const runtime::CompileTarget& target,
                                                   const std::vector<bool>& donated, const std::optional<runtime::RunOn>& on) {
@@ -51,11 +85,14 @@ std::shared_ptr<const Compiled> compile_signature(JitCache& cache, const std::st
   c->out_like = std::move(out_like);
   c->on = on;
   const std::string stem = jit_dump_stem(program);
-  program = jit_passes(std::move(program), stem);
+  program = jit_passes(drop_sharding_constraints(std::move(program)), stem);
   c->consts = program.consts;  // after the passes: inlined bodies may bring their own
   if (on)  // closed-over arrays go to the GPU once, not at every call
     for (Array& k : c->consts) k = device_put(k, on->device);
-  c->executable = runtime::compile(program, target, stem);  // throws CompileError; cached by fingerprint
+  if (holds_shard_map(program))
+    c->executable = std::make_shared<const InterpretedExecutable>(program);
+  else
+    c->executable = runtime::compile(program, target, stem);  // throws CompileError; cached by fingerprint
   c->donation = donation::plan(program, donated);
   c->program = std::move(program);
   c->stem = stem;

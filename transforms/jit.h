@@ -20,6 +20,16 @@
 // into a donated leaf's buffer -- where the compiled code provably reads that input before writing
 // the output (interpreters/donation.h) and the array owns its buffer alone; otherwise the output gets
 // a fresh buffer as without donation. Inside another trace donation does nothing.
+//
+//   auto step = fx::jit(train_step, fx::in_shardings(ps, xs_s), fx::out_shardings(ps));   // sharded jit
+//
+// Sharded jit: the arguments' leaves are laid out by in_shardings (one NamedSharding per argument,
+// for every leaf of it, or fx::leaf_shardings({...}) per leaf), the outputs by out_shardings (one
+// for all, or one per output leaf; without it, what propagation gives). The traced program is
+// partitioned over the mesh (interpreters/partition.h): layouts propagate eqn by eqn through each
+// primitive's sharding rule, fx::with_sharding_constraint fixes one, and collectives go where a
+// layout changes. The result is one per-device program run as a shard_map over the mesh, compiled
+// once per signature; FLUXION_DUMP writes it with every inserted collective and the bytes it moves.
 #pragma once
 #include <chrono>
 #include <cstring>
@@ -30,7 +40,9 @@
 #include <string>
 #include <typeinfo>
 #include <unordered_map>
+#include <variant>
 
+#include "ir/sharding.h"
 #include "ir/tree.h"
 #include "ir/trace.h"
 #include "compile/compile_cache.h"
@@ -99,6 +111,17 @@ struct DonateArgnums {
   std::vector<int> argnums;
 };
 
+/// fx::leaf_shardings({...}): one layout per leaf of a tree argument or of the outputs.
+struct LeafShardings {
+  std::vector<NamedSharding> shardings;
+};
+using ShardingTree = std::variant<NamedSharding, LeafShardings>;
+/// Sharded jit's layouts (see the top): per argument (or one for all), per output leaf (or one for
+/// all, or none).
+struct Shardings {
+  std::vector<ShardingTree> in, out;
+};
+
 /// What one signature compiled to.
 struct Compiled {
   std::shared_ptr<const runtime::Executable> executable;
@@ -165,6 +188,11 @@ bool log_compiles();
 /// how long tracing, the passes and the backend took.
 void log_compile(JitCache& cache, SourceLoc loc, std::span<const Array> leaves, const Compiled& c,
                  const std::optional<runtime::RunOn>& on, double trace_ms, double total_ms);
+/// Sharded jit: partitions a traced program for the layouts (arguments' leaves start at
+/// leaf_start[i]) and compiles the shard_map that runs it (see the top).
+std::shared_ptr<const Compiled> compile_sharded(JitCache& cache, const std::string& key, Program program,
+                                                std::shared_ptr<const void> out_like, const Shardings& shardings,
+                                                const std::vector<size_t>& leaf_start, SourceLoc loc);
 /// Runs a compiled signature on the flattened Array arguments.
 std::vector<Array> run_compiled(const Compiled& c, std::span<const Array> args);
 /// The same, donating the leaves flagged in `donated` (leaf i belongs to argument leaf_argument[i]).
@@ -178,8 +206,10 @@ std::vector<bool> donated_leaves(const DonateArgnums& d, const std::vector<int>&
 template <class F>
 class Jitted {
  public:
-  explicit Jitted(F f, jit_detail::DonateArgnums donate = {}, SourceLoc loc = {})
-      : f_(std::move(f)), donate_(std::move(donate)), loc_(loc), cache_(std::make_shared<jit_detail::JitCache>()) {}
+  explicit Jitted(F f, jit_detail::DonateArgnums donate = {}, SourceLoc loc = {},
+                  std::shared_ptr<const jit_detail::Shardings> shardings = nullptr)
+      : f_(std::move(f)), donate_(std::move(donate)), loc_(loc), shardings_(std::move(shardings)),
+        cache_(std::make_shared<jit_detail::JitCache>()) {}
 
   template <class... Args>
   auto operator()(const Args&... args) const {
@@ -195,6 +225,7 @@ class Jitted {
       const Array* it = results.data();
       return tree::rebuild(out, it);
     }
+    if (shardings_) return call_sharded<R>(leaves, args...);
     const std::optional<runtime::RunOn> on = jit_detail::placement(leaves, loc_);
     std::string key;
     ((key += typeid(Args).name(), key += '|', jit_detail::signature(args, key)), ...);
@@ -225,9 +256,27 @@ class Jitted {
   int64_t compilations() const { return cache_->count(); }
 
  private:
+  template <class R, class... Args>
+  R call_sharded(const std::vector<Array>& leaves, const Args&... args) const {
+    std::string key;
+    ((key += typeid(Args).name(), key += '|', jit_detail::signature(args, key)), ...);
+    std::shared_ptr<const jit_detail::Compiled> compiled = jit_detail::lookup(*cache_, key);
+    if (!compiled) {
+      std::vector<size_t> start;
+      std::vector<Array> counted;
+      ((start.push_back(counted.size()), tree::flatten_into(args, counted)), ...);
+      start.push_back(counted.size());
+      auto [program, out] = detail::trace_to_program(f_, args...);
+      compiled = jit_detail::compile_sharded(*cache_, key, std::move(program), jit_detail::structure_of<R>(out),
+                                             *shardings_, start, loc_);
+    }
+    return jit_detail::rebuild_results<R>(*compiled, jit_detail::run_compiled(*compiled, leaves));
+  }
+
   F f_;
   jit_detail::DonateArgnums donate_;
   SourceLoc loc_;  // where fx::jit was called: errors of a call name it
+  std::shared_ptr<const jit_detail::Shardings> shardings_;
   std::shared_ptr<jit_detail::JitCache> cache_;
 };
 
@@ -241,6 +290,35 @@ Jitted<F> jit(F f, std::source_location loc = std::source_location::current()) {
 template <class F>
 Jitted<F> jit(F f, jit_detail::DonateArgnums donate, std::source_location loc = std::source_location::current()) {
   return Jitted<F>(std::move(f), std::move(donate), loc);
+}
+
+/// fx::in_shardings(s...): one layout per argument (a NamedSharding for every leaf of it, or
+/// fx::leaf_shardings per leaf), or one for all; fx::out_shardings likewise per output leaf.
+struct InShardings {
+  std::vector<jit_detail::ShardingTree> s;
+};
+struct OutShardings {
+  std::vector<jit_detail::ShardingTree> s;
+};
+template <class... S>
+InShardings in_shardings(const S&... s) {
+  return InShardings{{jit_detail::ShardingTree(s)...}};
+}
+template <class... S>
+OutShardings out_shardings(const S&... s) {
+  return OutShardings{{jit_detail::ShardingTree(s)...}};
+}
+inline jit_detail::LeafShardings leaf_shardings(std::vector<NamedSharding> s) { return {std::move(s)}; }
+
+/// Sharded jit (jax.jit(f, in_shardings=..., out_shardings=...)): see the top of this file.
+template <class F>
+Jitted<F> jit(F f, InShardings in, OutShardings out, std::source_location loc = std::source_location::current()) {
+  return Jitted<F>(std::move(f), {}, loc,
+                   std::make_shared<const jit_detail::Shardings>(jit_detail::Shardings{std::move(in.s), std::move(out.s)}));
+}
+template <class F>
+Jitted<F> jit(F f, InShardings in, std::source_location loc = std::source_location::current()) {
+  return jit(std::move(f), std::move(in), OutShardings{}, loc);
 }
 
 /// The arguments (by position) a jitted function may take the buffers of: fx::donate_argnums(0, 2).

@@ -6,8 +6,8 @@
 
 #include "ir/spmd.h"
 #include "memory/buffer.h"
-#include "runtime/collectives_local.h"
 #include "runtime/distributed.h"
+#include "runtime/mesh.h"
 
 namespace fluxion::pmap_detail {
 
@@ -25,6 +25,10 @@ Placement place(const std::vector<Device>& devices, const std::string& axis, Sou
     if (std::find(all.begin(), all.end(), d) == all.end()) runtime::check_local(d, "pmap over '" + axis + "'", loc);
   if (at.local.empty())
     throw DeviceError("DeviceError: pmap over '" + axis + "' at " + loc.str() + ": no devices");
+  Mesh mesh{chosen, {int64_t(chosen.size())}, {axis}};
+  at.positions = runtime::local_positions(mesh);
+  at.mesh = std::make_shared<const Mesh>(std::move(mesh));
+  at.local_mesh = std::make_shared<const Mesh>(Mesh{at.local, {int64_t(at.local.size())}, {axis}});
   return at;
 }
 
@@ -130,24 +134,52 @@ Array shard_of(const Array& x, int64_t axis, size_t k, const Device& d) {
   return Array(std::move(impl));
 }
 
+// x with another shape of the same size: a view of its buffer (a block of 1 along an axis, and the
+// device's result without it).
+Array reshaped_view(const Array& x, Shape shape) {
+  auto impl = std::make_shared<ArrayImpl>();
+  impl->aval = x.aval();
+  impl->aval.shape = std::move(shape);
+  impl->buffer = x.impl()->buffer;
+  return Array(std::move(impl));
+}
+
+// The layout of a pmap's input or result along `axis`: the local devices' mesh, split at `axis`.
+NamedSharding stacked_along(const Placement& at, int64_t axis) {
+  PartitionSpec spec;
+  spec.dims.resize(size_t(axis) + 1);
+  spec.dims[size_t(axis)] = {at.local_mesh->axis_names[0]};
+  return NamedSharding(at.local_mesh, std::move(spec));
+}
+
 // A sharded input that already lives on these devices, split along this axis, is used as it is.
-bool reusable(const Array& x, int64_t axis, const std::vector<Device>& local) {
-  if (!x.is_sharded() || x.impl()->sharding->axis != axis) return false;
-  const std::vector<Array>& s = x.impl()->sharding->shards;
-  if (s.size() != local.size()) return false;
-  for (size_t k = 0; k < s.size(); ++k)
-    if (!(s[k].impl()->buffer && s[k].impl()->buffer->device == local[k])) return false;
+bool reusable(const Array& x, int64_t axis, const Placement& at) {
+  if (!x.is_sharded()) return false;
+  const Sharding& s = *x.impl()->sharding;
+  if (!(s.layout == stacked_along(at, axis)) || s.shards.size() != at.local.size()) return false;
+  for (size_t k = 0; k < s.shards.size(); ++k)
+    if (!(s.shards[k].impl()->buffer && s.shards[k].impl()->buffer->device == at.local[k])) return false;
   return true;
 }
 
-Array sharded(std::vector<Array> shards, int64_t axis) {
-  auto impl = std::make_shared<ArrayImpl>();
-  impl->aval = shards[0].aval();
-  impl->aval.shape.insert(size_t(axis), int64_t(shards.size()));
-  impl->sharding = std::make_shared<Sharding>();
-  impl->sharding->shards = std::move(shards);
-  impl->sharding->axis = int(axis);
-  return Array(std::move(impl));
+// Shard k of a reusable input, without its block's axis of 1.
+Array squeezed(const Array& shard, int64_t axis) {
+  Shape s;
+  for (int64_t d = 0; d < shard.ndim(); ++d)
+    if (d != axis) s.push_back(shard.shape()[size_t(d)]);
+  return reshaped_view(shard, std::move(s));
+}
+
+// Device results stacked along `axis`: a sharded array over the local devices' mesh.
+Array stacked(const Placement& at, std::vector<Array> results, int64_t axis) {
+  AbstractArray global = results[0].aval();
+  global.shape.insert(size_t(axis), int64_t(results.size()));
+  for (Array& r : results) {
+    Shape block = r.shape();
+    block.insert(size_t(axis), 1);
+    r = reshaped_view(r, std::move(block));
+  }
+  return runtime::sharded_array(global, stacked_along(at, axis), std::move(results));
 }
 
 }  // namespace
@@ -164,9 +196,9 @@ std::vector<Array> run(const Signature& sig, std::span<const Array> leaves, cons
   const std::vector<int64_t>& positions = sig.out_at;
   std::vector<Feed> feed(leaves.size());
   for (size_t i = 0; i < leaves.size(); ++i)
-    feed[i] = sig.dims[i] == kNotMapped                     ? Feed::whole
-              : reusable(leaves[i], sig.dims[i], local) ? Feed::shard
-                                                             : Feed::slice;
+    feed[i] = sig.dims[i] == kNotMapped                    ? Feed::whole
+              : reusable(leaves[i], sig.dims[i], sig.at) ? Feed::shard
+                                                           : Feed::slice;
   // Device k's arguments are args[k * per, (k + 1) * per), its results results[k]: each device
   // writes only its own, so nothing is locked.
   std::vector<Array> args(n * per);
@@ -175,33 +207,14 @@ std::vector<Array> run(const Signature& sig, std::span<const Array> leaves, cons
     Array* in = args.data() + k * per;
     for (size_t i = 0; i < leaves.size(); ++i)
       in[i] = feed[i] == Feed::whole   ? leaves[i]
-              : feed[i] == Feed::shard ? leaves[i].impl()->sharding->shards[k]
+              : feed[i] == Feed::shard ? squeezed(leaves[i].impl()->sharding->shards[k], sig.dims[i])
                                        : shard_of(leaves[i], sig.dims[i], k, local[k]);
     std::copy(c.consts.begin(), c.consts.end(), in + leaves.size());
     results[k] = c.executable->run(std::span<const Array>(in, per));
     for (Array& o : results[k]) o.impl()->buffer->committed = true;
   };
-  if (sig.schedule == runtime::Schedule::any_thread) {
-    runtime::run_on_devices(local, runtime::ShardTask(feed_and_run), runtime::Schedule::any_thread);
-  } else {
-    // The devices meet in collectives, through this launch's group.
-    runtime::LocalGroup group(int(n), distributed::process_index(), distributed::process_count());
-    const int64_t key = axis_key(axis);
-    auto meet = [&](size_t k) {
-      try {
-        AxisBinding bound(key, &group.member(int(k)));
-        feed_and_run(k);
-        if (std::optional<std::string> why = take_collective_failure()) {
-          group.abort(*why);
-          throw DeviceError("DeviceError: pmap over '" + axis + "' at " + loc.str() + " on " + local[k].str() + ": " + *why);
-        }
-      } catch (...) {
-        group.abort("another device of the axis raised an error");
-        throw;
-      }
-    };
-    runtime::run_on_devices(local, runtime::ShardTask(meet), runtime::Schedule::together);
-  }
+  runtime::run_on_mesh(*sig.at.mesh, sig.at.positions, runtime::ShardTask(feed_and_run),
+                       sig.schedule == runtime::Schedule::together, "pmap over '" + axis + "'", loc);
   // Each output leaf: sharded along its out axis, or (none) device 0's.
   std::vector<Array> placed;
   placed.reserve(positions.size());
@@ -212,7 +225,7 @@ std::vector<Array> run(const Signature& sig, std::span<const Array> leaves, cons
     }
     std::vector<Array> shards(n);
     for (size_t k = 0; k < n; ++k) shards[k] = std::move(results[k][j]);
-    placed.push_back(sharded(std::move(shards), positions[j]));
+    placed.push_back(stacked(sig.at, std::move(shards), positions[j]));
   }
   return placed;
 }

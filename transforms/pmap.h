@@ -8,10 +8,12 @@
 // number of devices this process drives); f is traced once per signature on one device's types
 // with the axis name bound (collectives: api/collectives.h), compiled once (transforms/jit_passes
 // and the runtime's compile cache, as fx::jit does), and run on every device's worker thread at
-// once (runtime/devices.h), the collectives meeting through the launch's communicator
-// (runtime/collectives_local.h; across processes through MPI, runtime/distributed.h). Results
-// stay on their devices as a sharded Array (ir/array.h Sharding): printing or to_vector gathers
-// them, and passing one back into a pmap over the same devices uses its shards as they are.
+// once, the collectives meeting through the communicators of a 1-d mesh over the devices -- the
+// engine fx::shard_map runs on (runtime/mesh.h; across processes through MPI,
+// runtime/distributed.h). Results stay on their devices as sharded Arrays laid out over the 1-d
+// mesh of the local devices, NamedSharding(mesh, P at the out axis) (ir/array.h Sharding):
+// printing or to_vector gathers them, and passing one back into a pmap over the same devices
+// uses its shards as they are.
 //
 // Inside another transformation (grad of a pmapped loss, jit, vmap), pmap is traced as the vmap
 // with the same axis name: the same values, computed in the enclosing computation rather than
@@ -24,6 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ir/sharding.h"
 #include "runtime/device_workers.h"
 #include "runtime/devices.h"
 #include "transforms/jit.h"
@@ -34,10 +37,15 @@ namespace fluxion {
 namespace pmap_detail {
 
 /// This process's part of a pmap over `devices` (all devices when empty), checked: the local
-/// devices in axis order, the axis size, and this process's first rank.
+/// devices in axis order and the axis size; the 1-d mesh of every device the axis spans (what the
+/// devices' communicators are made from: runtime/mesh.h), this process's positions in it, and the
+/// 1-d mesh of the local devices (what the results are laid out over: pmap's results are this
+/// process's rows, as in JAX).
 struct Placement {
   std::vector<Device> local;
   int64_t axis_size = 0;
+  MeshRef mesh, local_mesh;
+  std::vector<int64_t> positions;
 };
 Placement place(const std::vector<Device>& devices, const std::string& axis, SourceLoc loc);
 
