@@ -435,8 +435,8 @@ const Registration dot_general_registration = PrimitiveRules{
     .transpose = &dot_general_transpose,
     .linear = {.operands = 0b11, .one_at_a_time = true},
     .batch = &dot_general_batch,
-    .gpu = GpuLowering::library,
     .shard = &dot_general_shard,
+    .gpu = GpuLowering::library,
     .reads = Reads::whole,
 };
 
