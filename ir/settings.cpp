@@ -70,6 +70,8 @@ constexpr Setting kSettings[] = {
      "a fixed bound on the memory the caching allocator keeps for reuse"},
     {"FLUXION_DEBUG_NANS", K::toggle, "", "for off", "names the primitive and line that first made a NaN or an inf"},
     {"FLUXION_CHECK_BOUNDS", K::toggle, "", "for off", "a ValueError for out-of-bounds indices of take and dynamic_slice, not a clamp"},
+    {"FLUXION_MAX_FILE_MB", K::count, "", "for half the machine's memory",
+     "the most a file read whole may inflate to (a gzip bomb is an IOError, not an out-of-memory kill)"},
     // CUDA
     {"FLUXION_CUDA_DRIVER", K::path, "", "for libcuda.so.1",
      "the CUDA driver library loaded at run time, or `emulate` for the emulated GPU (docs/gpu.md)"},

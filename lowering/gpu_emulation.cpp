@@ -15,6 +15,7 @@
 #include "lowering/codegen_cpu.h"
 #include "lowering/mlir_session.h"
 #include "lowering/passes.h"
+#include "lowering/to_llvm_passes.h"
 
 namespace fluxion::lowering {
 
@@ -24,29 +25,6 @@ namespace emu = runtime::cuda::emulator;
 namespace {
 
 constexpr int kIds = 12;  // thread x y z, block x y z, block dims x y z, grid dims x y z
-
-// The CPU pipeline's math and its lowering to the LLVM dialect (pipeline_cpu.cpp's tail), for
-// scalar code: the kernels are one thread's scalar code.
-const char* kToLlvm =
-    "canonicalize,cse,"
-    "fx-accurate-math,"
-    "func.func(fx-math-approx),"
-    "func.func(convert-vector-to-scf{full-unroll=1 target-rank=1}),"
-    "lower-affine,"
-    "convert-scf-to-cf,"
-    "canonicalize,cse,"
-    "convert-vector-to-llvm,"
-    "func.func(convert-math-to-llvm),"
-    "arith-expand{include-bf16=1},"
-    "memref-expand,"
-    "expand-strided-metadata,"
-    "lower-affine,"
-    "finalize-memref-to-llvm{use-generic-functions=1},"
-    "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},"
-    "convert-arith-to-llvm,"
-    "convert-index-to-llvm,"
-    "convert-cf-to-llvm,"
-    "reconcile-unrealized-casts";
 
 std::string text(Type t) {
   std::string s;
@@ -338,7 +316,7 @@ std::shared_ptr<const emu::HostModule> compile_for_emulation(
     m.print(os);
     dump(source.name + ".emu.mlir", s);
   }
-  PassManager* pm = pass_manager(kToLlvm, diagnostics);
+  PassManager* pm = pass_manager("canonicalize,cse," + to_llvm_passes({}), diagnostics);
   if (!pm || failed(pm->run(m)) || failed(verify(m))) return nullptr;
   const ObjectCode object = emit_object(m, /*opt_level=*/0);
   std::unique_ptr<runtime::Kernel> kernel = link_object(object.bytes, "the emulated kernel " + source.name);

@@ -36,6 +36,7 @@
 #include "lowering/pipeline_state.h"
 #include "lowering/row_blocks.h"
 #include "lowering/tiling.h"
+#include "lowering/to_llvm_passes.h"
 #include "kernels/openmp.h"
 
 namespace fluxion::lowering {
@@ -58,7 +59,7 @@ namespace {
 // After it: hoist vector accumulators out of loops (on tensors, or they bounce through memory),
 // bufferize, free the temporaries (inlining and symbol-dce remove the dealloc helper that the
 // bare-pointer ABI cannot lower; fx-inline-helpers keeps a kernel's parts apart, lower_parts.cpp),
-// approximate the math, and lower everything to the LLVM dialect.
+// then (to_llvm_passes.h) approximate the math and lower everything to the LLVM dialect.
 const char* kBufferizeAndLower =
     "canonicalize,cse,"
     "loop-invariant-subset-hoisting,"
@@ -70,28 +71,7 @@ const char* kBufferizeAndLower =
     "@THREADS@"
     "func.func(fx-lower-copies),"
     "convert-complex-to-standard,"  // complex.* -> arith/math on the parts (lower_complex.cpp)
-    "@PLANAR_COMPLEX@"              // then complex generics -> vector loops on the parts
-    "fx-accurate-math,"
-    "func.func(fx-math-approx),"
-    "func.func(convert-vector-to-scf{full-unroll=1 target-rank=1}),"
-    "func.func(convert-linalg-to-loops),"
-    "lower-affine,"
-    "convert-scf-to-cf,"
-    "canonicalize,cse,"
-    "convert-vector-to-llvm{reassociate-fp-reductions=1},"
-    "func.func(convert-math-to-llvm),"
-    "arith-expand{include-bf16=1},"
-    "memref-expand,"
-    "expand-strided-metadata,"
-    "lower-affine,"
-    "finalize-memref-to-llvm{use-generic-functions=1},"
-    "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},"
-    "convert-complex-to-llvm,"
-    "convert-arith-to-llvm,"
-    "convert-index-to-llvm,"
-    "convert-cf-to-llvm,"
-    "@OPENMP_TO_LLVM@"
-    "reconcile-unrealized-casts";
+    "@PLANAR_COMPLEX@";  // then complex generics -> vector loops on the parts; then to_llvm_passes()
 
 // FLUXION_PLANAR_COMPLEX=0 leaves complex elementwise loops scalar (fx-vectorize-complex off): the
 // A/B of docs/linalg.md.
@@ -111,12 +91,11 @@ std::string bufferize_and_lower_passes(int num_threads) {
   if (num_threads > 1) {
     put("@THREADS@", "scf-forall-to-parallel,convert-scf-to-openmp{num-threads=" + std::to_string(num_threads) +
                          "},canonicalize,");
-    put("@OPENMP_TO_LLVM@", "convert-openmp-to-llvm,");
   } else {
     put("@THREADS@", "scf-forall-to-for,");
-    put("@OPENMP_TO_LLVM@", "");
   }
-  return s;
+  return s + to_llvm_passes({.reassociate_reductions = true, .linalg_to_loops = true, .complex = true,
+                             .openmp = num_threads > 1});
 }
 
 // Threads are bound as kernels/openmp.h says (pinned with one CPU device), before libomp loads.

@@ -5,12 +5,15 @@
 #include <doctest/doctest.h>
 #include <fluxion.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "test_helpers.h"
 
 namespace fx = fluxion;
 namespace fs = std::filesystem;
@@ -218,4 +221,26 @@ TEST_CASE("bad files: the hand-made writers above make files the readers accept"
   std::ofstream(dir / "test_batch.bin", std::ios::binary) << gzip_stored(cifar({1, 2}));
   CHECK(fx::data::cifar10_binary(dir.string(), "test").at("label").to_vector<int32_t>() == std::vector<int32_t>{1, 2});
   fs::remove_all(dir);
+}
+
+TEST_CASE("bad files: a gzip bomb is an IOError at FLUXION_MAX_FILE_MB, not an exhausted memory") {
+  // 64 MiB of zeros deflate to about 64 KB; with the bound at 16 MiB the reader stops inflating there.
+  const fs::path path = fs::temp_directory_path() / ("fluxion_bomb_" + std::to_string(::getpid()) + "-idx1-ubyte.gz");
+  gzFile f = gzopen(path.c_str(), "wb9");
+  REQUIRE(f);
+  const std::string header = idx_u8({64 << 20}, "").substr(0, 8), zeros(1 << 20, '\0');
+  gzwrite(f, header.data(), unsigned(header.size()));
+  for (int i = 0; i < 64; ++i) gzwrite(f, zeros.data(), unsigned(zeros.size()));
+  gzclose(f);
+  CHECK(fs::file_size(path) < (1 << 20));
+  {
+    test_helpers::ScopedEnv bound("FLUXION_MAX_FILE_MB", "16");
+    const std::string msg = test_helpers::error_of<fx::IOError>([&] { fx::data::read_idx(path.string()); });
+    CHECK_MESSAGE(msg.find(path.string()) != std::string::npos, msg);
+    CHECK_MESSAGE(msg.find("inflates more than 16 MiB") != std::string::npos, msg);
+    CHECK_MESSAGE(msg.find("FLUXION_MAX_FILE_MB") != std::string::npos, msg);
+  }
+  // Under the default bound (half the memory) the same file reads: the bound is not a size limit on data.
+  CHECK(fx::data::read_idx(path.string()).shape() == fx::Shape{64 << 20});
+  fs::remove(path);
 }

@@ -8,20 +8,14 @@
 #include <sstream>
 #include <string>
 
+#include "test_helpers.h"
+
 namespace fx = fluxion;
 
 namespace {
 int expected_devices() {
   const char* s = std::getenv("FLUXION_CPU_DEVICES");
   return s ? std::atoi(s) : 1;
-}
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const fx::DeviceError& e) {
-    return e.what();
-  }
-  return "";
 }
 }  // namespace
 
@@ -55,7 +49,7 @@ TEST_CASE("devices: device_put places and commits, computation follows data") {
   CHECK(y.to_vector<float>() == std::vector<float>{3.f, 5.f, 7.f});
   y.block_until_ready();
   // A device this process does not have.
-  const std::string missing = message_of([&] { fx::device_put(x, fx::Device{fx::Platform::cpu, expected_devices()}); });
+  const std::string missing = test_helpers::error_of<fx::DeviceError>([&] { fx::device_put(x, fx::Device{fx::Platform::cpu, expected_devices()}); });
   CHECK(missing.find("DeviceError: device_put at test_devices.cpp") == 0);
   CHECK(missing.find("is not a device") != std::string::npos);
 }
@@ -69,7 +63,7 @@ TEST_CASE("devices: operands committed to two devices raise DeviceError naming o
     return;
   }
   fx::Array a = fx::device_put(fx::ones({2}), ds[0]), b = fx::device_put(fx::ones({2}), ds[1]);
-  const std::string msg = message_of([&] { (void)(a + b); });
+  const std::string msg = test_helpers::error_of<fx::DeviceError>([&] { (void)(a + b); });
   CHECK(msg.find("DeviceError: add(f32[2], f32[2]) at test_devices.cpp") == 0);
   CHECK(msg.find("cpu:0") != std::string::npos);
   CHECK(msg.find("cpu:1") != std::string::npos);

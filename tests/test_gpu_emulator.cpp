@@ -16,6 +16,7 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/cuda_driver_api.h"
 #include "runtime/cuda_emulator.h"
+#include "test_helpers.h"
 
 namespace fx = fluxion;
 namespace cuda = fluxion::runtime::cuda;
@@ -202,16 +203,6 @@ void launch(cuda::Handle fn, std::array<uint32_t, 3> grid, std::array<uint32_t, 
   cuda::Gpu::get(0).launch(fn, grid.data(), block.data(), shared, params.data());
 }
 
-// The DeviceError text of `f`, or "" when it does not throw.
-template <class F>
-std::string device_error(F&& f) {
-  try {
-    f();
-  } catch (const fx::DeviceError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 }  // namespace
 
@@ -224,14 +215,14 @@ TEST_CASE("gpu emulator: one device; memory is checked on every copy and free" *
     DeviceArray<float> a(1000, std::vector<float>(1000, 2.5f));
     CHECK(a.read() == std::vector<float>(1000, 2.5f));
     std::vector<float> host(2000);
-    const std::string e = device_error([&] { a.gpu.copy_to_host(host.data(), a.ptr, host.size() * sizeof(float)); });
+    const std::string e = test_helpers::error_of<fx::DeviceError>([&] { a.gpu.copy_to_host(host.data(), a.ptr, host.size() * sizeof(float)); });
     CHECK_MESSAGE(contains(e, "cuMemcpyDtoHAsync: CUDA_ERROR_INVALID_VALUE (1): invalid argument"), e);
     CHECK_MESSAGE(contains(e, "the emulated GPU: cuMemcpyDtoHAsync of 8000 bytes"), e);
     CHECK_MESSAGE(contains(e, "bytes short of the 8000 needed"), e);
     CHECK(cuda::emulator::sticky_error() == 0);  // a refused copy is not a fault
   }
   CHECK(cuda::emulator::live_allocations() >= before);  // the caching allocator keeps the block
-  const std::string e = device_error([] { cuda::Gpu::get(1); });
+  const std::string e = test_helpers::error_of<fx::DeviceError>([] { cuda::Gpu::get(1); });
   CHECK_MESSAGE(contains(e, "cuda:1 is not a device; the driver sees 1 GPU(s)"), e);
 }
 
@@ -250,7 +241,7 @@ TEST_CASE("gpu emulator: launches over a GPU's limits are refused with CUDA_ERRO
   };
   for (const auto& [dims, why] : refused) {
     CAPTURE(why);
-    const std::string e = device_error([&] { launch(fill, {dims[0], dims[1], dims[2]}, {dims[3], dims[4], dims[5]}, {out.ptr}); });
+    const std::string e = test_helpers::error_of<fx::DeviceError>([&] { launch(fill, {dims[0], dims[1], dims[2]}, {dims[3], dims[4], dims[5]}, {out.ptr}); });
     CHECK_MESSAGE(contains(e, "cuLaunchKernel: CUDA_ERROR_INVALID_VALUE (1)"), e);
     CHECK_MESSAGE(contains(e, "the emulated GPU: kernel fill: "), e);
     CHECK_MESSAGE(contains(e, why), e);
@@ -261,19 +252,19 @@ TEST_CASE("gpu emulator: launches over a GPU's limits are refused with CUDA_ERRO
   REQUIRE(g.launches.size() == 1);
   cuda::Handle exp = out.gpu.function(out.gpu.load_module(g.modules[0].ptx), g.launches[0].kernel);
   DeviceArray<float> x(1000), y(1000);
-  const std::string ntid = device_error([&] { launch(exp, {2, 1, 1}, {512, 1, 1}, {x.ptr, y.ptr}); });
+  const std::string ntid = test_helpers::error_of<fx::DeviceError>([&] { launch(exp, {2, 1, 1}, {512, 1, 1}, {x.ptr, y.ptr}); });
   CHECK_MESSAGE(contains(ntid, "block (512, 1, 1) has more threads than the entry's .maxntid (256, 1, 1)"), ntid);
   // Shared memory: 64 KiB of static memory never fits; dynamic memory past 48 KiB only opted in.
   DeviceArray<float> large(16384);
-  const std::string big = device_error([&] { launch(kernel("big_shared"), {1, 1, 1}, {32, 1, 1}, {large.ptr, large.ptr}); });
+  const std::string big = test_helpers::error_of<fx::DeviceError>([&] { launch(kernel("big_shared"), {1, 1, 1}, {32, 1, 1}, {large.ptr, large.ptr}); });
   CHECK_MESSAGE(contains(big, "65536 bytes of static and 0 of dynamic shared memory exceed the block's 49152"), big);
-  const std::string dyn = device_error([&] { launch(fill, {1, 1, 1}, {256, 1, 1}, {out.ptr}, 64 << 10); });
+  const std::string dyn = test_helpers::error_of<fx::DeviceError>([&] { launch(fill, {1, 1, 1}, {256, 1, 1}, {out.ptr}, 64 << 10); });
   CHECK_MESSAGE(contains(dyn, "0 bytes of static and 65536 of dynamic shared memory exceed the block's 49152"), dyn);
   cuda::Gpu::get(0).set_max_dynamic_shared_bytes(fill, 100 << 10);
   launch(fill, {1, 1, 1}, {256, 1, 1}, {out.ptr}, 64 << 10);
-  const std::string over = device_error([&] { launch(fill, {1, 1, 1}, {256, 1, 1}, {out.ptr}, 101 << 10); });
+  const std::string over = test_helpers::error_of<fx::DeviceError>([&] { launch(fill, {1, 1, 1}, {256, 1, 1}, {out.ptr}, 101 << 10); });
   CHECK_MESSAGE(contains(over, "exceed the block's 102400 (what the kernel opted in to)"), over);
-  const std::string attr = device_error([&] { cuda::Gpu::get(0).set_max_dynamic_shared_bytes(fill, 228 << 10); });
+  const std::string attr = test_helpers::error_of<fx::DeviceError>([&] { cuda::Gpu::get(0).set_max_dynamic_shared_bytes(fill, 228 << 10); });
   CHECK_MESSAGE(contains(attr, "cuFuncSetAttribute: CUDA_ERROR_INVALID_VALUE"), attr);
   // None of that was a fault: the same kernel runs right after.
   CHECK(cuda::emulator::sticky_error() == 0);
@@ -287,10 +278,10 @@ TEST_CASE("gpu emulator: a launch whose parameter count is not the PTX entry's i
   ResetAfter reset;
   cuda::Handle sum = kernel("block_sum");
   DeviceArray<float> in(4 * 256), out(4);
-  const std::string fewer = device_error([&] { launch(sum, {4, 1, 1}, {256, 1, 1}, {in.ptr}); });
+  const std::string fewer = test_helpers::error_of<fx::DeviceError>([&] { launch(sum, {4, 1, 1}, {256, 1, 1}, {in.ptr}); });
   CHECK_MESSAGE(contains(fewer, "CUDA_ERROR_INVALID_VALUE"), fewer);
   CHECK_MESSAGE(contains(fewer, "kernel block_sum takes 2 parameters (its PTX .entry lists them), the launch passed 1"), fewer);
-  const std::string more = device_error([&] { launch(sum, {4, 1, 1}, {256, 1, 1}, {in.ptr, out.ptr, out.ptr}); });
+  const std::string more = test_helpers::error_of<fx::DeviceError>([&] { launch(sum, {4, 1, 1}, {256, 1, 1}, {in.ptr, out.ptr, out.ptr}); });
   CHECK_MESSAGE(contains(more, "takes 2 parameters (its PTX .entry lists them), the launch passed 3"), more);
   CHECK(cuda::emulator::sticky_error() == 0);
 }
@@ -301,17 +292,17 @@ TEST_CASE("gpu emulator: an out-of-bounds store is CUDA_ERROR_ILLEGAL_ADDRESS, s
   cuda::Handle fill = kernel("fill");
   DeviceArray<float> out(256);
   // Two blocks of 256 threads store to a memref<256xf32>: the second block stores past its end.
-  const std::string e = device_error([&] { launch(fill, {2, 1, 1}, {256, 1, 1}, {out.ptr}); });
+  const std::string e = test_helpers::error_of<fx::DeviceError>([&] { launch(fill, {2, 1, 1}, {256, 1, 1}, {out.ptr}); });
   CHECK_MESSAGE(contains(e, "cuLaunchKernel: CUDA_ERROR_ILLEGAL_ADDRESS (700): an illegal memory access was encountered"), e);
   CHECK_MESSAGE(contains(e, "kernel fill, block (1, 0, 0), thread (0, 0, 0): store to parameter 0 (memref<256xf32>) at "
                             "index 256 of dimension 0, whose size is 256 (and 255 more)"),
                 e);
   CHECK(cuda::emulator::sticky_error() == 700);
   // Sticky, as on a GPU: every later call fails with the same error and detail.
-  const std::string sync = device_error([] { cuda::Gpu::get(0).synchronize(); });
+  const std::string sync = test_helpers::error_of<fx::DeviceError>([] { cuda::Gpu::get(0).synchronize(); });
   CHECK_MESSAGE(contains(sync, "cuStreamSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS"), sync);
   CHECK_MESSAGE(contains(sync, "index 256 of dimension 0"), sync);
-  CHECK(contains(device_error([&] { out.read(); }), "CUDA_ERROR_ILLEGAL_ADDRESS"));
+  CHECK(contains(test_helpers::error_of<fx::DeviceError>([&] { out.read(); }), "CUDA_ERROR_ILLEGAL_ADDRESS"));
   cuda::emulator::reset();
   CHECK(cuda::emulator::sticky_error() == 0);
   launch(fill, {1, 1, 1}, {256, 1, 1}, {out.ptr});
@@ -323,12 +314,12 @@ TEST_CASE("gpu emulator: a pointer parameter outside a live allocation large eno
   ResetAfter reset;
   cuda::Handle fill = kernel("fill");
   DeviceArray<float> small(100);  // the kernel's memref<256xf32> needs 1024 bytes
-  const std::string e = device_error([&] { launch(fill, {1, 1, 1}, {100, 1, 1}, {small.ptr}); });
+  const std::string e = test_helpers::error_of<fx::DeviceError>([&] { launch(fill, {1, 1, 1}, {100, 1, 1}, {small.ptr}); });
   CHECK_MESSAGE(contains(e, "CUDA_ERROR_ILLEGAL_ADDRESS"), e);
   CHECK_MESSAGE(contains(e, "kernel fill parameter 0 (memref<256xf32>, 1024 bytes): "), e);
   CHECK_MESSAGE(contains(e, "is 0 bytes into an allocation of"), e);
   cuda::emulator::reset();
-  const std::string host = device_error([&] {
+  const std::string host = test_helpers::error_of<fx::DeviceError>([&] {
     std::vector<float> h(256);
     launch(fill, {1, 1, 1}, {256, 1, 1}, {reinterpret_cast<uint64_t>(h.data())});
   });
@@ -380,7 +371,7 @@ TEST_CASE("gpu emulator: threads that cannot all meet fail the launch (CUDA_ERRO
           doctest::skip(!emulated())) {
   ResetAfter reset;
   DeviceArray<int32_t> out(64);
-  const std::string e = device_error([&] { launch(kernel("diverge"), {1, 1, 1}, {64, 1, 1}, {out.ptr}); });
+  const std::string e = test_helpers::error_of<fx::DeviceError>([&] { launch(kernel("diverge"), {1, 1, 1}, {64, 1, 1}, {out.ptr}); });
   CHECK_MESSAGE(contains(e, "CUDA_ERROR_LAUNCH_FAILED (719)"), e);
   CHECK_MESSAGE(contains(e, "kernel diverge, block (0, 0, 0): the threads of a block cannot all meet: 16 wait at a barrier, "
                             "16 at a shuffle, 32 have returned"),
@@ -390,7 +381,7 @@ TEST_CASE("gpu emulator: threads that cannot all meet fail the launch (CUDA_ERRO
 
 TEST_CASE("gpu emulator: a module without host code is not loaded" * doctest::skip(!emulated())) {
   const std::string ptx = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\nret;\n}\n";
-  const std::string e = device_error([&] { cuda::Gpu::get(0).load_module(ptx); });
+  const std::string e = test_helpers::error_of<fx::DeviceError>([&] { cuda::Gpu::get(0).load_module(ptx); });
   CHECK_MESSAGE(contains(e, "cuModuleLoadDataEx: CUDA_ERROR_NOT_SUPPORTED (801)"), e);
   CHECK_MESSAGE(contains(e, "the PTX JIT said: the emulated GPU runs only PTX that compile_cuda made in this process"), e);
 }

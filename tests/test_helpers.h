@@ -28,13 +28,17 @@ inline double max_abs_diff(const fluxion::Array& a, const fluxion::Array& b) {
   return m;
 }
 
-/// The message of the fluxion::Error that `call` raises, or "(no error)".
-template <class F>
+/// The message of the error of kind E (any fluxion::Error by default) that `call` raises; "(no
+/// error)" when it raises none, "(another kind of error: ...)" when it raises a fluxion::Error of
+/// another kind -- so a check on the message also checks the kind.
+template <class E = fluxion::Error, class F>
 std::string error_of(F call) {
   try {
     call();
-  } catch (const fluxion::Error& e) {
+  } catch (const E& e) {
     return e.what();
+  } catch (const fluxion::Error& e) {
+    return std::string("(another kind of error: ") + e.what() + ")";
   }
   return "(no error)";
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ir/error.h"
+#include "ir/settings.h"
 
 namespace fluxion::io {
 
@@ -30,6 +31,15 @@ static std::string gz_message(gzFile f, const std::string& path, int* err) {
   return msg;
 }
 
+// The most bytes a file read whole may give: FLUXION_MAX_FILE_MB, else half the machine's memory.
+// gzip inflates up to about 1000:1, so a few megabytes of zeros would otherwise fill the memory and
+// end the process (std::bad_alloc, or the kernel's OOM killer) instead of raising an IOError.
+static size_t max_file_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  const int64_t half_mb = pages > 0 && page > 0 ? int64_t(pages) * page / 2 / (1 << 20) : int64_t(1) << 14;
+  return size_t(integer_setting("FLUXION_MAX_FILE_MB", half_mb)) << 20;
+}
+
 std::string read_file(const std::string& path) {
   // gzread reads gzip and plain files alike.
   gzFile f = gzopen(path.c_str(), "rb");
@@ -42,6 +52,7 @@ std::string read_file(const std::string& path) {
   const size_t chunk = std::clamp<size_t>(size, size_t(1) << 13, size_t(1) << 20);
   gzbuffer(f, unsigned(chunk));
   std::string out;
+  const size_t limit = max_file_bytes();
   std::vector<char> buf(std::min<size_t>(chunk, size_t(1) << 16));
   for (;;) {
     int n = gzread(f, buf.data(), unsigned(buf.size()));
@@ -52,6 +63,13 @@ std::string read_file(const std::string& path) {
       fail(path, "read failed: " + msg);
     }
     if (n == 0) break;
+    if (out.size() + size_t(n) > limit) {
+      const bool gzip_stream = gzdirect(f) == 0;
+      gzclose(f);
+      fail(path, std::string(gzip_stream ? "inflates" : "holds") + " more than " + std::to_string(limit >> 20) +
+                     " MiB (" + std::to_string(size) + " bytes on disk): over FLUXION_MAX_FILE_MB" +
+                     (gzip_stream ? ", a gzip bomb or a file larger than this machine can hold" : ""));
+    }
     out.append(buf.data(), size_t(n));
   }
   // A gzip stream that ends early (a file cut short, whatever the cut) reads as the bytes before the

@@ -10,7 +10,8 @@
 
 namespace fluxion::io {
 
-/// The whole file; a gzip file (by its magic bytes, whatever its name) is decompressed.
+/// The whole file; a gzip file (by its magic bytes, whatever its name) is decompressed. More than
+/// FLUXION_MAX_FILE_MB (half the memory by default) is an IOError, so a gzip bomb cannot exhaust memory.
 std::string read_file(const std::string& path);
 
 class AtomicFile {
