@@ -4,6 +4,7 @@
 # it checks before it installs and configures only when build/ is not configured yet.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/progress.sh
 
 packages=(meson ninja-build g++ pkg-config libeigen3-dev doctest-dev libbenchmark-dev
           llvm-19-dev libmlir-19-dev mlir-19-tools libomp-dev
@@ -22,20 +23,26 @@ for p in "${packages[@]}"; do
   have_pkg "$p" || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
-  echo "setup: installing ${need[*]}"
+  step "setup: installing ${#need[@]} Debian packages and what they need: ${need[*]}"
   SUDO=()
   if [ "$(id -u)" -ne 0 ]; then
     command -v sudo >/dev/null || { echo "setup: run as root or install sudo (missing: ${need[*]})" >&2; exit 1; }
     SUDO=(sudo)
   fi
   "${SUDO[@]}" apt-get update -qq
-  "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  # apt's own progress, a line per package fetched and set up (a fresh machine: about 300).
+  "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need[@]}" |
+    grep --line-buffered -E '^(Get:|Setting up|E:|Need to get)' | sed -u 's/^/   apt: /' | cut -c1-110
+  for p in "${need[@]}"; do
+    have_pkg "$p" || { echo "setup: apt-get did not install $p" >&2; exit 1; }
+  done
 fi
 
 # Configure once; a build/ left half-configured (no build.ninja) is wiped and configured again.
 if [ ! -f build/build.ninja ]; then
   wipe=()
   [ -d build/meson-private ] && wipe=(--wipe)
+  step "setup: configuring build/ (meson setup, release)"
   log=$(mktemp)
   if ! meson setup "${wipe[@]}" build --buildtype=release >"$log" 2>&1; then
     cat "$log" >&2
