@@ -4,6 +4,12 @@
 #include <benchmark/benchmark.h>
 #include <fluxion.h>
 
+#include <cmath>
+#include <optional>
+#include <vector>
+
+#include "compile/eager_cpu.h"
+
 namespace fx = fluxion;
 
 static void eager_add_f32x4(benchmark::State& state) {
@@ -39,3 +45,33 @@ static void baseline_new_array_f32x4(benchmark::State& state) {
   }
 }
 BENCHMARK(baseline_new_array_f32x4);
+
+// (a') Eager transcendental ops on a large array (compile/eager_cpu.h): tanh of 1M float32 as the
+// reference kernel runs it (scalar std::tanh per element, FLUXION_EAGER_COMPILE=off) against the
+// compiled one-op program (vectorized, threaded; compiled once, before the timing) and a hand
+// loop of std::tanh -- the ratio compiled / reference is the speed-up docs/performance.md states.
+static void eager_tanh_f32_1M(benchmark::State& state, fluxion::runtime::EagerCompile mode) {
+  fluxion::runtime::override_eager_compile(mode);
+  const fx::Array x = fx::linspace(-3.f, 3.f, 1 << 20);
+  (void)fx::tanh(x);  // the compile, when there is one
+  for (auto _ : state) {
+    fx::Array y = fx::tanh(x);
+    benchmark::DoNotOptimize(y.impl().get());
+  }
+  fluxion::runtime::override_eager_compile(std::nullopt);
+  state.SetItemsProcessed(state.iterations() * (int64_t(1) << 20));
+}
+BENCHMARK_CAPTURE(eager_tanh_f32_1M, reference, fluxion::runtime::EagerCompile::off)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(eager_tanh_f32_1M, compiled, fluxion::runtime::EagerCompile::auto_)->Unit(benchmark::kMillisecond);
+
+static void baseline_hand_tanh_f32_1M(benchmark::State& state) {
+  std::vector<float> x(1 << 20);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = -3.f + 6.f * float(i) / float(x.size() - 1);
+  for (auto _ : state) {
+    std::vector<float> y(x.size());
+    for (size_t i = 0; i < x.size(); ++i) y[i] = std::tanh(x[i]);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetItemsProcessed(state.iterations() * (int64_t(1) << 20));
+}
+BENCHMARK(baseline_hand_tanh_f32_1M)->Unit(benchmark::kMillisecond);

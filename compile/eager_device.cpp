@@ -5,6 +5,7 @@
 // operands (a C++ scalar, a new array) are copied to the device for the call. No CPU fallback: a
 // primitive the GPU pipeline does not lower is a CompileError naming it and the user's line.
 #include "compile/compile_cache.h"
+#include "compile/one_op.h"
 #include "ir/trace.h"
 #include "lowering/compile_cuda.h"
 
@@ -21,22 +22,7 @@ std::vector<Array> run_on_gpu(Prim p, std::span<const Array> inputs, const Param
              "the operands are on " + on.str() + ", and the GPU pipeline does not lower '" + std::string(prim_name(p)) +
                  "' (docs/gpu.md lists what it lowers); it is not run on the CPU instead: move the operands "
                  "with fx::device_put(x, fx::devices(\"cpu\").at(0))");
-  Program program;
-  Eqn e;
-  e.prim = p;
-  e.params = params;
-  e.loc = loc;
-  for (const AbstractArray& a : in_avals) {
-    const int32_t v = program.new_var(a);
-    program.invars.push_back(v);
-    e.inputs.push_back(Atom(v));
-  }
-  for (AbstractArray& a : abstract_eval(p, in_avals, params, loc)) {
-    const int32_t v = program.new_var(a);
-    e.outputs.push_back(v);
-    program.outvars.push_back(Atom(v));
-  }
-  program.eqns.push_back(std::move(e));
+  const Program program = one_op_program(p, in_avals, params, loc);
   const std::shared_ptr<const Executable> exe =
       compile(program, default_target(Platform::cuda), "eager_" + std::string(prim_name(p)));
   return exe->run(inputs, {}, RunOn{on, committed});

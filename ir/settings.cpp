@@ -49,6 +49,8 @@ constexpr Setting kSettings[] = {
     {"FLUXION_KERNEL_PARTS", K::nonnegative, "", "for 128",
      "eqns per separately compiled part of a large kernel; 0 compiles every kernel as one function"},
     // Kernel choices, for measurement (the A/B switches of the docs' benchmarks)
+    {"FLUXION_EAGER_COMPILE", K::choice, "auto|always|off", "for auto",
+     "eager transcendental ops (exp, tanh, sin, pow, ...) on large float arrays run compiled; always: at any size; off: never"},
     {"FLUXION_ROW_BLOCKS", K::toggle, "", "for on", "row blocking of fused loops"},
     {"FLUXION_TWO_STAGE_REDUCE", K::toggle, "", "for on", "reductions over strided dims in two stages"},
     {"FLUXION_PLANAR_COMPLEX", K::toggle, "", "for on", "vectorized complex elementwise loops"},

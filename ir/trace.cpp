@@ -4,6 +4,7 @@
 #include <new>
 
 #include "ir/debug_checks.h"
+#include "ir/eager_cpu_hook.h"
 #include "ir/eval_rules.h"
 #include "ir/profiler.h"
 #include "ir/settings.h"
@@ -78,6 +79,7 @@ Placement placement(Prim p, std::span<const Array> inputs, std::span<const Abstr
 }
 
 DeviceOpRunner g_device_runners[2] = {nullptr, nullptr};  // by Platform
+EagerCpuRunner g_eager_cpu_runner = nullptr;               // compile/eager_cpu.cpp
 
 // An eager op on a GPU: its platform's runner (the compile floor's); a process without one cannot
 // have made a GPU array, so a missing runner is an internal error.
@@ -113,6 +115,7 @@ const ArrayImpl& operand(const Array& a, Prim p, size_t i, SourceLoc loc) {
 }  // namespace
 
 void set_device_op_runner(Platform platform, DeviceOpRunner runner) { g_device_runners[size_t(platform)] = runner; }
+void set_eager_cpu_runner(EagerCpuRunner runner) { g_eager_cpu_runner = runner; }
 
 // ---- TraceScope ---------------------------------------------------------------------------------
 TraceScope::TraceScope() : state_(std::make_shared<TraceState>()) {
@@ -212,6 +215,11 @@ std::vector<Array> bind(Prim p, std::span<const Array> inputs, const Params& par
       if (x.impl()->trace) leaked(*x.impl(), p, loc);
     const Placement at = placement(p, inputs, in_avals, loc);
     if (at.device.memory_kind() == MemoryKind::device) return run_on_device(p, inputs, params, in_avals, at, loc);
+    if (g_eager_cpu_runner)
+      if (std::optional<std::vector<Array>> compiled = g_eager_cpu_runner(p, inputs, params, out_avals, at.device, at.committed, loc)) {
+        if (config::debug_nans()) check_nonfinite(p, inputs, *compiled, params, loc);
+        return std::move(*compiled);
+      }
     std::vector<View> in_views(inputs.size()), out_views(out_avals.size());
     for (size_t i = 0; i < inputs.size(); ++i) in_views[i] = View{host_data(*inputs[i].impl()), &inputs[i].impl()->aval};
     for (size_t i = 0; i < out_avals.size(); ++i) {

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Writes the notebooks of this folder from the cells below (committed without outputs).
+"""Writes the notebooks of this folder from the cells below, without outputs: run_notebooks.py
+--update then executes them and writes their outputs in (they are committed with them).
 Run after editing: /usr/bin/python3 notebooks/make_notebooks.py  (needs python3-nbformat)."""
 import os
 import nbformat
@@ -156,6 +157,40 @@ fx::profiler::start_trace(nb::data_dir() + "/trace");
 for (int i = 0; i < 10; ++i) mlp(x, w);
 std::string file = fx::profiler::stop_trace();
 std::cout << "trace written to " << file << "\\n" << fx::profiler::summary(12) << std::endl;
+""",
+    "md: Fusion, measured: `tanh(x) * 2 + 1` eagerly (three primitives, three passes over memory, each "
+    "dispatched) against the same function under `jit` (one fused loop), per element as the array grows.",
+    """
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+fx::Array chain(const fx::Array& v) { return fx::tanh(v) * 2.f + 1.f; }
+double us_per_call(const std::function<fx::Array(const fx::Array&)>& fn, const fx::Array& v) {
+  fn(v).block_until_ready();  // the jit compiles on its first call: not timed
+  auto t0 = std::chrono::steady_clock::now();
+  for (int r = 0; r < 20; ++r) fn(v).block_until_ready();
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / 20;
+}
+""",
+    """
+auto chain_jit = fx::jit(chain);
+std::vector<double> sizes, eager_ns, jit_ns;
+for (int n = 1 << 8; n <= 1 << 20; n <<= 2) {
+  fx::Array v = fx::ones({n});
+  sizes.push_back(n);
+  eager_ns.push_back(1000 * us_per_call(chain, v) / n);
+  jit_ns.push_back(1000 * us_per_call(chain_jit, v) / n);
+  std::printf("n = %8d   eager %8.3f ns/element   jit %8.3f ns/element\\n", n, eager_ns.back(), jit_ns.back());
+}
+std::fflush(stdout);
+nb::Figure speed("tanh(x) * 2 + 1: time per element");
+speed.xlabel = "elements (log2)";
+speed.ylabel = "ns per element";
+speed.logy = true;
+std::vector<double> log2n;
+for (double n : sizes) log2n.push_back(std::log2(n));
+speed.line(log2n, eager_ns, "eager").line(log2n, jit_ns, "jit (fused)").show();
 """,
     "md: The program the jit compiles, as text (the same form `fx::serialize` stores):",
     """

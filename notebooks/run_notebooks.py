@@ -3,7 +3,7 @@
 'PASS <name> <seconds>' or 'FAIL <name> <seconds> <why>', then 'N passed, N failed'. Exits 1 if any
 failed. A notebook fails if a cell raises (cells tagged 'raises-exception' may) or if it takes
 longer than --max-seconds (default 60), after one untimed warm-up start of the kernel.
-Usage: JUPYTER_PATH=notebooks/jupyter run_notebooks.py [--out DIR] [--max-seconds S] NB.ipynb..."""
+Usage: JUPYTER_PATH=notebooks/jupyter run_notebooks.py [--out DIR] [--update] [--max-seconds S] NB.ipynb..."""
 import argparse
 import os
 import sys
@@ -14,7 +14,10 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
 parser = argparse.ArgumentParser()
-parser.add_argument("--out", help="where the executed notebooks are written (outputs are not committed)")
+parser.add_argument("--out", help="where the executed notebooks are written")
+parser.add_argument("--update", action="store_true",
+                    help="write each notebook that passed back over its source, outputs and plots included "
+                         "(the committed notebooks carry their outputs, so a reader on the web sees them)")
 parser.add_argument("--max-seconds", type=float, default=60.0)
 parser.add_argument("notebooks", nargs="+")
 args = parser.parse_args()
@@ -61,5 +64,7 @@ for path in args.notebooks:
         print("PASS %s %.1fs" % (name, seconds), flush=True)
     if args.out:
         nbformat.write(nb, os.path.join(args.out, name))
+    if args.update and not why:
+        nbformat.write(nb, path)
 print("%d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)

@@ -22,9 +22,9 @@ watched() {
     done
     kill -0 "$pid" 2>/dev/null || break
     local last
-    last=$(grep -E "$pattern" "$log" 2>/dev/null | tail -n 1 | cut -c1-110)
+    last=$(grep -E "$pattern" "$log" 2>/dev/null | tail -n 1 | sed -E 's/^[0-9.]+ s: //' | cut -c1-100)
     if [ -n "${WATCH_TOTAL:-}" ]; then
-      last="$(grep -cE "$pattern" "$log" 2>/dev/null || true)/$WATCH_TOTAL ${last}"
+      last="$(grep -cE "$pattern" "$log" 2>/dev/null || true)/$WATCH_TOTAL done, the last: ${last}"
     fi
     echo "   $what, $((SECONDS - start)) s: ${last:-(running)}"
   done
