@@ -53,6 +53,7 @@
 #include "runtime/distributed.h"
 #include "transforms/pmap.h"
 #include "transforms/shard_map.h"
+#include "transforms/quant.h"
 #include "transforms/sharding.h"
 #include "transforms/vmap_api.h"
 // the training library: layers, losses, optimizers, mixed precision, checkpoints, data
@@ -66,7 +67,6 @@
 #include "train/sequential.h"
 #include "train/optim.h"
 #include "train/prune.h"
-#include "train/quant.h"
 #include "train/schedules.h"
 // TensorBoard event files: scalars, histograms, images, text, the program graph
 #include "train/summary.h"

@@ -11,7 +11,7 @@
 #include "api/reductions.h"
 #include "api/shape_ops.h"
 #include "ir/trace.h"
-#include "train/quant.h"
+#include "transforms/quant.h"
 
 namespace fluxion::quant {
 

@@ -1,4 +1,4 @@
-#include "train/quant.h"
+#include "transforms/quant.h"
 
 #include <algorithm>
 #include <cmath>
