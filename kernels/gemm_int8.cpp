@@ -6,6 +6,7 @@
 #include "kernels/gemm_int8.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <vector>
