@@ -152,6 +152,22 @@ TEST_CASE("sharded jit: with_sharding_constraint steers the partitioner's layout
   CHECK(has(d1, "a local slice"));
   CHECK(!has(d1, "all_gather"));
   CHECK(!has(d1, "psum"));
+  // Backward hints: x is sliced before tanh, which runs on each device's rows.
+  const std::string rows = "f32[4," + std::to_string(2 * n) + "] = tanh";
+  const std::string whole = "f32[" + std::to_string(4 * n) + "," + std::to_string(2 * n) + "] = tanh";
+  if (n > 1) CHECK(has(d1, rows));
+  // A value that another use needs whole gets no hint: tanh runs whole, and nothing is gathered.
+  auto both = [&](const fx::Array& x) {
+    const fx::Array t = fx::tanh(x);
+    return std::vector<fx::Array>{fx::with_sharding_constraint(t, at(m, fx::P("data"))) * 3.f, t + 1.f};
+  };
+  auto jboth = fx::jit(both, fx::in_shardings(fx::replicated(m)), fx::out_shardings(at(m, fx::P("data")), fx::replicated(m)));
+  std::vector<fx::Array> ys;
+  const std::string d3 = partition_dump([&] { ys = jboth(x); });
+  check_close(ys[0], fx::tanh(x) * 3.f);
+  check_close(ys[1], fx::tanh(x) + 1.f);
+  CHECK(has(d3, whole));
+  CHECK(!has(d3, "all_gather"));
   // The same program without the constraint is computed whole on every device.
   auto plain = [](const fx::Array& x, const fx::Array& w) { return fx::matmul(fx::tanh(x), w) * 2.f; };
   CHECK(fx::jit(plain, fx::in_shardings(fx::replicated(m)))(x, w).sharding() == fx::replicated(m));
