@@ -69,7 +69,8 @@ std::string spec_of(const Layout& l) {
 
 class Partitioner {
  public:
-  Partitioner(const Program& p, const Mesh& mesh) : p_(p), mesh_(mesh), local_(p.types.size()), layout_(p.types.size()) {}
+  Partitioner(const Program& p, const Mesh& mesh)
+      : p_(p), mesh_(mesh), local_(p.types.size()), layout_(p.types.size()), hint_(p.types.size()) {}
 
   Partitioned run(const std::vector<PartitionSpec>& in_specs, const std::vector<std::optional<PartitionSpec>>& out_specs) {
     TraceScope scope;
@@ -83,6 +84,7 @@ class Partitioner {
       layout_[size_t(v)] = Layout{in_specs[i], {}};
     }
     for (size_t i = 0; i < p_.constvars.size(); ++i) local_[size_t(p_.constvars[i])] = p_.consts[i];  // whole, everywhere
+    hints(out_specs);
     for (const Eqn& e : p_.eqns) eqn(e);
     std::vector<Array> outs;
     for (size_t j = 0; j < p_.outvars.size(); ++j) {
@@ -129,7 +131,8 @@ class Partitioner {
     if (e.prim == Prim::shard_map) return inline_shard_map(e);
     if (e.prim == Prim::sharding_constraint) return constrain(e);
     const ShardRule rule = shard_rule(e.prim);
-    std::optional<ShardPlan> plan = rule ? rule(ops.specs, ops.avals, e.params, mesh_) : std::nullopt;
+    std::optional<ShardPlan> plan = rule ? hinted_plan(e, ops, rule) : std::nullopt;
+    if (rule && !plan) plan = rule(ops.specs, ops.avals, e.params, mesh_);
     if (!plan) {
       plan = replicated_plan(e, e.inputs.size(), out_avals);
       log_.notes.push_back(std::string(prim_name(e.prim)) + (e.loc.known() ? " at " + e.loc.str() : std::string()) +
@@ -155,6 +158,92 @@ class Partitioner {
       AxisList& partial = layout_[size_t(e.outputs[j])].partial;
       partial.insert(partial.end(), through.begin(), through.end());
     }
+  }
+
+  // Backward propagation: the layout every use of a value asks for, where they all agree -- a
+  // sharding_constraint's spec, an out_sharding, or the hint H of the one result of an eqn whose
+  // rule, given its operands of that result's shape in H (the others whole), computes it in H
+  // without moving anything (hint_through). Any other use leaves the value without a hint, so
+  // that a hint never splits a value that something else wants whole. Outputs without an
+  // out_sharding have no opinion either way.
+  void hints(const std::vector<std::optional<PartitionSpec>>& out_specs) {
+    std::vector<std::optional<PartitionSpec>> asked(p_.types.size());
+    std::vector<bool> blocked(p_.types.size(), false);
+    auto ask = [&](const Atom& a, const std::optional<PartitionSpec>& h) {
+      if (a.is_literal()) return;
+      const size_t v = size_t(a.var);
+      if (!h || (asked[v] && !(*asked[v] == *h))) blocked[v] = true;
+      asked[v] = h;
+    };
+    auto settle = [&](int32_t v) { hint_[size_t(v)] = blocked[size_t(v)] ? std::nullopt : asked[size_t(v)]; };
+    for (size_t j = 0; j < p_.outvars.size() && j < out_specs.size(); ++j)
+      if (out_specs[j]) ask(p_.outvars[j], out_specs[j]);
+    for (auto e = p_.eqns.rbegin(); e != p_.eqns.rend(); ++e) {
+      for (int32_t o : e->outputs) settle(o);  // every use of o comes after e: all seen
+      const std::vector<std::optional<PartitionSpec>> through = hint_through(*e);
+      for (size_t i = 0; i < e->inputs.size(); ++i) ask(e->inputs[i], through[i]);
+    }
+    for (int32_t v : p_.invars) settle(v);
+    for (int32_t v : p_.constvars) settle(v);
+  }
+
+  // What eqn e asks of each operand's layout: a constraint its spec; an eqn with one result hinted
+  // H, H for the operands of the result's shape where its rule then computes the result in H
+  // without moving them; otherwise nothing.
+  std::vector<std::optional<PartitionSpec>> hint_through(const Eqn& e) const {
+    std::vector<std::optional<PartitionSpec>> r(e.inputs.size());
+    if (e.prim == Prim::sharding_constraint) {
+      r[0] = parse_specs(e.params.get<std::string>("spec")).at(0);
+      return r;
+    }
+    const ShardRule rule = shard_rule(e.prim);
+    if (!rule || e.prim == Prim::shard_map || e.outputs.size() != 1) return r;
+    const std::optional<PartitionSpec>& h = hint_[size_t(e.outputs[0])];
+    if (!h || h->axes().empty()) return r;
+    const Shape& shape = p_.type(e.outputs[0]).shape;
+    std::vector<PartitionSpec> specs(e.inputs.size());
+    std::vector<AbstractArray> avals;
+    for (size_t i = 0; i < e.inputs.size(); ++i) {
+      const Atom& a = e.inputs[i];
+      avals.push_back(a.is_literal() ? literal_array(a.lit).aval() : p_.type(a.var));
+      if (!a.is_literal() && avals.back().shape == shape) specs[i] = *h;
+    }
+    const std::optional<ShardPlan> plan = rule(specs, avals, e.params, mesh_);
+    if (!plan || !plan->out[0].partial.empty() || !(plan->out[0].spec == *h)) return r;
+    for (size_t i = 0; i < specs.size(); ++i)
+      if (!(plan->in[i] == specs[i])) return r;
+    for (size_t i = 0; i < specs.size(); ++i)
+      if (!specs[i].axes().empty()) r[i] = specs[i];
+    return r;
+  }
+
+  // The plan with each whole operand presented in the layout its uses ask for (hint_), taken when
+  // the rule then leaves every operand where it is or sliced locally (free: nothing moves), makes no
+  // partial sums, and gives every result the layout its uses ask for -- the eqn then runs on blocks
+  // instead of whole on every device with its result sliced afterwards.
+  std::optional<ShardPlan> hinted_plan(const Eqn& e, const Operands& ops, ShardRule rule) const {
+    std::vector<PartitionSpec> specs = ops.specs;
+    bool any = false;
+    for (size_t i = 0; i < e.inputs.size(); ++i) {
+      if (e.inputs[i].is_literal()) continue;
+      const Layout& l = layout_[size_t(e.inputs[i].var)];
+      if (!l.partial.empty()) return std::nullopt;
+      const std::optional<PartitionSpec>& h = hint_[size_t(e.inputs[i].var)];
+      if (h && l.spec.axes().empty() && !h->axes().empty()) {
+        specs[i] = *h;
+        any = true;
+      }
+    }
+    if (!any) return std::nullopt;
+    std::optional<ShardPlan> plan = rule(specs, ops.avals, e.params, mesh_);
+    if (!plan) return std::nullopt;
+    for (size_t i = 0; i < e.inputs.size(); ++i)
+      if (!e.inputs[i].is_literal() && !(plan->in[i] == specs[i])) return std::nullopt;
+    for (size_t j = 0; j < plan->out.size(); ++j) {
+      const std::optional<PartitionSpec>& h = hint_[size_t(e.outputs[j])];
+      if (!plan->out[j].partial.empty() || !h || !(plan->out[j].spec == *h)) return std::nullopt;
+    }
+    return plan;
   }
 
   // The axes of the partial sums that pass through e unsummed (ShardPlan::linear), or none.
@@ -220,6 +309,7 @@ class Partitioner {
   const Mesh& mesh_;
   std::vector<Array> local_;
   std::vector<Layout> layout_;
+  std::vector<std::optional<PartitionSpec>> hint_;  // the layout a value's uses ask for (hints())
   std::unordered_map<std::string, Array> moved_;
   ReshardLog log_;
 };

@@ -311,14 +311,10 @@ std::vector<BatchedArray> constraint_batch(BatchedArgs a, const Params& params, 
   return {{constrained(x, p, loc), 0}};
 }
 
-std::optional<ShardPlan> constraint_shard(std::span<const PartitionSpec>, std::span<const AbstractArray>,
-                                          const Params& params, const Mesh&) {
-  const PartitionSpec spec = constraint_spec(params);
-  return ShardPlan{{spec}, {Layout{spec, {}}}, params};
-}
-
 // sharding_constraint[mesh, spec] x: x, whose layout the partitioner of a sharded jit must make
-// `spec` here (fx::with_sharding_constraint). Outside sharded jit it changes nothing.
+// `spec` here (fx::with_sharding_constraint). Outside sharded jit it changes nothing. It has no
+// sharding rule: it is not computed per device but read by the partitioner itself, which moves
+// its operand to `spec` there (interpreters/partition.cpp, Partitioner::constrain).
 const Registration sharding_constraint_registration = PrimitiveRules{
     .prim = Prim::sharding_constraint,
     .shape = &constraint_shape,
@@ -327,7 +323,6 @@ const Registration sharding_constraint_registration = PrimitiveRules{
     .transpose = &constraint_transpose,
     .linear = kLinear,
     .batch = &constraint_batch,
-    .shard = &constraint_shard,
     .eager_only = true,  // an unsharded jit drops it (interpreters/partition.h)
 };
 

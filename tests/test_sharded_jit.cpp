@@ -135,6 +135,55 @@ TEST_CASE("sharded jit: with_sharding_constraint moves a value between layouts")
   check_close(fx::jit(f)(x), fx::sum(fx::exp(x) * 2.f, {1}));
 }
 
+TEST_CASE("sharded jit: with_sharding_constraint steers the partitioner's layouts") {
+  const fx::Mesh m = mesh1d();
+  const int64_t n = ndev();
+  const fx::Array x = normal(14, {4 * n, 2 * n}), w = normal(15, {2 * n, 5});
+  // x comes in whole; the constraint splits the batch there (a local slice, nothing moves), and
+  // the layout propagates from it: the product and the output stay split, with no collective.
+  auto batch = [&](const fx::Array& x, const fx::Array& w) {
+    return fx::matmul(fx::with_sharding_constraint(fx::tanh(x), at(m, fx::P("data"))), w) * 2.f;
+  };
+  auto jb = fx::jit(batch, fx::in_shardings(fx::replicated(m)));
+  fx::Array y;
+  const std::string d1 = partition_dump([&] { y = jb(x, w); });
+  check_close(y, batch(x, w));
+  CHECK(y.sharding() == at(m, fx::P("data")));
+  CHECK(has(d1, "a local slice"));
+  CHECK(!has(d1, "all_gather"));
+  CHECK(!has(d1, "psum"));
+  // Backward hints: x is sliced before tanh, which runs on each device's rows.
+  const std::string rows = "f32[4," + std::to_string(2 * n) + "] = tanh";
+  const std::string whole = "f32[" + std::to_string(4 * n) + "," + std::to_string(2 * n) + "] = tanh";
+  if (n > 1) CHECK(has(d1, rows));
+  // A value that another use needs whole gets no hint: tanh runs whole, and nothing is gathered.
+  auto both = [&](const fx::Array& x) {
+    const fx::Array t = fx::tanh(x);
+    return std::vector<fx::Array>{fx::with_sharding_constraint(t, at(m, fx::P("data"))) * 3.f, t + 1.f};
+  };
+  auto jboth = fx::jit(both, fx::in_shardings(fx::replicated(m)), fx::out_shardings(at(m, fx::P("data")), fx::replicated(m)));
+  std::vector<fx::Array> ys;
+  const std::string d3 = partition_dump([&] { ys = jboth(x); });
+  check_close(ys[0], fx::tanh(x) * 3.f);
+  check_close(ys[1], fx::tanh(x) + 1.f);
+  CHECK(has(d3, whole));
+  CHECK(!has(d3, "all_gather"));
+  // The same program without the constraint is computed whole on every device.
+  auto plain = [](const fx::Array& x, const fx::Array& w) { return fx::matmul(fx::tanh(x), w) * 2.f; };
+  CHECK(fx::jit(plain, fx::in_shardings(fx::replicated(m)))(x, w).sharding() == fx::replicated(m));
+  // Constraints that split the contracted dimension: each device multiplies its slices and one
+  // psum adds the partial products for the replicated output.
+  auto contract = [&](const fx::Array& x, const fx::Array& w) {
+    return fx::matmul(fx::with_sharding_constraint(x, at(m, fx::P(fx::none, "data"))),
+                      fx::with_sharding_constraint(w, at(m, fx::P("data"))));
+  };
+  auto jc = fx::jit(contract, fx::in_shardings(fx::replicated(m)), fx::out_shardings(fx::replicated(m)));
+  const std::string d2 = partition_dump([&] { y = jc(x, w); });
+  check_close(y, fx::matmul(x, w));
+  if (n > 1) CHECK(has(d2, "psum over 'data'"));
+  CHECK(!has(d2, "all_gather"));
+}
+
 namespace {
 struct Mlp {
   fx::Array w1, b1, w2;

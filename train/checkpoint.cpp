@@ -4,6 +4,7 @@
 #include "train/checkpoint.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <set>
 
@@ -11,6 +12,7 @@
 #include "ir/error.h"
 #include "train/file_io.h"
 #include "train/json.h"
+#include "train/sharded_io.h"
 
 namespace fluxion::checkpoint_io {
 
@@ -34,7 +36,26 @@ std::string shape_json(const Shape& s) {
 
 size_t nbytes(const Array& a) { return size_t(a.size()) * itemsize(a.dtype()); }
 
+ShardedFormat& sharded_format() {
+  static ShardedFormat f;
+  return f;
+}
+const ShardedFormat& sharded() {
+  if (!sharded_format().write) throw ValueError("ValueError: sharded checkpoints are not available (internal: not registered)");
+  return sharded_format();
+}
+
 }  // namespace
+
+void set_sharded_format(const ShardedFormat& format) { sharded_format() = format; }
+
+bool is_sharded_path(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return true;
+  std::filesystem::path p(path);
+  if (!p.has_filename()) return !path.empty();  // "dir/"
+  return !p.filename().has_extension() && p.filename() != "." && p.filename() != "..";
+}
 
 std::vector<std::string> split_field_names(const char* names) {
   std::vector<std::string> out;
@@ -55,6 +76,7 @@ void write(const std::string& path, const Entries& entries) {
   std::set<std::string> seen;
   for (const Entry& e : entries)
     if (!seen.insert(e.name).second) throw ValueError("ValueError: save(" + path + "): two leaves named '" + e.name + "'");
+  if (is_sharded_path(path)) return sharded().write(path, entries);
   if (ends_with(path, ".safetensors")) return write_safetensors(path, entries);
   if (ends_with(path, ".npz")) return write_npz(path, entries);
   if (ends_with(path, ".npy")) {
@@ -63,15 +85,18 @@ void write(const std::string& path, const Entries& entries) {
                        std::to_string(entries.size()) + " leaves (use .npz or .safetensors)");
     return write_npy(path, entries[0].array);
   }
-  throw ValueError("ValueError: save(" + path + "): unknown format (use .safetensors, .npz or .npy)");
+  throw ValueError("ValueError: save(" + path + "): unknown format (use .safetensors, .npz or .npy, or a name without an "
+                   "extension for a sharded checkpoint directory)");
 }
 
 Entries read(const std::string& path) {
   Entries out;
-  if (ends_with(path, ".safetensors")) out = read_safetensors(path);
+  if (is_sharded_path(path)) out = sharded().read(path);
+  else if (ends_with(path, ".safetensors")) out = read_safetensors(path);
   else if (ends_with(path, ".npz")) out = read_npz(path);
   else if (ends_with(path, ".npy")) out = {{"arr_0", read_npy(path)}};
-  else throw ValueError("ValueError: load(" + path + "): unknown format (use .safetensors, .npz or .npy)");
+  else throw ValueError("ValueError: load(" + path + "): unknown format (use .safetensors, .npz or .npy, or a name without an "
+                        "extension for a sharded checkpoint directory)");
   std::set<std::string> seen;  // a zip may hold two members of one name: which one is meant?
   for (const Entry& e : out)
     if (!seen.insert(e.name).second) io::fail(path, "two arrays are named '" + e.name + "'");
@@ -100,6 +125,7 @@ std::vector<Array> match(const std::string& path, const Entries& file, const std
   if (!by_name.empty())
     throw ValueError("ValueError: load(" + path + "): the file has arrays the tree does not, e.g. '" +
                      by_name.begin()->first + "' (" + std::to_string(by_name.size()) + " in all)");
+  if (is_sharded_path(path)) return sharded().lay_out(path, std::move(out), names, like);
   return out;
 }
 

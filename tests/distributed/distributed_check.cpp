@@ -5,13 +5,20 @@
 //                                DeviceError naming both
 //   distributed_check hang       process 1 stops answering: the others raise DeviceError within
 //                                FLUXION_COLLECTIVE_TIMEOUT seconds (and exit 3, ending the job)
+//   distributed_check checkpoint DIR   a sharded checkpoint in DIR: each process writes its own
+//                                devices' blocks; loading on the mesh it was saved on, onto the
+//                                devices in reverse order (blocks from the other processes' files)
+//                                and whole gives the array every process knows
 #include <fluxion.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <map>
 #include <string>
 #include <thread>
 
@@ -100,13 +107,61 @@ int hang() {
   std::printf("process %d: FAILED no DeviceError\n", me);
   return 1;
 }
+bool same(const fx::Array& a, const fx::Array& b) {
+  return a.shape() == b.shape() && a.to_vector<float>() == b.to_vector<float>();
+}
+
+int checkpoint(const std::string& dir) {
+  const int procs = fx::distributed::process_count(), me = fx::distributed::process_index();
+  const int64_t n = int64_t(fx::devices("cpu").size()), local = int64_t(fx::local_devices("cpu").size());
+  const fx::Array x = fx::reshape(fx::arange(float(4 * n * 3)), {4 * n, 3});  // the same in every process
+  const fx::Mesh mesh = fx::make_mesh({n}, {"data"});
+  std::map<std::string, fx::Array> tree{{"x", fx::device_put(x, fx::NamedSharding(mesh, fx::P("data")))},
+                                        {"step", fx::scalar(7.f)}};
+  fx::save(dir, tree);
+  fx::save(dir, tree);  // again: the new generation replaces the first
+  // One file per process, holding its own devices' blocks (and process 0 the unsharded step).
+  int files = 0;
+  std::string own;
+  for (const auto& f : std::filesystem::directory_iterator(dir)) {
+    const std::string name = f.path().filename().string();
+    files += name.starts_with("shards-");
+    if (name.starts_with("shards-" + std::to_string(me) + ".")) own = f.path().string();
+  }
+  expect(files == procs, "one shard file per process, got " + std::to_string(files));
+  const auto mine = fx::load<std::map<std::string, fx::Array>>(own);
+  expect(int64_t(mine.size()) == local + (me == 0 ? 1 : 0), "a process's file holds its blocks only");
+  for (int64_t k = 0; k < local; ++k)
+    expect(mine.count("x#" + std::to_string(me * local + k)) == 1, "block " + std::to_string(me * local + k) + " in its owner's file");
+  // On the mesh it was saved on, onto the devices in reverse order, and whole.
+  const auto back = fx::load(dir, tree);
+  std::vector<fx::Device> reversed = fx::devices("cpu");
+  std::reverse(reversed.begin(), reversed.end());
+  const fx::NamedSharding flipped(fx::make_mesh({n}, {"data"}, reversed), fx::P("data"));
+  const auto moved = fx::load(dir, std::map<std::string, fx::Array>{{"x", fx::device_put(x, flipped)}, {"step", fx::scalar(0.f)}});
+  for (int64_t k = 0; k < local; ++k) {
+    const int64_t g = me * local + k;
+    const fx::Array want = fx::slice(x, {4 * g, 0}, {4 * g + 4, 3});
+    expect(same(back.at("x").shards()[size_t(k)], want), "block " + std::to_string(g) + " on the saved mesh");
+    // Position p of the reversed mesh is device n-1-p; this process's device g sits at n-1-g.
+    const int64_t p = n - 1 - g;
+    const std::vector<fx::Array> shards = moved.at("x").shards();
+    bool found = false;
+    for (const fx::Array& s : shards) found = found || same(s, fx::slice(x, {4 * p, 0}, {4 * p + 4, 3}));
+    expect(found && moved.at("x").sharding() == flipped, "block " + std::to_string(p) + " resharded onto device " + std::to_string(g));
+  }
+  expect(back.at("step").item<float>() == 7.f, "the unsharded leaf");
+  const auto whole = fx::load(dir, std::map<std::string, fx::Array>{{"x", x}, {"step", fx::scalar(0.f)}});
+  expect(!whole.at("x").is_sharded() && same(whole.at("x"), x), "the whole array, read from every process's file");
+  return failures;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
     fx::distributed::initialize();
     const std::string mode = argc > 1 ? argv[1] : "";
-    const int rc = mode == "mismatch" ? mismatch() : mode == "hang" ? hang() : collectives();
+    const int rc = mode == "mismatch" ? mismatch() : mode == "hang" ? hang() : mode == "checkpoint" && argc > 2 ? checkpoint(argv[2]) : collectives();
     if (rc == 0) std::printf("process %d of %d: ok\n", fx::distributed::process_index(), fx::distributed::process_count());
     return rc == 0 ? 0 : 1;
   } catch (const std::exception& e) {
