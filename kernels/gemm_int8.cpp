@@ -1,8 +1,9 @@
 // The int8 matrix product's four paths (kernels/gemm_int8.h). The VNNI paths pack rhs into
 // column panels of one register's width, four k per int32 lane (the operand layout `vpdpbusd`
 // wants), and lhs rows into uint8 padded to a multiple of four; a tile of 4 rows x 4 registers
-// keeps 16 accumulators in registers for the whole k loop. The portable loop is written once and
-// inlined into an AVX2 function and a baseline one, so each is vectorised for its own level.
+// keeps 16 accumulators in registers for the whole k loop. The AVX2 path runs the same tiles on
+// int16 pairs (`vpmaddwd`: two exact products per int32 lane, no shift needed); the portable path
+// is a widening loop at the library's baseline flags.
 #include "kernels/gemm_int8.h"
 
 #include <algorithm>
@@ -45,21 +46,18 @@ int32_t lhs_at(const Int8Gemm& g, int64_t i, int64_t p) {
 void portable_rows(const Int8Gemm& g, int64_t r0, int64_t r1) { widening_rows(g, r0, r1); }
 
 #if defined(__x86_64__)
-__attribute__((target("avx2,fma"))) void avx2_rows(const Int8Gemm& g, int64_t r0, int64_t r1) {
-  widening_rows(g, r0, r1);
-}
-
 // rhs packed for `lanes` int32 lanes per register: panel q (columns [q*lanes, q*lanes+lanes)) is
 // kg = kp/4 blocks of lanes*4 bytes, block t holding rhs[4t..4t+3, column] per lane. Padding is 0.
 struct PackedRhs {
   int64_t lanes, kg, panels;
+  bool shifted;  // lhs was shifted by +128 (int8 activations on vpdpbusd): take off 128 * column_sums
   std::vector<uint8_t> bytes;
   std::vector<int32_t> column_sums;  // of rhs over k: the correction of int8 activations
   const uint8_t* panel(int64_t q) const { return bytes.data() + q * kg * lanes * 4; }
 };
 
 PackedRhs pack_rhs(const Int8Gemm& g, int64_t lanes) {
-  PackedRhs r{lanes, (g.k + 3) / 4, (g.n + lanes - 1) / lanes, {}, std::vector<int32_t>(size_t(g.n), 0)};
+  PackedRhs r{lanes, (g.k + 3) / 4, (g.n + lanes - 1) / lanes, !g.lhs_unsigned, {}, std::vector<int32_t>(size_t(g.n), 0)};
   r.bytes.assign(size_t(r.panels * r.kg * lanes * 4), 0);
   for (int64_t p = 0; p < g.k; ++p)
     for (int64_t j = 0; j < g.n; ++j) {
@@ -68,6 +66,30 @@ PackedRhs pack_rhs(const Int8Gemm& g, int64_t lanes) {
       r.column_sums[size_t(j)] += v;
     }
   return r;
+}
+
+// rhs for AVX2's vpmaddwd: two k per int32 lane as int16 (block t holds rhs[2t..2t+1, column]).
+PackedRhs pack_rhs_pairs(const Int8Gemm& g) {
+  const int64_t lanes = 8;
+  PackedRhs r{lanes, (g.k + 1) / 2, (g.n + lanes - 1) / lanes, false, {}, {}};
+  r.bytes.assign(size_t(r.panels * r.kg * lanes * 4), 0);
+  for (int64_t p = 0; p < g.k; ++p)
+    for (int64_t j = 0; j < g.n; ++j) {
+      const int16_t v = g.rhs[p * g.n + j];
+      std::memcpy(&r.bytes[size_t(((j / lanes * r.kg + p / 2) * lanes + j % lanes) * 4 + p % 2 * 2)], &v, 2);
+    }
+  return r;
+}
+
+// lhs rows [r0, r1) as int16 pairs, each row padded with zeros to kg pairs.
+std::vector<uint8_t> pack_lhs_pairs(const Int8Gemm& g, int64_t r0, int64_t r1, int64_t kg) {
+  std::vector<uint8_t> a(size_t((r1 - r0) * kg * 4), 0);
+  for (int64_t i = r0; i < r1; ++i)
+    for (int64_t p = 0; p < g.k; ++p) {
+      const int16_t v = int16_t(lhs_at(g, i, p));
+      std::memcpy(&a[size_t((i - r0) * kg * 4 + p * 2)], &v, 2);
+    }
+  return a;
 }
 
 // lhs rows [r0, r1) as uint8 (int8 shifted by +128), each padded with zeros to kg*4 bytes.
@@ -105,7 +127,7 @@ void finish_row(const int32_t* acc, int64_t count, const int32_t* sums, bool shi
         alignas(64) int32_t lane[LANES];                                                                      \
         STORE(reinterpret_cast<VEC*>(lane), acc[r][c]);                                                       \
         const int64_t col = col0 + c * LANES;                                                                 \
-        finish_row(lane, std::min<int64_t>(LANES, g.n - col), b.column_sums.data() + col, !g.lhs_unsigned,    \
+        finish_row(lane, std::min<int64_t>(LANES, g.n - col), b.column_sums.data() + col, b.shifted,          \
                    g.out + (row + r) * g.n + col);                                                            \
       }                                                                                                       \
   }
@@ -114,23 +136,33 @@ FLUXION_VNNI_TILE(tile512, "avx512f,avx512bw,avx512vnni", __m512i, 16, _mm512_se
                   _mm512_loadu_si512, _mm512_set1_epi32, _mm512_store_si512)
 FLUXION_VNNI_TILE(tile256, "avx2,avxvnni", __m256i, 8, _mm256_setzero_si256, _mm256_dpbusd_avx_epi32,
                   _mm256_loadu_si256, _mm256_set1_epi32, _mm256_store_si256)
+__attribute__((target("avx2"))) inline __m256i madd_add(__m256i acc, __m256i x, __m256i w) {
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(x, w));
+}
+FLUXION_VNNI_TILE(tile_madd, "avx2", __m256i, 8, _mm256_setzero_si256, madd_add, _mm256_loadu_si256,
+                  _mm256_set1_epi32, _mm256_store_si256)
 #undef FLUXION_VNNI_TILE
 
 // Rows [r0, r1) through tiles of 4 rows x 4 registers, the edges through 1-row and 1-register tiles.
-template <bool Wide>
+template <int Kind>
 void vnni_rows(const Int8Gemm& g, const PackedRhs& b, int64_t r0, int64_t r1) {
-  const std::vector<uint8_t> a = pack_lhs_rows(g, r0, r1, b.kg);
+  const std::vector<uint8_t> a = Kind == 2 ? pack_lhs_pairs(g, r0, r1, b.kg) : pack_lhs_rows(g, r0, r1, b.kg);
   const int64_t stride = b.kg * 4, lanes = b.lanes;
   for (int64_t i = r0; i < r1;) {
     const bool four = r1 - i >= 4;
     const uint8_t* ai = a.data() + (i - r0) * stride;
     for (int64_t q = 0; q < b.panels;) {
       const bool wide = b.panels - q >= 4;
-      if constexpr (Wide) {
+      if constexpr (Kind == 0) {
         if (four && wide) tile512<4, 4>(ai, stride, b, q, g, i, q * lanes);
         else if (four) tile512<4, 1>(ai, stride, b, q, g, i, q * lanes);
         else if (wide) tile512<1, 4>(ai, stride, b, q, g, i, q * lanes);
         else tile512<1, 1>(ai, stride, b, q, g, i, q * lanes);
+      } else if constexpr (Kind == 2) {
+        if (four && wide) tile_madd<4, 4>(ai, stride, b, q, g, i, q * lanes);
+        else if (four) tile_madd<4, 1>(ai, stride, b, q, g, i, q * lanes);
+        else if (wide) tile_madd<1, 4>(ai, stride, b, q, g, i, q * lanes);
+        else tile_madd<1, 1>(ai, stride, b, q, g, i, q * lanes);
       } else {
         if (four && wide) tile256<4, 4>(ai, stride, b, q, g, i, q * lanes);
         else if (four) tile256<4, 1>(ai, stride, b, q, g, i, q * lanes);
@@ -213,12 +245,13 @@ void int8_gemm_with(Int8Path path, const Int8Gemm& g, int threads) {
     const PackedRhs b = pack_rhs(g, wide ? 16 : 8);
     parallel_chunks(use, chunks, [&](int64_t c) {
       auto [r0, r1] = rows_of(c);
-      wide ? vnni_rows<true>(g, b, r0, r1) : vnni_rows<false>(g, b, r0, r1);
+      wide ? vnni_rows<0>(g, b, r0, r1) : vnni_rows<1>(g, b, r0, r1);
     });
     return;
   }
   if (path == Int8Path::avx2) {
-    parallel_chunks(use, chunks, [&](int64_t c) { auto [r0, r1] = rows_of(c); avx2_rows(g, r0, r1); });
+    const PackedRhs b = pack_rhs_pairs(g);
+    parallel_chunks(use, chunks, [&](int64_t c) { auto [r0, r1] = rows_of(c); vnni_rows<2>(g, b, r0, r1); });
     return;
   }
 #endif

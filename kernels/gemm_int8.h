@@ -5,8 +5,8 @@
 //
 // One of four paths runs, chosen per call from the x86-64 level the caller was compiled for and the
 // CPU: AVX512-VNNI (`vpdpbusd` on 512-bit registers), AVX-VNNI (the same instruction on 256-bit
-// registers, Alder Lake and later), and a widening loop built twice (AVX2 at levels 3-4, the
-// library's baseline flags at levels 1-2) for CPUs without VNNI. `vpdpbusd` multiplies unsigned
+// registers, Alder Lake and later), AVX2 (`vpmaddwd` on operands widened to int16 pairs, levels
+// 3-4 without VNNI) and a widening loop at the library's baseline flags (levels 1-2). `vpdpbusd` multiplies unsigned
 // by signed bytes, so int8 activations are shifted by +128 into uint8 and 128 * (column sums of
 // rhs) is taken off afterwards -- exact, since the four products it adds per lane are summed in
 // int32 without saturation.
