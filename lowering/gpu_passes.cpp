@@ -340,6 +340,7 @@ void register_gpu_passes() {
   PassRegistration<GpuParallelPass>();
   PassRegistration<GpuMathPass>();
   register_gpu_rows_pass();
+  register_gpu_columns_pass();
 }
 
 }  // namespace fluxion::lowering

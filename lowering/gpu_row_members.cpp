@@ -42,7 +42,7 @@ static std::optional<gpu::AllReduceOperation> kind_of(Operation* op) {
   return std::nullopt;
 }
 
-static std::optional<Combiner> combiner_of(linalg::LinalgOp op, unsigned output) {
+std::optional<Combiner> combiner_of(linalg::LinalgOp op, unsigned output) {
   Block* body = op.getBlock();
   BlockArgument acc = op.getRegionOutputArgs()[output];
   Value yielded = body->getTerminator()->getOperand(output);

@@ -22,6 +22,9 @@ struct Combiner {
   mlir::gpu::AllReduceOperation kind{};
 };
 
+/// The combiner of op's output `output`, if it has one (fx-gpu-columns uses it too).
+std::optional<Combiner> combiner_of(mlir::linalg::LinalgOp op, unsigned output);
+
 /// The combiner's identity in type t.
 mlir::Value identity(mlir::OpBuilder& b, mlir::Location loc, mlir::gpu::AllReduceOperation k, mlir::Type t);
 

@@ -39,6 +39,10 @@ void register_gpu_passes();
 /// beside them, as one block per row (registered by register_gpu_passes).
 void register_gpu_rows_pass();
 
+/// fx-gpu-columns (gpu_columns.cpp): reductions over outer dims (column sums) as a launch of
+/// partials over slices of the reduced extent, then a fold (registered by register_gpu_passes).
+void register_gpu_columns_pass();
+
 /// fx-gpu-math's rewrites (gpu_passes.cpp) without its renaming of C math functions to
 /// libdevice's: the emulated GPU's kernels (gpu_emulation.cpp) compute what the PTX computes.
 void populate_gpu_math_patterns(mlir::RewritePatternSet& patterns);

@@ -68,6 +68,7 @@ const char* kMapToGpu =
     "canonicalize,cse,"
     "func.func(fx-gpu-copies),"
     "func.func(fx-gpu-rows),"
+    "func.func(fx-gpu-columns),"
     "func.func(convert-linalg-to-parallel-loops),"
     "func.func(fx-gpu-parallel),"
     "func.func(gpu-map-parallel-loops),"

@@ -8,55 +8,16 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <string>
 
 #include "interpreters/jit_passes.h"
+#include "gpu_compare.h"
 #include "lowering/compile_cuda.h"
 #include "test_helpers.h"
 
 namespace fx = fluxion;
+using namespace gpu_compare;
 using test_helpers::ramp;
-
-namespace {
-
-bool no_toolkit() { return fx::lowering::cuda_toolkit_path().empty(); }
-bool no_gpu() { return no_toolkit() || fx::devices("cuda").empty(); }
-
-using Fn = std::function<fx::Array(const fx::Array&)>;
-
-fx::runtime::GpuProgram compiled(const Fn& f, const fx::Array& x) { return fx::lowering::compile_cuda(fx::make_ir(f)(x), {}); }
-
-// jit on the GPU against eager on the CPU, elementwise within rtol (NaN matches NaN).
-void check_like_cpu(const Fn& f, const fx::Array& x, double rtol, double atol = 0) {
-  const fx::Array want = f(x);
-  const fx::Array got = fx::jit(f)(fx::device_put(x, fx::devices("cuda").at(0)));
-  REQUIRE(got.shape() == want.shape());
-  REQUIRE(got.dtype() == want.dtype());
-  const std::vector<double> g = fx::astype(got, fx::float64).to_vector<double>();
-  const std::vector<double> w = fx::astype(want, fx::float64).to_vector<double>();
-  int wrong = 0;
-  for (size_t i = 0; i < g.size(); ++i) {
-    const bool same = (std::isnan(g[i]) && std::isnan(w[i])) || g[i] == w[i] ||
-                      std::abs(g[i] - w[i]) <= atol + rtol * std::abs(w[i]);
-    if (!same && ++wrong <= 3) FAIL_CHECK("element " << i << ": " << g[i] << " on the GPU, " << w[i] << " on the CPU");
-  }
-}
-
-// Values of dtype d spread over a range the op keeps finite (and wrapping integer sums exact).
-fx::Array values(const fx::Shape& shape, fx::DType d, float lo, float hi) {
-  return fx::astype(fx::reshape(fx::array(ramp(shape.numel(), lo, hi)), shape), d);
-}
-
-double tolerance(fx::DType d) {
-  if (d == fx::float16) return 4e-3;
-  if (d == fx::bfloat16) return 2e-2;
-  if (d == fx::float32) return 2e-5;
-  if (d == fx::float64) return 1e-12;
-  return 0;  // integers and bools: exact
-}
-
-}  // namespace
 
 TEST_CASE("gpu rows: a reduction over rows is one block per row, its elementwise producer inside" *
           doctest::skip(no_toolkit())) {
