@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <vector>
 
+#include "test_helpers.h"
+
 namespace fx = fluxion;
 namespace fs = std::filesystem;
 
@@ -192,6 +194,17 @@ TEST_CASE("checkpoint: mismatches and bad files raise ShapeError, TypeError, Val
   CHECK_THROWS_AS(fx::load<fx::nn::Linear>((dir / "junk.npz").string()), fx::IOError);
   CHECK_THROWS_AS(fx::save((dir / "x.pt").string(), lin), fx::ValueError);
   CHECK_THROWS_AS(fx::save((dir / "two.npy").string(), lin), fx::ValueError);
+  // safetensors has no complex dtype: a TypeError naming the array and .npz, and no file written;
+  // .npz keeps complex arrays.
+  std::map<std::string, fx::Array> z{{"z", fx::complex(fx::array({1.f, 2.f}), fx::array({-3.f, 0.5f}))}};
+  const std::string e = test_helpers::error_of<fx::TypeError>([&] { fx::save((dir / "z.safetensors").string(), z); });
+  CHECK_MESSAGE(e.find("'z' is c64[2]") != std::string::npos, e);
+  CHECK_MESSAGE(e.find(".npz") != std::string::npos, e);
+  CHECK_FALSE(fs::exists(dir / "z.safetensors"));
+  fx::save((dir / "z.npz").string(), z);
+  const fx::Array back = fx::load<std::map<std::string, fx::Array>>((dir / "z.npz").string()).at("z");
+  CHECK(back.dtype() == fx::complex64);
+  CHECK(fx::allclose(back, z.at("z")));
   fs::remove_all(dir);
 }
 

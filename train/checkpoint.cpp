@@ -140,6 +140,10 @@ void write_safetensors(const std::string& path, const Entries& entries) {
     const char* dt = nullptr;
     for (auto [d, name] : kSafetensorsDTypes)
       if (d == e->array.dtype()) dt = name;
+    if (!dt)  // complex: the format has no such dtype (refused before anything is written)
+      throw TypeError("TypeError: save(" + path + "): the array '" + e->name + "' is " + e->array.aval().str() +
+                      ", and safetensors has no " + std::string(dtype_name(e->array.dtype())) +
+                      " dtype; save it as .npz (NumPy's complex dtypes)");
     size_t n = nbytes(e->array);
     header += "," + json::quote(e->name) + ":{\"dtype\":\"" + dt + "\",\"shape\":" + shape_json(e->array.shape()) +
               ",\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + n) + "]}";

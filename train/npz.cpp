@@ -18,7 +18,7 @@ namespace {
 constexpr std::pair<DType, const char*> kNpyDTypes[] = {
     {DType::bool_, "|b1"}, {DType::int8, "|i1"},    {DType::int32, "<i4"},   {DType::int64, "<i8"},
     {DType::uint8, "|u1"}, {DType::uint32, "<u4"},  {DType::float16, "<f2"}, {DType::float32, "<f4"},
-    {DType::float64, "<f8"},
+    {DType::float64, "<f8"},  {DType::complex64, "<c8"}, {DType::complex128, "<c16"},  // complex: interleaved parts, as NumPy
 };
 
 size_t nbytes(const Array& a) { return size_t(a.size()) * itemsize(a.dtype()); }
@@ -30,7 +30,7 @@ std::string npy_header(const Array& a, const std::string& what) {
     if (d == a.dtype()) descr = s;
   if (!descr)
     throw TypeError("TypeError: save(" + what + "): NumPy has no " + std::string(dtype_long_name(a.dtype())) +
-                    " dtype (use .safetensors for bfloat16)");
+                    " dtype (use .safetensors for bfloat16)");  // bfloat16
   std::string shape = "(";
   for (int i = 0; i < a.ndim(); ++i) shape += std::to_string(a.shape()[size_t(i)]) + (a.ndim() == 1 ? "," : i + 1 < a.ndim() ? ", " : "");
   shape += ")";
