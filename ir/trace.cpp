@@ -6,6 +6,7 @@
 #include "ir/debug_checks.h"
 #include "ir/eager_cpu_hook.h"
 #include "ir/eval_rules.h"
+#include "ir/interpret.h"
 #include "ir/profiler.h"
 #include "ir/settings.h"
 #include "memory/buffer.h"
@@ -308,15 +309,19 @@ std::vector<Array> eval_program(const Program& p, std::span<const Array> args) {
     throw ValueError("ValueError: eval: the program has " + std::to_string(p.constvars.size()) +
                      " constvars but only " + std::to_string(p.consts.size()) +
                      " values for them (a parsed program must be given its constants)");
-  std::vector<Array> env(p.types.size());
   for (size_t i = 0; i < args.size(); ++i) {
     const AbstractArray& want = p.type(p.invars[i]);
     if (!args[i].valid() || !args[i].aval().same_type(want))
       throw TypeError("TypeError: eval: argument " + std::to_string(i) + " has type " +
                       (args[i].valid() ? args[i].aval().str() : std::string("<empty>")) + ", the program expects " +
                       want.str());
-    env[size_t(p.invars[i])] = args[i];
   }
+  return interpret(p, args);
+}
+
+std::vector<Array> interpret(const Program& p, std::span<const Array> args, const EqnHook& hook) {
+  std::vector<Array> env(p.types.size());
+  for (size_t i = 0; i < args.size(); ++i) env[size_t(p.invars[i])] = args[i];
   for (size_t i = 0; i < p.consts.size(); ++i) env[size_t(p.constvars[i])] = p.consts[i];
   // Free each intermediate after its last use.
   std::vector<int32_t> last_use(p.types.size(), -1);
@@ -331,8 +336,13 @@ std::vector<Array> eval_program(const Program& p, std::span<const Array> args) {
     const Eqn& e = p.eqns[k];
     ins.clear();
     for (const Atom& a : e.inputs) ins.push_back(read(a));
-    std::vector<Array> outs = bind(e.prim, ins, e.params, e.loc);
-    for (size_t j = 0; j < outs.size(); ++j) env[size_t(e.outputs[j])] = std::move(outs[j]);
+    std::optional<Array> hooked = hook ? hook(k, e, ins) : std::nullopt;
+    if (hooked) {
+      env[size_t(e.outputs[0])] = std::move(*hooked);
+    } else {
+      std::vector<Array> outs = bind(e.prim, ins, e.params, e.loc);
+      for (size_t j = 0; j < outs.size(); ++j) env[size_t(e.outputs[j])] = std::move(outs[j]);
+    }
     for (const Atom& a : e.inputs)
       if (!a.is_literal() && last_use[size_t(a.var)] == int32_t(k)) env[size_t(a.var)] = Array();
   }

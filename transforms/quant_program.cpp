@@ -10,6 +10,7 @@
 #include "api/creation.h"
 #include "api/reductions.h"
 #include "api/shape_ops.h"
+#include "ir/interpret.h"
 #include "ir/trace.h"
 #include "transforms/quant.h"
 
@@ -17,29 +18,6 @@ namespace fluxion::quant {
 
 namespace {
 
-using Hook = std::function<std::optional<Array>(size_t k, const Eqn& e, const std::vector<Array>& ins)>;
-
-std::vector<Array> interpret(const Program& p, std::span<const Array> args, const Hook& hook) {
-  std::vector<Array> env(p.types.size());
-  for (size_t i = 0; i < args.size(); ++i) env[size_t(p.invars[i])] = args[i];
-  for (size_t i = 0; i < p.consts.size(); ++i) env[size_t(p.constvars[i])] = p.consts[i];
-  auto read = [&](const Atom& a) { return a.is_literal() ? literal_array(a.lit) : env[size_t(a.var)]; };
-  std::vector<Array> ins;
-  for (size_t k = 0; k < p.eqns.size(); ++k) {
-    const Eqn& e = p.eqns[k];
-    ins.clear();
-    for (const Atom& a : e.inputs) ins.push_back(read(a));
-    if (std::optional<Array> y = hook(k, e, ins)) {
-      env[size_t(e.outputs[0])] = std::move(*y);
-      continue;
-    }
-    std::vector<Array> outs = bind(e.prim, ins, e.params, e.loc);
-    for (size_t j = 0; j < outs.size(); ++j) env[size_t(e.outputs[j])] = std::move(outs[j]);
-  }
-  std::vector<Array> outs;
-  for (const Atom& a : p.outvars) outs.push_back(read(a));
-  return outs;
-}
 
 // The parameter leaf an atom is (its index), or -1.
 int64_t param_index(const Program& p, size_t param_leaves, const Atom& a) {
