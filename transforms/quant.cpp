@@ -49,15 +49,26 @@ Array as_float(const ArrayLike& a, SourceLoc loc) {
   return is_float(x.dtype()) ? x : astype(x, float32, loc);
 }
 
+// x as float, the integer range, and scale and zero point laid along `axis` in x's dtype: what
+// quantize_array and fake_quant both start from.
+struct Grid {
+  Array x, scale, zero_point;
+  double lo, hi;
+};
+Grid grid(const ArrayLike& x_, const ArrayLike& scale, const ArrayLike& zero_point, DType dtype,
+          std::optional<int64_t> axis, const char* op, SourceLoc loc) {
+  const Array x = as_float(x_, loc);
+  const auto [lo, hi] = dtype_range(dtype);
+  return {x, along(astype(to_array(scale), x.dtype(), loc), x, axis, op, loc),
+          along(astype(to_array(zero_point), x.dtype(), loc), x, axis, op, loc), lo, hi};
+}
+
 }  // namespace
 
 Array quantize_array(const ArrayLike& x_, const ArrayLike& scale, const ArrayLike& zero_point, DType dtype,
                      std::optional<int64_t> axis, SourceLoc loc) {
-  const Array x = as_float(x_, loc);
-  const auto [lo, hi] = dtype_range(dtype);
-  const Array s = along(astype(to_array(scale), x.dtype(), loc), x, axis, "quantize_array", loc);
-  const Array z = along(astype(to_array(zero_point), x.dtype(), loc), x, axis, "quantize_array", loc);
-  return astype(clip(round(x / s, loc) + z, lo, hi, loc), dtype, loc);
+  const Grid g = grid(x_, scale, zero_point, dtype, axis, "quantize_array", loc);
+  return astype(clip(round(g.x / g.scale, loc) + g.zero_point, g.lo, g.hi, loc), dtype, loc);
 }
 
 Array dequantize_array(const ArrayLike& q_, const ArrayLike& scale, const ArrayLike& zero_point,
@@ -70,14 +81,12 @@ Array dequantize_array(const ArrayLike& q_, const ArrayLike& scale, const ArrayL
 
 Array fake_quant(const ArrayLike& x_, const ArrayLike& scale, const ArrayLike& zero_point, DType dtype,
                  std::optional<int64_t> axis, SourceLoc loc) {
-  const Array x = as_float(x_, loc);
-  const auto [lo, hi] = dtype_range(dtype);
-  const Array s = along(astype(to_array(scale), x.dtype(), loc), x, axis, "fake_quant", loc);
-  const Array z = along(astype(to_array(zero_point), x.dtype(), loc), x, axis, "fake_quant", loc);
+  const Grid g = grid(x_, scale, zero_point, dtype, axis, "fake_quant", loc);
+  const Array &x = g.x, &s = g.scale, &z = g.zero_point;
   // The value is the round trip; the gradient that of clip(x, lo, hi): the straight-through
   // estimator, zero where the value saturates.
-  const Array clipped = clip(x, (lo - z) * s, (hi - z) * s, loc);
-  const Array round_trip = (clip(round(x / s, loc) + z, lo, hi, loc) - z) * s;
+  const Array clipped = clip(x, (g.lo - z) * s, (g.hi - z) * s, loc);
+  const Array round_trip = (clip(round(x / s, loc) + z, g.lo, g.hi, loc) - z) * s;
   return clipped + stop_gradient(round_trip - clipped, loc);
 }
 
