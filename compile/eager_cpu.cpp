@@ -46,11 +46,17 @@ EagerCompile mode() {
   return from_setting;
 }
 
-// Calls per operand signature of the medium-sized ops, and the signatures whose compile failed
-// (those stay on the reference kernel: never worse than without this path).
+// Per operand signature of the ops seen at sizes worth compiling: how often it ran, and its
+// executable once compiled (so a repeated op pays no fingerprint or cache lookup), or that its
+// compile failed (it stays on the reference kernel: never worse than without this path).
+struct Entry {
+  int calls = 0;
+  bool failed = false;
+  std::shared_ptr<const Executable> exe;
+};
 struct Seen {
   std::mutex mu;
-  std::unordered_map<std::string, int> calls;
+  std::unordered_map<std::string, Entry> entries;
 };
 Seen& seen() {
   static Seen* s = new Seen;  // never destroyed: eager ops may run during static destruction
@@ -71,24 +77,32 @@ std::optional<std::vector<Array>> run_compiled(Prim p, std::span<const Array> in
   if (m == EagerCompile::off) return std::nullopt;
   const int64_t n = out_avals[0].size();
   if (m == EagerCompile::auto_ && n < kRepeated) return std::nullopt;
+  // Entries are keyed by the operands' types alone: an op with params (none of the primitives
+  // above has any today) keeps to the reference kernel rather than share another's executable.
+  if (!params.empty()) return std::nullopt;
   const std::string key = signature(p, inputs);
+  std::shared_ptr<const Executable> exe;
   {
     std::lock_guard<std::mutex> lock(seen().mu);
-    int& calls = seen().calls[key];
-    if (calls < 0) return std::nullopt;  // its compile failed once
-    ++calls;
-    if (m == EagerCompile::auto_ && n < kFirstCall && calls < kRepeatCalls) return std::nullopt;
+    Entry& entry = seen().entries[key];
+    if (entry.failed) return std::nullopt;
+    ++entry.calls;
+    if (m == EagerCompile::auto_ && n < kFirstCall && entry.calls < kRepeatCalls) return std::nullopt;
+    exe = entry.exe;
   }
-  std::vector<AbstractArray> in_avals;
-  for (const Array& x : inputs) in_avals.push_back(x.aval());
-  std::shared_ptr<const Executable> exe;
-  try {
-    exe = compile(one_op_program(p, in_avals, params, loc), default_target(Platform::cpu),
-                  "eager_" + std::string(prim_name(p)));
-  } catch (const CompileError&) {
+  if (!exe) {
+    std::vector<AbstractArray> in_avals;
+    for (const Array& x : inputs) in_avals.push_back(x.aval());
+    try {
+      exe = compile(one_op_program(p, in_avals, params, loc), default_target(Platform::cpu),
+                    "eager_" + std::string(prim_name(p)));
+    } catch (const CompileError&) {
+      std::lock_guard<std::mutex> lock(seen().mu);
+      seen().entries[key].failed = true;
+      return std::nullopt;
+    }
     std::lock_guard<std::mutex> lock(seen().mu);
-    seen().calls[key] = -1;
-    return std::nullopt;
+    seen().entries[key].exe = exe;
   }
   g_runs.fetch_add(1, std::memory_order_relaxed);
   return exe->run(inputs, {}, RunOn{on, committed});
