@@ -141,4 +141,18 @@ bool passive(Operation* op) {
   return isa<arith::ConstantOp, memref::AllocOp, ViewLikeOpInterface>(op) && op->getNumRegions() == 0;
 }
 
+SmallVector<Value> delinearize(OpBuilder& b, Location loc, Value i, ArrayRef<int64_t> dims) {
+  SmallVector<Value> out(dims.size());
+  for (size_t d = dims.size(); d-- > 0;) {
+    if (d == 0) {
+      out[d] = i;
+      break;
+    }
+    Value n = b.create<arith::ConstantIndexOp>(loc, dims[d]);
+    out[d] = b.create<arith::RemUIOp>(loc, i, n);
+    i = b.create<arith::DivUIOp>(loc, i, n);
+  }
+  return out;
+}
+
 }  // namespace fluxion::lowering::gpu_rows

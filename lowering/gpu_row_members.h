@@ -25,6 +25,10 @@ struct Combiner {
 /// The combiner of op's output `output`, if it has one (fx-gpu-columns uses it too).
 std::optional<Combiner> combiner_of(mlir::linalg::LinalgOp op, unsigned output);
 
+/// Coordinates of linear index i over dims (row-major), as index arithmetic at b's point.
+llvm::SmallVector<mlir::Value> delinearize(mlir::OpBuilder& b, mlir::Location loc, mlir::Value i,
+                                           llvm::ArrayRef<int64_t> dims);
+
 /// The combiner's identity in type t.
 mlir::Value identity(mlir::OpBuilder& b, mlir::Location loc, mlir::gpu::AllReduceOperation k, mlir::Type t);
 

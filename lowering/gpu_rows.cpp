@@ -90,20 +90,7 @@ class KernelBuilder {
  private:
   Value index(int64_t v) { return b_.create<arith::ConstantIndexOp>(loc_, v); }
 
-  // Coordinates of linear index i over dims (row-major).
-  SmallVector<Value> delinearize(Value i, ArrayRef<int64_t> dims) {
-    SmallVector<Value> out(dims.size());
-    for (size_t d = dims.size(); d-- > 0;) {
-      if (d == 0) {
-        out[d] = i;
-        break;
-      }
-      Value n = index(dims[d]);
-      out[d] = b_.create<arith::RemUIOp>(loc_, i, n);
-      i = b_.create<arith::DivUIOp>(loc_, i, n);
-    }
-    return out;
-  }
+  SmallVector<Value> delinearize(Value i, ArrayRef<int64_t> dims) { return gpu_rows::delinearize(b_, loc_, i, dims); }
 
   // The roots a member reads and writes, reading through the virtual temporaries it recomputes.
   void accessed_roots(const Member& m, std::set<void*>& reads, std::set<void*>& writes) {
