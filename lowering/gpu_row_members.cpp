@@ -78,6 +78,45 @@ Value identity(OpBuilder& b, Location loc, gpu::AllReduceOperation k, Type t) {
 }
 
 
+// argmax/argmin's body (lower_reduce.cpp, argminmax_rule): best and index are read only by the
+// two selects and by the comparisons of v with best; the strict one says max or min, signed or not.
+std::optional<gpu::AllReduceOperation> arg_best_kind(linalg::LinalgOp op) {
+  using K = gpu::AllReduceOperation;
+  if (op.getNumDpsInits() != 2 || op.getNumDpsInputs() < 1) return std::nullopt;
+  Block* body = op.getBlock();
+  Value best = op.getRegionOutputArgs()[0], index = op.getRegionOutputArgs()[1];
+  if (!best.getType().isIntOrFloat() || !index.getType().isInteger(64)) return std::nullopt;
+  Operation* yield = body->getTerminator();
+  auto s0 = yield->getOperand(0).getDefiningOp<arith::SelectOp>(), s1 = yield->getOperand(1).getDefiningOp<arith::SelectOp>();
+  if (!s0 || !s1 || s0.getCondition() != s1.getCondition() || s0.getFalseValue() != best || s1.getFalseValue() != index)
+    return std::nullopt;
+  auto cast = s1.getTrueValue().getDefiningOp<arith::IndexCastOp>();
+  auto at = cast ? cast.getIn().getDefiningOp<linalg::IndexOp>() : linalg::IndexOp();
+  if (!at || op.getIteratorTypesArray()[at.getDim()] != utils::IteratorType::reduction) return std::nullopt;
+  if (!llvm::all_of(index.getUsers(), [&](Operation* u) { return u == s1.getOperation(); })) return std::nullopt;
+  std::optional<K> kind;
+  for (Operation* u : best.getUsers()) {
+    if (u == s0.getOperation()) continue;
+    if (auto f = dyn_cast<arith::CmpFOp>(u)) {
+      const auto p = f.getPredicate();
+      if (p == arith::CmpFPredicate::ORD) continue;  // "best is not NaN": a NaN, once found, stays
+      if (f.getRhs() != best || (p != arith::CmpFPredicate::OGT && p != arith::CmpFPredicate::OLT)) return std::nullopt;
+      kind = p == arith::CmpFPredicate::OGT ? K::MAXIMUMF : K::MINIMUMF;
+    } else if (auto i = dyn_cast<arith::CmpIOp>(u); i && i.getRhs() == best) {
+      switch (i.getPredicate()) {
+        case arith::CmpIPredicate::sgt: kind = K::MAXSI; break;
+        case arith::CmpIPredicate::slt: kind = K::MINSI; break;
+        case arith::CmpIPredicate::ugt: kind = K::MAXUI; break;
+        case arith::CmpIPredicate::ult: kind = K::MINUI; break;
+        default: return std::nullopt;
+      }
+    } else {
+      return std::nullopt;
+    }
+  }
+  return kind;
+}
+
 // The loops of op, if all are static.
 std::optional<SmallVector<int64_t>> loops_of(linalg::LinalgOp op) {
   SmallVector<int64_t> l = op.getStaticLoopRanges();
@@ -99,12 +138,15 @@ std::optional<Member> member_over(linalg::LinalgOp op, ArrayRef<int64_t> rows) {
   const size_t reduced = size_t(llvm::count(it, utils::IteratorType::reduction));
   if (reduced == 0) return m;
   if (reduced != m.inner.size()) return std::nullopt;  // reductions innermost, all of them
+  // argmax/argmin along one axis, its index a row's position (int32 for the block's all-reduce).
+  if (m.inner.size() == 1 && m.inner[0] < (int64_t(1) << 31)) m.arg = arg_best_kind(op);
   for (unsigned o = 0; o < op.getNumDpsInits(); ++o) {
     // Each output indexed by the rows exactly: thread 0 of row r folds the total into out[r].
     AffineMap map = op.getIndexingMapsArray()[op.getNumDpsInputs() + o];
     if (map.getNumResults() != rows.size()) return std::nullopt;
     for (unsigned d = 0; d < rows.size(); ++d)
       if (map.getResult(d) != getAffineDimExpr(d, map.getContext())) return std::nullopt;
+    if (m.arg) continue;
     auto c = combiner_of(op, o);
     if (!c) return std::nullopt;
     m.combiners.push_back(*c);

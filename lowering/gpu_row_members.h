@@ -39,7 +39,16 @@ struct Member {
   bool reduction = false;
   llvm::SmallVector<Combiner> combiners;  // per output, for a reduction
   bool virtual_ = false;                  // its output is recomputed by its readers, never stored
+  // argmax/argmin (outputs: best value, i64 index; arg_best_kind): the all-reduce of the best
+  // values. Its combiners are then empty.
+  std::optional<mlir::gpu::AllReduceOperation> arg;
 };
+
+/// Whether op is argmax/argmin's body as lower_reduce.cpp writes it -- outputs (best, index),
+/// yielding select(beats, v, best) and select(beats, i, index) with i the one reduced loop's index
+/// -- and if so the all-reduce that finds the best value (MAXIMUMF for a float argmax, MINSI for a
+/// signed argmin, ...).
+std::optional<mlir::gpu::AllReduceOperation> arg_best_kind(mlir::linalg::LinalgOp op);
 
 /// The loops of op, if all are static.
 std::optional<llvm::SmallVector<int64_t>> loops_of(mlir::linalg::LinalgOp op);

@@ -19,8 +19,12 @@
 // division). A member must keep every buffer the kernel both writes and reads row-local -- each
 // access to row r touches only row r of it -- since the rows run in any order.
 //
+// argmax/argmin along the row (a value-index pair per element, no single combiner) are anchors
+// too: each thread runs the op's own body over its elements, then two all-reduces (the best value,
+// then the least index holding it: reduce_arg).
+//
 // What stays with the generic mapping: reductions whose combiner is not one associative op on the
-// accumulator (argmax's pairs, complex sums), reductions over short rows (fewer than kMinRow
+// accumulator (complex sums, a complex argmax), reductions over short rows (fewer than kMinRow
 // elements: a thread per row is no worse), and reductions over outer dimensions (a thread per
 // output element reads coalesced already).
 #include <mlir/Dialect/Affine/IR/AffineOps.h>
@@ -34,6 +38,7 @@
 #include <mlir/Interfaces/ViewLikeInterface.h>
 #include <mlir/Pass/Pass.h>
 
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -131,13 +136,16 @@ class KernelBuilder {
 
   // The member's body at `loops`: its yielded values. The ops in `skip` (a reduction's combiners)
   // are not cloned; `mapping` then holds what their operands became.
-  SmallVector<Value> compute(const Member& m, ArrayRef<Value> loops, ArrayRef<Operation*> skip, IRMapping* out_map = nullptr) {
+  // `accs`, when given, are the outputs' block arguments (an arg member's running best and index).
+  SmallVector<Value> compute(const Member& m, ArrayRef<Value> loops, ArrayRef<Operation*> skip, IRMapping* out_map = nullptr,
+                             ValueRange accs = {}) {
     IRMapping map;
     Block* body = m.op.getBlock();
     for (OpOperand* o : m.op.getDpsInputOperands()) map.map(m.op.getMatchingBlockArgument(o), read(m, *o, loops));
-    for (OpOperand& o : m.op.getDpsInitsMutable()) {
+    for (auto [i, o] : llvm::enumerate(m.op.getDpsInitsMutable())) {
       BlockArgument arg = m.op.getMatchingBlockArgument(&o);
-      if (!arg.use_empty() && !m.reduction) map.map(arg, read(m, o, loops));
+      if (!accs.empty()) map.map(arg, accs[i]);
+      else if (!arg.use_empty() && !m.reduction) map.map(arg, read(m, o, loops));
     }
     for (Operation& op : body->without_terminator()) {
       if (llvm::is_contained(skip, &op)) continue;
@@ -173,7 +181,50 @@ class KernelBuilder {
   }
 
   // A reduction member: private partials, the block's all-reduce, thread 0 folds into out[row].
-  void reduce(const Member& m) { fold_into_outputs(m, totals(m, thread_, index(threads_))); }
+  void reduce(const Member& m) {
+    if (m.arg) return reduce_arg(m);
+    fold_into_outputs(m, totals(m, thread_, index(threads_)));
+  }
+
+  // argmax/argmin: each thread runs the op's own body over its elements t, t + T, ... (in order,
+  // so a tie keeps its first index and a NaN its first) from the outputs' placeholders (the fills';
+  // a thread whose elements never beat them keeps index 0, which is right: then every element is
+  // the placeholder and the answer is 0). The block's best value is an all-reduce of the threads'
+  // bests (max/min propagating NaN, as the body prefers a NaN); the index, the least index of a
+  // thread whose best is that value (a NaN for a NaN), a second all-reduce.
+  void reduce_arg(const Member& m) {
+    SmallVector<Value> init;
+    for (OpOperand& o : m.op.getDpsInitsMutable())
+      init.push_back(b_.create<memref::LoadOp>(loc_, o.get(), apply(m.op.getMatchingIndexingMap(&o), rows_)));
+    auto loop = b_.create<scf::ForOp>(loc_, thread_, index(product(m.inner)), index(threads_), init);
+    {
+      OpBuilder::InsertionGuard g(b_);
+      b_.setInsertionPointToStart(loop.getBody());
+      SmallVector<Value> loops(rows_);
+      loops.push_back(loop.getInductionVar());
+      b_.create<scf::YieldOp>(loc_, compute(m, loops, {}, nullptr, loop.getRegionIterArgs()));
+    }
+    Value best = loop.getResult(0), at = loop.getResult(1);
+    Value total = all_reduce(Combiner{nullptr, 0, *m.arg}, best);
+    Value mine;
+    if (isa<FloatType>(best.getType())) {
+      auto cmp = [&](arith::CmpFPredicate p, Value x, Value y) { return b_.create<arith::CmpFOp>(loc_, p, x, y); };
+      Value both_nan = b_.create<arith::AndIOp>(loc_, cmp(arith::CmpFPredicate::UNO, best, best),
+                                               cmp(arith::CmpFPredicate::UNO, total, total));
+      mine = b_.create<arith::OrIOp>(loc_, cmp(arith::CmpFPredicate::OEQ, best, total), both_nan);
+    } else {
+      mine = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, best, total);
+    }
+    Value at32 = b_.create<arith::TruncIOp>(loc_, b_.getI32Type(), at);
+    Value none = b_.create<arith::ConstantOp>(loc_, b_.getI32IntegerAttr(std::numeric_limits<int32_t>::max()));
+    Value first = all_reduce(Combiner{nullptr, 0, gpu::AllReduceOperation::MINSI},
+                             b_.create<arith::SelectOp>(loc_, mine, at32, none));
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPoint(thread_zero().thenBlock()->getTerminator());
+    Value results[2] = {total, b_.create<arith::ExtSIOp>(loc_, b_.getI64Type(), first)};
+    for (auto [o, v] : llvm::zip(m.op.getDpsInitsMutable(), results))
+      b_.create<memref::StoreOp>(loc_, v, o.get(), apply(m.op.getMatchingIndexingMap(&o), rows_));
+  }
 
  public:
   // A split reduction's first launch: this block is part `part` of its row's `parts`; its threads
@@ -416,6 +467,7 @@ struct GpuRowsPass : public PassWrapper<GpuRowsPass, OperationPass<func::FuncOp>
   // GPU idle with a block per row (a full reduction: one block); each block should still have at
   // least kPerThread elements per thread.
   static int64_t split_parts(const Member& m) {
+    if (m.arg) return 1;  // (its partials would be pairs: not split yet)
     const int64_t rows = product(ArrayRef<int64_t>(*loops_of(m.op)).drop_back(int64_t(m.inner.size())));
     const int64_t n = product(m.inner);
     return std::min((n + kMaxThreads * kPerThread - 1) / (kMaxThreads * kPerThread), std::max<int64_t>(1, kBlocksWanted / rows));
