@@ -2,12 +2,14 @@
 // over the raw text: every failure is a ParseError naming line, column, what was expected and what
 // was found. Numbers go through std::from_chars (never std::stoll, which throws its own exceptions),
 // so literal values round-trip bit-exactly with Literal::value_str.
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <limits>
 #include <string>
 #include <unordered_map>
 
+#include "ir/dim_expr.h"
 #include "ir/program.h"
 
 namespace fluxion {
@@ -188,7 +190,30 @@ class Parser {
     return v;
   }
 
-  // f32[2,3] or f32[]{weak}
+  // A dim of a type: a non-negative integer, or a symbolic one ("b", "2*b + 1", "max(b, 4)":
+  // everything up to the next ',' or ']' outside parentheses).
+  int64_t dim() {
+    size_t dim_pos = pos_;
+    if (pos_ < text_.size() && !std::isdigit(static_cast<unsigned char>(text_[pos_]))) {
+      int depth = 0;
+      while (pos_ < text_.size() && text_[pos_] != '\n' && (depth > 0 || (text_[pos_] != ',' && text_[pos_] != ']'))) {
+        depth += text_[pos_] == '(' ? 1 : text_[pos_] == ')' ? -1 : 0;
+        ++pos_;
+      }
+      try {
+        DimExpr e = DimExpr::parse(text_.substr(dim_pos, pos_ - dim_pos));
+        if (e.is_constant() && e.constant() < 0) fail_at(dim_pos, "a dimension (a non-negative integer or a symbolic expression)");
+        return encode_dim(e);
+      } catch (const ValueError& e) {
+        fail_at(dim_pos, std::string("a dimension (") + e.what() + ")");
+      }
+    }
+    int64_t d = 0;
+    if (!parse_number(value_token(), &d) || d < 0) fail_at(dim_pos, "a dimension (a non-negative integer or a symbolic expression)");
+    return d;
+  }
+
+  // f32[2,3], f32[b,784] or f32[]{weak}
   AbstractArray type() {
     AbstractArray t;
     size_t start = pos_;
@@ -201,10 +226,7 @@ class Parser {
     if (peek() != ']') {
       for (;;) {
         skip_inline_space();
-        size_t dim_pos = pos_;
-        int64_t d = 0;
-        if (!parse_number(value_token(), &d) || d < 0) fail_at(dim_pos, "a dimension (a non-negative integer)");
-        t.shape.push_back(d);
+        t.shape.push_back(dim());
         skip_inline_space();
         if (peek() != ',') break;
         ++pos_;

@@ -6,6 +6,7 @@
 #include "ir/debug_checks.h"
 #include "ir/eager_cpu_hook.h"
 #include "ir/eval_rules.h"
+#include "ir/poly_shapes.h"
 #include "ir/profiler.h"
 #include "ir/settings.h"
 #include "memory/buffer.h"
@@ -173,12 +174,18 @@ std::vector<AbstractArray> abstract_eval(Prim p, std::span<const AbstractArray> 
                                          SourceLoc loc) {
   ShapeRule rule = eval_rules(p).shape;
   if (!rule) op_error(ErrorKind::Type, prim_name(p), in, loc, "internal error: the primitive has no shape rule");
+  // Symbolic dims (ir/dim_expr.h) reach only the rules that copy and compare dims.
+  const bool symbolic = has_symbolic_dim(in);
+  if (symbolic)
+    if (std::string why = symbolic_operand_problem(p, in); !why.empty()) op_error(ErrorKind::Shape, prim_name(p), in, loc, why);
   std::vector<AbstractArray> out;
   try {
     out = rule(in, params);
   } catch (const RuleError& e) {
     op_error(e.kind, prim_name(p), in, loc, e.detail);
   }
+  if (symbolic && p == Prim::reshape && !out.empty())
+    if (std::string why = symbolic_reshape_problem(in[0], out[0]); !why.empty()) op_error(ErrorKind::Shape, prim_name(p), in, loc, why);
   for (const AbstractArray& o : out)  // a result too large to count (issue 35): not a wrapped size
     if (std::string why = shape_problem(o.shape, o.dtype); !why.empty()) op_error(ErrorKind::Shape, prim_name(p), in, loc, why);
   return out;
