@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "ir/shape.h"
+
 namespace fluxion {
 
 /// An integer polynomial over atoms, with integer coefficients. An atom is a symbol ("b") or an
@@ -71,5 +73,9 @@ int64_t encode_dim(const DimExpr& e);
 bool decode_dim(int64_t d, DimExpr& out);
 /// "784" or "b" or "2*b": how a dim prints in a type ("?<code>" for a code that names nothing).
 std::string dim_str(int64_t d);
+/// shape_problem (ir/shape.h) for a type rather than an array: symbolic dims are allowed (bind's
+/// check of a rule's result, the IR parser, the verifier), where shape_problem -- the check of
+/// every array made (creation, file readers) -- rejects them.
+std::string symbolic_shape_problem(const Shape& s, DType dtype);
 
 }  // namespace fluxion

@@ -236,7 +236,7 @@ class Parser {
     ++pos_;
     // A size that wraps would make every later size check compare against the wrapped value (the
     // constants deserialize reads would be that many bytes).
-    if (std::string why = shape_problem(t.shape, t.dtype); !why.empty()) fail_at(start, "a type whose size fits in int64 (" + why + ")");
+    if (std::string why = symbolic_shape_problem(t.shape, t.dtype); !why.empty()) fail_at(start, "a type whose size fits in int64 (" + why + ")");
     if (text_.substr(pos_, 1) == "{") {
       if (text_.substr(pos_, 6) != "{weak}") fail("'{weak}' or nothing after the shape");
       pos_ += 6;

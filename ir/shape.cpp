@@ -27,14 +27,18 @@ std::vector<int64_t> strides_of(const Shape& s) {
   return st;
 }
 
-std::string shape_problem(const Shape& s, DType dtype) {
+namespace {
+std::string size_problem(const Shape& s, DType dtype, bool allow_symbolic) {
   DimExpr e;
   for (int64_t d : s) {
     if (d >= 0) continue;
     // A symbolic dim is a valid code; any other negative value is a negative size -- or a rule's
     // arithmetic on a symbolic dim's code, which needs the concrete value a polymorphic trace
     // does not have (docs/shape_polymorphism.md).
-    if (is_symbolic_dim(d) && decode_dim(d, e)) continue;
+    if (is_symbolic_dim(d) && decode_dim(d, e)) {
+      if (allow_symbolic) continue;
+      return "the shape " + s.str() + " has the symbolic dimension " + e.str() + ": an array of it can be traced, not made";
+    }
     if (is_symbolic_dim(d) || d < kSymbolicDimBase / 2)
       return "the shape " + s.str() + " comes from arithmetic on a symbolic dimension that needs its concrete value";
     return "the shape " + s.str() + " has a negative dimension";
@@ -50,6 +54,10 @@ std::string shape_problem(const Shape& s, DType dtype) {
     return "the shape " + s.str() + " of " + std::string(dtype_long_name(dtype)) + " takes more bytes than an int64 counts";
   return "";
 }
+}  // namespace
+
+std::string shape_problem(const Shape& s, DType dtype) { return size_problem(s, dtype, /*allow_symbolic=*/false); }
+std::string symbolic_shape_problem(const Shape& s, DType dtype) { return size_problem(s, dtype, /*allow_symbolic=*/true); }
 
 std::string AbstractArray::str() const {
   std::string s(dtype_name(dtype));

@@ -85,8 +85,9 @@ TEST_CASE("shape poly: symbolic dims encode into a Shape, print and parse back i
   CHECK(fx::encode_dim(DimExpr(5)) == 5);  // a constant is just its value
   fx::AbstractArray a{fx::Shape{code, 784}, fx::float32};
   CHECK(a.str() == "f32[b,784]");
-  CHECK(fx::shape_problem(a.shape, a.dtype).empty());
-  CHECK(!fx::shape_problem(fx::Shape{code + 1000000, 2}, fx::float32).empty());  // a code nobody interned
+  CHECK(fx::symbolic_shape_problem(a.shape, a.dtype).empty());  // a type may be symbolic ...
+  CHECK(mentions(fx::shape_problem(a.shape, a.dtype), "symbolic dimension b"));  // ... an array may not
+  CHECK(mentions(fx::symbolic_shape_problem(fx::Shape{code + 1000000, 2}, fx::float32), "arithmetic"));  // a code nobody interned
   fx::Program p = fx::make_ir([](const fx::Array& x) { return fx::exp(x); })(fx::ones({3, 784}));
   std::string text = p.str();
   // The same program over a symbolic batch, written as text: the parser reads "b" and "2*b + 1".
@@ -179,6 +180,12 @@ TEST_CASE("shape poly: what the polymorphic trace cannot serve is a ShapeError n
     fx::eval_shape([](const fx::Array& a) { return fx::concatenate({a, a}, 0); }, ps)(x);
   });
   CHECK(mentions(e, "concatenate"));
+  CHECK(mentions(e, "symbolic dimension b"));
+  // Under the trace zeros of a symbolic shape is a traced broadcast; eagerly it is refused.
+  auto plus_zeros = [](const fx::Array& a) { return fx::add(a, fx::zeros(fx::Shape{a.shape()[0], 784})); };
+  CHECK(fx::eval_shape(plus_zeros, ps)(x).str() == "f32[b,784]");
+  const int64_t b = fx::encode_dim(DimExpr::symbol("b"));
+  e = error_text<fx::ShapeError>([&] { fx::zeros(fx::Shape{b, 784}); });
   CHECK(mentions(e, "symbolic dimension b"));
   // Two different symbols never broadcast against each other.
   auto two = fx::polymorphic_shapes("b, 784", "c, 784");
