@@ -74,10 +74,20 @@ void DimExpr::merge_atoms(const DimExpr& o) {
   for (const auto& [k, a] : o.atoms_) atoms_.emplace(k, a);
 }
 
+namespace {
+/// acc += v, a ValueError where int64 would overflow (a user's or a file's expression).
+void accumulate(int64_t& acc, int64_t v) {
+  if (__builtin_add_overflow(acc, v, &acc)) throw ValueError("a dimension expression's coefficient overflows int64");
+}
+}  // namespace
+
 DimExpr operator+(const DimExpr& a, const DimExpr& b) {
   DimExpr r = a;
-  for (const auto& [m, c] : b.terms_)
-    if ((r.terms_[m] += c) == 0) r.terms_.erase(m);
+  for (const auto& [m, c] : b.terms_) {
+    int64_t& k = r.terms_[m];
+    accumulate(k, c);
+    if (k == 0) r.terms_.erase(m);
+  }
   r.merge_atoms(b);
   return r;
 }
@@ -90,7 +100,11 @@ DimExpr operator*(const DimExpr& a, const DimExpr& b) {
       DimExpr::Monomial m = ma;
       m.insert(m.end(), mb.begin(), mb.end());
       std::sort(m.begin(), m.end());
-      if ((r.terms_[m] += ca * cb) == 0) r.terms_.erase(m);
+      int64_t prod = 0;
+      if (__builtin_mul_overflow(ca, cb, &prod)) throw ValueError("a dimension expression's coefficient overflows int64");
+      int64_t& k = r.terms_[m];
+      accumulate(k, prod);
+      if (k == 0) r.terms_.erase(m);
     }
   r.merge_atoms(a);
   r.merge_atoms(b);
@@ -165,9 +179,9 @@ int64_t DimExpr::evaluate(const std::map<std::string, int64_t>& env) const {
         case Atom::Kind::max: x = std::max(at.a.evaluate(env), at.b.evaluate(env)); break;
         case Atom::Kind::min: x = std::min(at.a.evaluate(env), at.b.evaluate(env)); break;
       }
-      v *= x;
+      if (__builtin_mul_overflow(v, x, &v)) throw ValueError("the dimension " + str() + " overflows int64 for these sizes");
     }
-    total += v;
+    accumulate(total, v);
   }
   return total;
 }
@@ -259,6 +273,7 @@ class DimParser {
  private:
   std::string_view s_;
   size_t pos_ = 0;
+  int depth_ = 0;
   void skip() {
     while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
   }
@@ -302,6 +317,12 @@ class DimParser {
   }
   DimExpr unary() {
     skip();
+    // Bounded nesting: a hostile text ("((((...") fails instead of exhausting the stack.
+    if (++depth_ > 64) fail("at most 64 nested operators");
+    struct Leave {
+      int& d;
+      ~Leave() { --d; }
+    } leave{depth_};
     if (eat("-")) return -unary();
     if (eat("(")) {
       DimExpr e = expr();

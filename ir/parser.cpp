@@ -194,12 +194,12 @@ class Parser {
   // everything up to the next ',' or ']' outside parentheses).
   int64_t dim() {
     size_t dim_pos = pos_;
-    if (pos_ < text_.size() && !std::isdigit(static_cast<unsigned char>(text_[pos_]))) {
-      int depth = 0;
-      while (pos_ < text_.size() && text_[pos_] != '\n' && (depth > 0 || (text_[pos_] != ',' && text_[pos_] != ']'))) {
-        depth += text_[pos_] == '(' ? 1 : text_[pos_] == ')' ? -1 : 0;
-        ++pos_;
-      }
+    size_t end = pos_;
+    for (int depth = 0; end < text_.size() && text_[end] != '\n' && (depth > 0 || (text_[end] != ',' && text_[end] != ']')); ++end)
+      depth += text_[end] == '(' ? 1 : text_[end] == ')' ? -1 : 0;
+    std::string_view whole = text_.substr(pos_, end - pos_);
+    if (whole.find_first_not_of("0123456789") != std::string_view::npos) {  // "b", "2*b + 1": an expression
+      pos_ = end;
       try {
         DimExpr e = DimExpr::parse(text_.substr(dim_pos, pos_ - dim_pos));
         if (e.is_constant() && e.constant() < 0) fail_at(dim_pos, "a dimension (a non-negative integer or a symbolic expression)");
