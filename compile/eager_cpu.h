@@ -6,7 +6,8 @@
 //   - arrays of 1M elements or more: at the first call (the compile, about 10 ms, or a disk-cache
 //     hit, is less than the reference kernel's time on it);
 //   - 16K elements or more: from the third call with the same operand types (a loop over them);
-//   - smaller arrays and every other primitive: the reference kernel, as before.
+//   - smaller arrays and every other primitive: the reference kernel, as before;
+//   - inside fx::eval (ir/trace.cpp's eval_program, the reference interpreter): never.
 // FLUXION_EAGER_COMPILE=off turns it off (the reference kernel always), =always compiles every such
 // op at any size (the A/B of the benchmarks, and the tests' way to drive it).
 #pragma once

@@ -66,6 +66,8 @@
 #include "train/recurrent.h"
 #include "train/sequential.h"
 #include "train/optim.h"
+#include "train/prune.h"
+#include "train/quant.h"
 #include "train/schedules.h"
 // TensorBoard event files: scalars, histograms, images, text, the program graph
 #include "train/summary.h"

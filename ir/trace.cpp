@@ -82,6 +82,8 @@ Placement placement(Prim p, std::span<const Array> inputs, std::span<const Abstr
 
 DeviceOpRunner g_device_runners[2] = {nullptr, nullptr};  // by Platform
 EagerCpuRunner g_eager_cpu_runner = nullptr;               // compile/eager_cpu.cpp
+// Inside eval_program (fx::eval, the oracle every backend is tested against): reference kernels only.
+thread_local int t_reference_only = 0;
 
 // An eager op on a GPU: its platform's runner (the compile floor's); a process without one cannot
 // have made a GPU array, so a missing runner is an internal error.
@@ -225,7 +227,7 @@ std::vector<Array> bind(Prim p, std::span<const Array> inputs, const Params& par
       if (x.impl()->trace) leaked(*x.impl(), p, loc);
     const Placement at = placement(p, inputs, in_avals, loc);
     if (at.device.memory_kind() == MemoryKind::device) return run_on_device(p, inputs, params, in_avals, at, loc);
-    if (g_eager_cpu_runner)
+    if (g_eager_cpu_runner && t_reference_only == 0)
       if (std::optional<std::vector<Array>> compiled = g_eager_cpu_runner(p, inputs, params, out_avals, at.device, at.committed, loc)) {
         if (config::debug_nans()) check_nonfinite(p, inputs, *compiled, params, loc);
         return std::move(*compiled);
@@ -305,6 +307,10 @@ Program hoist_consts(Program p, std::vector<Array>& consts) {
 
 // ---- the interpreter ----------------------------------------------------------------------------
 std::vector<Array> eval_program(const Program& p, std::span<const Array> args) {
+  struct ReferenceOnly {
+    ReferenceOnly() { ++t_reference_only; }
+    ~ReferenceOnly() { --t_reference_only; }
+  } reference_only;
   if (args.size() != p.invars.size())
     throw TypeError("TypeError: eval: the program takes " + std::to_string(p.invars.size()) +
                     " arguments, got " + std::to_string(args.size()));

@@ -1,6 +1,7 @@
 """The docs' figures, drawn from benchmark output (never by hand): each figure reads files that a
 benchmark printed -- bench/peers/join.py's table, the GPU check's JSON lines, layers_table.py's
-table, as committed under bench/results/ -- and writes an SVG under docs/figures/.
+table, an example's TensorBoard run -- as committed under bench/results/, and writes an SVG under
+docs/figures/.
 
   /usr/bin/python3 scripts/figures.py [--results DIR] [--out DIR]
 
@@ -14,6 +15,7 @@ import glob
 import json
 import os
 import re
+import struct
 
 import matplotlib
 
@@ -142,6 +144,94 @@ def resnet_layers(results, out):
     return written
 
 
+def varint(buf, i):
+    """A protobuf varint at buf[i]: (value, next index)."""
+    value = shift = 0
+    while True:
+        b = buf[i]
+        value |= (b & 0x7F) << shift
+        i, shift = i + 1, shift + 7
+        if b < 0x80:
+            return value, i
+
+
+def fields(buf):
+    """A protobuf message's (field number, value) pairs: ints for varints, bytes for the rest."""
+    i, out = 0, []
+    while i < len(buf):
+        key, i = varint(buf, i)
+        number, kind = key >> 3, key & 7
+        if kind == 0:
+            value, i = varint(buf, i)
+        elif kind == 1:
+            value, i = buf[i:i + 8], i + 8
+        elif kind == 5:
+            value, i = buf[i:i + 4], i + 4
+        elif kind == 2:
+            n, i = varint(buf, i)
+            value, i = buf[i:i + n], i + n
+        else:
+            raise ValueError(f"protobuf wire type {kind} in an event file")
+        out.append((number, value))
+    return out
+
+
+def scalars(path):
+    """{tag: [(step, value)]} of the simple_value summaries in a TensorBoard event file (TFRecord
+    framing: length, its CRC, the Event, its CRC; Event.step = 2, .summary = 5; Summary.value = 1;
+    Value.tag = 1, .simple_value = 2) -- read here without TensorFlow or tensorboard."""
+    data, i, out = open(path, "rb").read(), 0, {}
+    while i + 12 <= len(data):
+        (n,) = struct.unpack_from("<Q", data, i)
+        event = fields(data[i + 12:i + 12 + n])
+        i += 12 + n + 4
+        step = next((v for k, v in event if k == 2), 0)
+        for k, summary in event:
+            if k != 5:
+                continue
+            for _, value in (f for f in fields(summary) if f[0] == 1):
+                v = dict(fields(value))
+                if 1 in v and 2 in v:
+                    out.setdefault(v[1].decode(), []).append((step, struct.unpack("<f", v[2])[0]))
+    return out
+
+
+def training_curves(results, out):
+    """Training loss per step and test accuracy per epoch, from an example's TensorBoard run
+    (examples/fashion_mnist --logdir)."""
+    written = []
+    for run in sorted(glob.glob(os.path.join(results, "training_*"))):
+        logs = {}
+        for f in sorted(glob.glob(os.path.join(run, "events.out.tfevents.*"))):
+            for tag, points in scalars(f).items():
+                logs.setdefault(tag, []).extend(points)
+        if "train/loss" not in logs:
+            continue
+        fig, ax = plt.subplots(figsize=(8, 3.6))
+        steps, loss = zip(*sorted(logs["train/loss"]))
+        ax.plot(steps, loss, color="#c8d4ea", linewidth=0.6, label="loss per step")
+        k = 50  # a moving average over 50 steps
+        smooth = [sum(loss[max(0, j - k + 1):j + 1]) / (j + 1 - max(0, j - k + 1)) for j in range(len(loss))]
+        ax.plot(steps, smooth, color="#4c72b0", label="loss, mean of 50 steps")
+        ax.set_xlabel("step")
+        ax.set_ylabel("training loss (cross-entropy)")
+        ax.grid(alpha=0.3)
+        if "test/accuracy" in logs:
+            acc = ax.twinx()
+            s, a = zip(*sorted(logs["test/accuracy"]))
+            acc.plot(s, [100 * x for x in a], "o-", color="#dd8452", label="test accuracy")
+            acc.set_ylabel("test accuracy (%)")
+            for x, y in zip(s, a):
+                acc.annotate(f"{100 * y:.1f}%", (x, 100 * y), textcoords="offset points", xytext=(0, 6),
+                             ha="center", fontsize=7)
+            acc.legend(loc="center right", frameon=False)
+        ax.legend(loc="upper right", frameon=False)
+        what = os.path.basename(run)[len("training_"):]
+        fig.suptitle(f"examples/fashion_mnist ({what}): its TensorBoard run", x=0.01, ha="left")
+        written.append(save(fig, out, f"training_{what}.svg"))
+    return written
+
+
 def save(fig, out, name):
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, name)
@@ -157,7 +247,8 @@ def main():
     ap.add_argument("--results", default=os.path.join(root, "bench", "results"))
     ap.add_argument("--out", default=os.path.join(root, "docs", "figures"))
     a = ap.parse_args()
-    written = peers_cpu(a.results, a.out) + peers_gpu(a.results, a.out) + resnet_layers(a.results, a.out)
+    written = (peers_cpu(a.results, a.out) + peers_gpu(a.results, a.out) + resnet_layers(a.results, a.out) +
+               training_curves(a.results, a.out))
     if not written:
         raise SystemExit(f"figures.py: no benchmark output under {a.results}")
     for path in written:

@@ -89,6 +89,17 @@ TEST_CASE("eager compiled: the policy -- size, repetition, primitive, dtype") {
   CHECK(f64.dtype() == fx::float64);
 }
 
+TEST_CASE("eager compiled: fx::eval, the reference interpreter, keeps to the reference kernels") {
+  Mode always(rt::EagerCompile::always);
+  const fx::Array x = ramp(1 << 20, -3.f, 3.f);
+  const fx::Program p = fx::make_ir([](const fx::Array& v) { return fx::tanh(v); })(x);
+  const int64_t r0 = rt::eager_compiled_runs();
+  const fx::Array reference = fx::eval(p, {x})[0];
+  CHECK(rt::eager_compiled_runs() == r0);
+  CHECK(rel_diff(fx::tanh(x), reference) < 1e-5);  // outside eval: compiled
+  CHECK(rt::eager_compiled_runs() == r0 + 1);
+}
+
 TEST_CASE("eager compiled: always runs every size; debug_nans still names the primitive") {
   Mode always(rt::EagerCompile::always);
   const int64_t r0 = rt::eager_compiled_runs();
