@@ -6,6 +6,8 @@
 #include <fluxion.h>
 
 #include "compile/compile_cache.h"
+#include "test_helpers.h"
+#include "transforms/polymorphic.h"
 
 #include <map>
 #include <string>
@@ -17,15 +19,6 @@ using Avals = std::vector<fx::AbstractArray>;
 namespace {
 DimExpr sym(const char* s) { return DimExpr::symbol(s); }
 bool mentions(const std::string& what, const std::string& part) { return what.find(part) != std::string::npos; }
-template <class E, class F>
-std::string error_text(F f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 }  // namespace
 
 TEST_CASE("shape poly: dimension expressions have one canonical form") {
@@ -69,11 +62,11 @@ TEST_CASE("shape poly: parsing and evaluating dimension expressions matches inte
     }
   CHECK(DimExpr::parse("b // 8 * 8 + b % 8").str() == "b % 8 + 8*(b // 8)");  // terms in key order
   CHECK(DimExpr::parse("-(b // 3)").str() == "-(b // 3)");
-  std::string e = error_text<fx::ValueError>([] { DimExpr::parse("b + * 2"); });
+  std::string e = test_helpers::error_of<fx::ValueError>([] { DimExpr::parse("b + * 2"); });
   CHECK(mentions(e, "'b + * 2' at position"));
   CHECK_THROWS_AS(DimExpr::parse("max(b 4)"), fx::ValueError);
   CHECK_THROWS_AS(DimExpr::parse("b // c"), fx::ValueError);  // division by a symbol: not a dim
-  CHECK(mentions(error_text<fx::ValueError>([] { sym("b").evaluate({}); }), "symbol b"));
+  CHECK(mentions(test_helpers::error_of<fx::ValueError>([] { sym("b").evaluate({}); }), "symbol b"));
 }
 
 TEST_CASE("shape poly: symbolic dims encode into a Shape, print and parse back in the IR text") {
@@ -110,9 +103,9 @@ TEST_CASE("shape poly: polymorphic_shapes specs and their errors") {
   CHECK(ps.symbols() == std::vector<std::string>{"b"});
   CHECK(fx::polymorphic_shapes("").specs.at(0).empty());  // a scalar
   CHECK(fx::polymorphic_shapes("_, max(b, 4)").specs.at(0).at(0).any);
-  std::string e = error_text<fx::ValueError>([] { fx::polymorphic_shapes("b, 7 +"); });
+  std::string e = test_helpers::error_of<fx::ValueError>([] { fx::polymorphic_shapes("b, 7 +"); });
   CHECK(mentions(e, "in the shape spec 'b, 7 +' at test_shape_poly.cpp:"));
-  e = error_text<fx::ValueError>([] { fx::polymorphic_shapes("b, 784", "c >= 2"); });
+  e = test_helpers::error_of<fx::ValueError>([] { fx::polymorphic_shapes("b, 784", "c >= 2"); });
   CHECK(mentions(e, "names the symbol c"));
 }
 
@@ -122,18 +115,18 @@ TEST_CASE("shape poly: the call binds the symbols and checks every constraint, n
     return std::vector<fx::AbstractArray>{{fx::Shape{rows, 784}, fx::float32}, {fx::Shape{labels}, fx::int32}};
   };
   CHECK(fx::bind_symbols(ps, avals(64, 64), "jit").at("b") == 64);
-  std::string e = error_text<fx::ShapeError>([&] { fx::bind_symbols(ps, avals(12, 12), "jit"); });
+  std::string e = test_helpers::error_of<fx::ShapeError>([&] { fx::bind_symbols(ps, avals(12, 12), "jit"); });
   CHECK(mentions(e, "b = 12"));
   CHECK(mentions(e, "b % 8 == 0"));
   CHECK(mentions(e, "test_shape_poly.cpp:"));
-  e = error_text<fx::ShapeError>([&] { fx::bind_symbols(ps, avals(64, 32), "jit"); });
+  e = test_helpers::error_of<fx::ShapeError>([&] { fx::bind_symbols(ps, avals(64, 32), "jit"); });
   CHECK(mentions(e, "the symbol b is 64"));
-  e = error_text<fx::ShapeError>([&] {
+  e = test_helpers::error_of<fx::ShapeError>([&] {
     fx::bind_symbols(ps, Avals{{fx::Shape{8, 10}, fx::float32}, {fx::Shape{8}, fx::int32}}, "jit");
   });
   CHECK(mentions(e, "784"));
   auto plain = fx::polymorphic_shapes("b, 3");
-  e = error_text<fx::ShapeError>([&] { fx::bind_symbols(plain, Avals{{fx::Shape{0, 3}, fx::float32}}, "jit"); });
+  e = test_helpers::error_of<fx::ShapeError>([&] { fx::bind_symbols(plain, Avals{{fx::Shape{0, 3}, fx::float32}}, "jit"); });
   CHECK(mentions(e, "b >= 1"));
   auto twice = fx::polymorphic_shapes("b, 2*b");  // an expression dim is checked once b is bound
   CHECK(fx::bind_symbols(twice, Avals{{fx::Shape{5, 10}, fx::float32}}, "jit").at("b") == 5);
@@ -170,13 +163,13 @@ TEST_CASE("shape poly: eval_shape of an MLP forward over a symbolic batch") {
 TEST_CASE("shape poly: what the polymorphic trace cannot serve is a ShapeError naming the op and the symbol") {
   auto ps = fx::polymorphic_shapes("b, 784");
   auto x = fx::ones({4, 784});
-  std::string e = error_text<fx::ShapeError>([&] { fx::eval_shape([](const fx::Array& a) { return fx::mean(a); }, ps)(x); });
+  std::string e = test_helpers::error_of<fx::ShapeError>([&] { fx::eval_shape([](const fx::Array& a) { return fx::mean(a); }, ps)(x); });
   CHECK(mentions(e, "mean"));
   CHECK(mentions(e, "symbolic dimension b"));
-  e = error_text<fx::ShapeError>([&] { fx::eval_shape([](const fx::Array& a) { return fx::reshape(a, {-1}); }, ps)(x); });
+  e = test_helpers::error_of<fx::ShapeError>([&] { fx::eval_shape([](const fx::Array& a) { return fx::reshape(a, {-1}); }, ps)(x); });
   CHECK(mentions(e, "reshape"));
   CHECK(mentions(e, "f32[b,784]"));
-  e = error_text<fx::ShapeError>([&] {
+  e = test_helpers::error_of<fx::ShapeError>([&] {
     fx::eval_shape([](const fx::Array& a) { return fx::concatenate({a, a}, 0); }, ps)(x);
   });
   CHECK(mentions(e, "concatenate"));
@@ -185,7 +178,7 @@ TEST_CASE("shape poly: what the polymorphic trace cannot serve is a ShapeError n
   auto plus_zeros = [](const fx::Array& a) { return fx::add(a, fx::zeros(fx::Shape{a.shape()[0], 784})); };
   CHECK(fx::eval_shape(plus_zeros, ps)(x).str() == "f32[b,784]");
   const int64_t b = fx::encode_dim(DimExpr::symbol("b"));
-  e = error_text<fx::ShapeError>([&] { fx::zeros(fx::Shape{b, 784}); });
+  e = test_helpers::error_of<fx::ShapeError>([&] { fx::zeros(fx::Shape{b, 784}); });
   CHECK(mentions(e, "symbolic dimension b"));
   // Two different symbols never broadcast against each other.
   auto two = fx::polymorphic_shapes("b, 784", "c, 784");
@@ -198,6 +191,6 @@ TEST_CASE("shape poly: compiling a program over symbolic dims is a CompileError,
   std::string text = p.str();
   for (size_t at; (at = text.find("[3,4]")) != std::string::npos;) text.replace(at, 5, "[b,4]");
   fx::Program q = fx::parse_program(text);
-  std::string e = error_text<fx::CompileError>([&] { fx::runtime::compile(q); });
+  std::string e = test_helpers::error_of<fx::CompileError>([&] { fx::runtime::compile(q); });
   CHECK(mentions(e, "f32[b,4]"));
 }
