@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "api/operands.h"
+#include "ir/dim_expr.h"
 #include "ir/trace.h"
 
 namespace fluxion {
@@ -20,8 +21,10 @@ Array array_from_host(const void* data, DType dtype, const Shape& shape, size_t 
 }  // namespace detail
 
 namespace {
+// A symbolic dim is allowed: under a polymorphic trace zeros({b, 784}) is a traced broadcast (an
+// eager one is refused where bind would allocate it).
 void check_shape(std::string_view op, const Shape& shape, DType dtype, SourceLoc loc) {
-  if (std::string why = shape_problem(shape, dtype); !why.empty()) {
+  if (std::string why = symbolic_shape_problem(shape, dtype); !why.empty()) {
     std::vector<AbstractArray> none;
     op_error(ErrorKind::Shape, op, none, loc, why);
   }

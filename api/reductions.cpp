@@ -5,6 +5,7 @@
 
 #include "api/creation.h"
 #include "api/operands.h"
+#include "ir/dim_expr.h"
 #include "ir/trace.h"
 
 namespace fluxion {
@@ -35,9 +36,16 @@ IntList normalize_axes(std::string_view op, const Array& x, const Axes& axes, So
 }
 
 /// Number of elements a reduction over `axes` folds into each output element.
-int64_t reduced_count(const Array& x, const IntList& axes) {
+/// A symbolic axis has no count to divide by while tracing: a ShapeError naming the symbol.
+int64_t reduced_count(std::string_view op, const Array& x, const IntList& axes, SourceLoc loc) {
   int64_t n = 1;
-  for (int64_t a : axes) n *= x.shape()[size_t(a)];
+  for (int64_t a : axes) {
+    int64_t d = x.shape()[size_t(a)];
+    if (d < 0)
+      fail(ErrorKind::Shape, op, x, loc, "the reduced axis " + std::to_string(a) + " has the symbolic dimension " + dim_str(d) +
+           ", whose value a polymorphic trace does not have (docs/shape_polymorphism.md)");
+    n *= d;
+  }
   return n;
 }
 
@@ -111,7 +119,7 @@ Array variance(std::string_view op, const ArrayLike& xl, const Axes& axes, int64
   DType out_dtype;
   const Array x = float_operand(xl, /*upcast_half=*/true, &out_dtype, loc);
   const IntList ax = normalize_axes(op, x, axes, loc);
-  const double n = double(reduced_count(x, ax));
+  const double n = double(reduced_count(op, x, ax, loc));
   Array centered = subtract(x, divide(reduce(Prim::reduce_sum, x, ax, /*keepdims=*/true, loc), n, loc), loc);
   Array ss = reduce(Prim::reduce_sum, multiply(centered, centered, loc), ax, keepdims, loc);
   Array v = divide(ss, std::max(n - double(ddof), 0.0), loc);
@@ -142,7 +150,7 @@ Array mean(const ArrayLike& xl, const Axes& axes, bool keepdims, SourceLoc loc) 
   const Array x = float_operand(xl, /*upcast_half=*/true, &out_dtype, loc);
   const IntList ax = normalize_axes("mean", x, axes, loc);
   Array s = reduce(Prim::reduce_sum, x, ax, keepdims, loc);
-  Array m = divide(s, double(reduced_count(x, ax)), loc);
+  Array m = divide(s, double(reduced_count("mean", x, ax, loc)), loc);
   return detail::convert(m, out_dtype, m.weak_type(), loc);
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "api/operands.h"
+#include "ir/dim_expr.h"
 #include "ir/trace.h"
 
 namespace fluxion {
@@ -50,7 +51,21 @@ Array bind_reshape(const Array& x, const Shape& shape, SourceLoc loc) {
 }
 }  // namespace
 
+namespace {
+/// A reshape that involves symbolic dims (docs/shape_polymorphism.md): no size arithmetic here (a
+/// symbol's code is not a size); bind's check keeps each symbol a dim of its own.
+Array reshape_symbolic(const Array& x, const Shape& shape, SourceLoc loc) {
+  for (int64_t d : shape)
+    if (d < 0 && !is_symbolic_dim(d))
+      fail(ErrorKind::Shape, "reshape", x, loc,
+           "the new shape " + shape.str() + " has a -1 or negative dimension: over a symbolic shape every dimension is written out");
+  return bind_reshape(x, shape, loc);
+}
+}  // namespace
+
 Array reshape(const Array& x, const Shape& shape, SourceLoc loc) {
+  for (const Shape* s : {&x.shape(), &shape})
+    if (std::any_of(s->begin(), s->end(), is_symbolic_dim)) return reshape_symbolic(x, shape, loc);
   Shape out = shape;
   int inferred = -1;
   int64_t known = 1;

@@ -48,6 +48,7 @@
 #include "transforms/jit.h"
 #include "transforms/onnx.h"
 #include "transforms/make_ir.h"
+#include "transforms/polymorphic.h"
 // the program as a Graphviz graph
 #include "transforms/to_dot.h"
 #include "runtime/distributed.h"

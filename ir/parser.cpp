@@ -2,12 +2,14 @@
 // over the raw text: every failure is a ParseError naming line, column, what was expected and what
 // was found. Numbers go through std::from_chars (never std::stoll, which throws its own exceptions),
 // so literal values round-trip bit-exactly with Literal::value_str.
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <limits>
 #include <string>
 #include <unordered_map>
 
+#include "ir/dim_expr.h"
 #include "ir/program.h"
 
 namespace fluxion {
@@ -188,7 +190,30 @@ class Parser {
     return v;
   }
 
-  // f32[2,3] or f32[]{weak}
+  // A dim of a type: a non-negative integer, or a symbolic one ("b", "2*b + 1", "max(b, 4)":
+  // everything up to the next ',' or ']' outside parentheses).
+  int64_t dim() {
+    size_t dim_pos = pos_;
+    size_t end = pos_;
+    for (int depth = 0; end < text_.size() && text_[end] != '\n' && (depth > 0 || (text_[end] != ',' && text_[end] != ']')); ++end)
+      depth += text_[end] == '(' ? 1 : text_[end] == ')' ? -1 : 0;
+    std::string_view whole = text_.substr(pos_, end - pos_);
+    if (whole.find_first_not_of("0123456789") != std::string_view::npos) {  // "b", "2*b + 1": an expression
+      pos_ = end;
+      try {
+        DimExpr e = DimExpr::parse(text_.substr(dim_pos, pos_ - dim_pos));
+        if (e.is_constant() && e.constant() < 0) fail_at(dim_pos, "a dimension (a non-negative integer or a symbolic expression)");
+        return encode_dim(e);
+      } catch (const ValueError& e) {
+        fail_at(dim_pos, std::string("a dimension (") + e.what() + ")");
+      }
+    }
+    int64_t d = 0;
+    if (!parse_number(value_token(), &d) || d < 0) fail_at(dim_pos, "a dimension (a non-negative integer or a symbolic expression)");
+    return d;
+  }
+
+  // f32[2,3], f32[b,784] or f32[]{weak}
   AbstractArray type() {
     AbstractArray t;
     size_t start = pos_;
@@ -201,10 +226,7 @@ class Parser {
     if (peek() != ']') {
       for (;;) {
         skip_inline_space();
-        size_t dim_pos = pos_;
-        int64_t d = 0;
-        if (!parse_number(value_token(), &d) || d < 0) fail_at(dim_pos, "a dimension (a non-negative integer)");
-        t.shape.push_back(d);
+        t.shape.push_back(dim());
         skip_inline_space();
         if (peek() != ',') break;
         ++pos_;
@@ -214,7 +236,7 @@ class Parser {
     ++pos_;
     // A size that wraps would make every later size check compare against the wrapped value (the
     // constants deserialize reads would be that many bytes).
-    if (std::string why = shape_problem(t.shape, t.dtype); !why.empty()) fail_at(start, "a type whose size fits in int64 (" + why + ")");
+    if (std::string why = symbolic_shape_problem(t.shape, t.dtype); !why.empty()) fail_at(start, "a type whose size fits in int64 (" + why + ")");
     if (text_.substr(pos_, 1) == "{") {
       if (text_.substr(pos_, 6) != "{weak}") fail("'{weak}' or nothing after the shape");
       pos_ += 6;

@@ -4,9 +4,11 @@
 #include <new>
 
 #include "ir/debug_checks.h"
+#include "ir/dim_expr.h"
 #include "ir/eager_cpu_hook.h"
 #include "ir/eval_rules.h"
 #include "ir/interpret.h"
+#include "ir/poly_shapes.h"
 #include "ir/profiler.h"
 #include "ir/settings.h"
 #include "memory/buffer.h"
@@ -101,6 +103,8 @@ std::vector<Array> run_on_device(Prim p, std::span<const Array> inputs, const Pa
 // (issue 35: a valid shape can still be more than the machine has), not a std::bad_alloc.
 std::shared_ptr<Buffer> allocate_result(const AbstractArray& aval, const Device& device, Prim p,
                                         std::span<const AbstractArray> in, SourceLoc loc) {
+  if (has_symbolic_dim(std::span(&aval, 1)))  // no size to allocate (docs/shape_polymorphism.md)
+    op_error(ErrorKind::Shape, prim_name(p), in, loc, "its result: " + shape_problem(aval.shape, aval.dtype));
   try {
     return Buffer::allocate_on(device, aval.nbytes());
   } catch (const std::bad_alloc&) {
@@ -176,14 +180,20 @@ std::vector<AbstractArray> abstract_eval(Prim p, std::span<const AbstractArray> 
                                          SourceLoc loc) {
   ShapeRule rule = eval_rules(p).shape;
   if (!rule) op_error(ErrorKind::Type, prim_name(p), in, loc, "internal error: the primitive has no shape rule");
+  // Symbolic dims (ir/dim_expr.h) reach only the rules that copy and compare dims.
+  const bool symbolic = has_symbolic_dim(in);
+  if (symbolic)
+    if (std::string why = symbolic_operand_problem(p, in); !why.empty()) op_error(ErrorKind::Shape, prim_name(p), in, loc, why);
   std::vector<AbstractArray> out;
   try {
     out = rule(in, params);
   } catch (const RuleError& e) {
     op_error(e.kind, prim_name(p), in, loc, e.detail);
   }
+  if (symbolic && p == Prim::reshape && !out.empty())
+    if (std::string why = symbolic_reshape_problem(in[0], out[0]); !why.empty()) op_error(ErrorKind::Shape, prim_name(p), in, loc, why);
   for (const AbstractArray& o : out)  // a result too large to count (issue 35): not a wrapped size
-    if (std::string why = shape_problem(o.shape, o.dtype); !why.empty()) op_error(ErrorKind::Shape, prim_name(p), in, loc, why);
+    if (std::string why = symbolic_shape_problem(o.shape, o.dtype); !why.empty()) op_error(ErrorKind::Shape, prim_name(p), in, loc, why);
   return out;
 }
 

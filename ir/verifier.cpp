@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/dim_expr.h"
 #include "ir/array.h"
 #include "ir/eval_rules.h"
 #include "ir/program.h"
@@ -72,7 +73,7 @@ class Verifier {
       fail(ErrorKind::Type, what + " rebinds variable " + std::to_string(v) + " (" + p_.type(v).str() +
                                 "), which is already defined: programs are SSA");
     // Negative dimensions were refused above; a size past int64 is a ShapeError naming its eqn.
-    if (std::string why = shape_problem(p_.type(v).shape, p_.type(v).dtype); !why.empty())
+    if (std::string why = symbolic_shape_problem(p_.type(v).shape, p_.type(v).dtype); !why.empty())
       fail(ErrorKind::Shape, what + " has type " + p_.type(v).str() + ": " + why);
     defined_[size_t(v)] = 1;
   }

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 
+#include "ir/dim_expr.h"
 #include "lax/lax.h"
 #include "prims/registry.h"
 #include "prims/strides.h"
@@ -58,7 +59,7 @@ std::vector<AbstractArray> broadcast_in_dim_shape(std::span<const AbstractArray>
                                        std::to_string(shape[size_t(d)]) + ")");
   }
   for (int64_t s : shape)
-    if (s < 0) rule_error(ErrorKind::Shape, "negative dimension in shape");
+    if (s < 0 && !is_symbolic_dim(s)) rule_error(ErrorKind::Shape, "negative dimension in shape");  // a symbolic dim: ir/dim_expr.h
   return {AbstractArray{Shape(shape), x.dtype, x.weak_type}};
 }
 
@@ -159,7 +160,7 @@ std::vector<AbstractArray> reshape_shape(std::span<const AbstractArray> in, cons
   expect_operands(in, 1);
   const IntList& sizes = params.get_ints("new_sizes");
   for (int64_t s : sizes)
-    if (s < 0) rule_error(ErrorKind::Shape, "new_sizes " + ints_str(sizes) + " has a negative dimension");
+    if (s < 0 && !is_symbolic_dim(s)) rule_error(ErrorKind::Shape, "new_sizes " + ints_str(sizes) + " has a negative dimension");
   Shape out(sizes);
   if (out.numel() != in[0].size())
     rule_error(ErrorKind::Shape, "cannot reshape " + std::to_string(in[0].size()) + " elements into new_sizes " +
