@@ -35,19 +35,19 @@ IntList normalize_axes(std::string_view op, const Array& x, const Axes& axes, So
   return out;
 }
 
-/// Number of elements a reduction over `axes` folds into each output element.
-/// A symbolic axis has no count to divide by while tracing: a ShapeError naming the symbol.
-int64_t reduced_count(std::string_view op, const Array& x, const IntList& axes, SourceLoc loc) {
-  int64_t n = 1;
-  for (int64_t a : axes) {
-    int64_t d = x.shape()[size_t(a)];
-    if (d < 0)
-      fail(ErrorKind::Shape, op, x, loc, "the reduced axis " + std::to_string(a) + " has the symbolic dimension " + dim_str(d) +
-           ", whose value a polymorphic trace does not have (docs/shape_polymorphism.md)");
-    n *= d;
-  }
+/// The number of elements a reduction over `axes` folds into each output element.
+double static_count(const Array& x, const IntList& axes) {
+  double n = 1;
+  for (int64_t a : axes) n *= double(x.shape()[size_t(a)]);
   return n;
 }
+
+bool symbolic_axis(const Array& x, const IntList& axes) {
+  for (int64_t a : axes)
+    if (is_symbolic_dim(x.shape()[size_t(a)])) return true;
+  return false;
+}
+
 
 /// Re-inserts the reduced axes of `in_shape` as size-1 dims (keepdims) with one broadcast_in_dim.
 Array keep_dims(const Array& r, const Shape& in_shape, const IntList& axes, SourceLoc loc) {
@@ -66,6 +66,23 @@ Array keep_dims(const Array& r, const Shape& in_shape, const IntList& axes, Sour
 Array reduce(Prim p, const Array& x, const IntList& axes, bool keepdims, SourceLoc loc) {
   Array r = bind1(p, {x}, Params{{"axes", axes}}, loc);
   return keepdims ? keep_dims(r, x.shape(), axes, loc) : r;
+}
+
+/// The same over a symbolic dim of a polymorphic trace, whose size only the compiled kernel knows:
+/// the sum of ones over those dims, in dtype d, computed at run time (exact in float32 up to 2^24
+/// elements).
+Array symbolic_count(const Array& x, const IntList& axes, DType d, SourceLoc loc) {
+  int64_t n = 1;
+  Shape symbolic;
+  for (int64_t a : axes) {
+    const int64_t dim = x.shape()[size_t(a)];
+    if (is_symbolic_dim(dim)) symbolic.push_back(dim);
+    else n *= dim;
+  }
+  Array count = full(Shape{}, double(n), d, loc);
+  IntList all;
+  for (size_t k = 0; k < symbolic.size(); ++k) all.push_back(int64_t(k));
+  return multiply(count, reduce(Prim::reduce_sum, ones(symbolic, d, loc), all, /*keepdims=*/false, loc), loc);
 }
 
 /// jax.numpy's accumulation dtype for sum/prod/cumsum: bool and narrow integers widen to 32 bits.
@@ -119,10 +136,18 @@ Array variance(std::string_view op, const ArrayLike& xl, const Axes& axes, int64
   DType out_dtype;
   const Array x = float_operand(xl, /*upcast_half=*/true, &out_dtype, loc);
   const IntList ax = normalize_axes(op, x, axes, loc);
-  const double n = double(reduced_count(op, x, ax, loc));
-  Array centered = subtract(x, divide(reduce(Prim::reduce_sum, x, ax, /*keepdims=*/true, loc), n, loc), loc);
-  Array ss = reduce(Prim::reduce_sum, multiply(centered, centered, loc), ax, keepdims, loc);
-  Array v = divide(ss, std::max(n - double(ddof), 0.0), loc);
+  Array centered, ss, v;
+  if (symbolic_axis(x, ax)) {
+    const Array n = symbolic_count(x, ax, x.dtype(), loc);
+    centered = subtract(x, divide(reduce(Prim::reduce_sum, x, ax, /*keepdims=*/true, loc), n, loc), loc);
+    ss = reduce(Prim::reduce_sum, multiply(centered, centered, loc), ax, keepdims, loc);
+    v = divide(ss, maximum(subtract(n, double(ddof), loc), 0.0, loc), loc);
+  } else {
+    const double n = static_count(x, ax);
+    centered = subtract(x, divide(reduce(Prim::reduce_sum, x, ax, /*keepdims=*/true, loc), n, loc), loc);
+    ss = reduce(Prim::reduce_sum, multiply(centered, centered, loc), ax, keepdims, loc);
+    v = divide(ss, std::max(n - double(ddof), 0.0), loc);
+  }
   return detail::convert(v, out_dtype, v.weak_type(), loc);
 }
 
@@ -150,7 +175,8 @@ Array mean(const ArrayLike& xl, const Axes& axes, bool keepdims, SourceLoc loc) 
   const Array x = float_operand(xl, /*upcast_half=*/true, &out_dtype, loc);
   const IntList ax = normalize_axes("mean", x, axes, loc);
   Array s = reduce(Prim::reduce_sum, x, ax, keepdims, loc);
-  Array m = divide(s, double(reduced_count("mean", x, ax, loc)), loc);
+  Array m = symbolic_axis(x, ax) ? divide(s, symbolic_count(x, ax, x.dtype(), loc), loc)
+                                 : divide(s, static_count(x, ax), loc);
   return detail::convert(m, out_dtype, m.weak_type(), loc);
 }
 

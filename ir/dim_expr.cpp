@@ -186,6 +186,27 @@ int64_t DimExpr::evaluate(const std::map<std::string, int64_t>& env) const {
   return total;
 }
 
+int DimExpr::build(Builder& b) const {
+  int total = -1;
+  for (const auto& [m, c] : terms_) {
+    int v = b.constant(c);
+    for (const std::string& k : m) {
+      const Atom& at = *atoms_.at(k);
+      int x = 0;
+      switch (at.kind) {
+        case Atom::Kind::symbol: x = b.symbol(at.name); break;
+        case Atom::Kind::floordiv: x = b.floordiv(at.a.build(b), at.c); break;
+        case Atom::Kind::mod: x = b.mod(at.a.build(b), at.c); break;
+        case Atom::Kind::max: x = b.max(at.a.build(b), at.b.build(b)); break;
+        case Atom::Kind::min: x = b.min(at.a.build(b), at.b.build(b)); break;
+      }
+      v = c == 1 && m.front() == k ? x : b.mul(v, x);
+    }
+    total = total < 0 ? v : b.add(total, v);
+  }
+  return total < 0 ? b.constant(0) : total;
+}
+
 std::string DimExpr::str() const {
   if (terms_.empty()) return "0";
   std::string out;

@@ -33,6 +33,23 @@ class DimExpr {
   /// Canonical text: "2*b + 1", "b // 8", "max(b, 4)".
   std::string str() const;
 
+  /// Operations to compute an expression with something other than int64 -- the lowering builds
+  /// the index arithmetic a compiled kernel runs on its size arguments. Values are the builder's
+  /// own handles.
+  struct Builder {
+    virtual ~Builder() = default;
+    virtual int constant(int64_t c) = 0;
+    virtual int symbol(const std::string& name) = 0;
+    virtual int add(int a, int b) = 0;
+    virtual int mul(int a, int b) = 0;
+    virtual int floordiv(int a, int64_t c) = 0;  // floor division by a positive constant
+    virtual int mod(int a, int64_t c) = 0;       // floor modulo by a positive constant
+    virtual int max(int a, int b) = 0;
+    virtual int min(int a, int b) = 0;
+  };
+  /// The expression computed with b's operations (as evaluate computes it with int64).
+  int build(Builder& b) const;
+
   friend DimExpr operator+(const DimExpr& a, const DimExpr& b);
   friend DimExpr operator-(const DimExpr& a, const DimExpr& b);
   friend DimExpr operator*(const DimExpr& a, const DimExpr& b);

@@ -27,8 +27,9 @@ std::string types_str(std::span<const AbstractArray> ts) {
 
 bool valid_type(const AbstractArray& t) {
   if (size_t(t.dtype) >= size_t(kNumDTypes)) return false;
+  DimExpr e;
   for (int64_t d : t.shape)
-    if (d < 0) return false;
+    if (d < 0 && !(is_symbolic_dim(d) && decode_dim(d, e))) return false;  // an interned symbolic dim is a type
   return true;
 }
 

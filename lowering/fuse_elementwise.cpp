@@ -158,7 +158,7 @@ void split_recomputable_results(Operation* root) {
       b.setInsertionPointAfter(g);
       Block& body = g.getRegion().front();
       Value from = body.getTerminator()->getOperand(*j), to = body.getTerminator()->getOperand(k);
-      Value init = b.create<tensor::EmptyOp>(g.getLoc(), cast<RankedTensorType>(r.getType()).getShape(),
+      Value init = b.create<tensor::EmptyOp>(g.getLoc(), tensor::getMixedSizes(b, g.getLoc(), r),
                                              getElementTypeOrSelf(r.getType()));
       AffineMap id = maps[g.getNumDpsInputs() + k];
       auto split = b.create<linalg::GenericOp>(

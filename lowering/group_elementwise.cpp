@@ -95,10 +95,19 @@ void group(std::vector<linalg::GenericOp>& run) {
   // itself elementwise: issue 35's segfault) would be erased with it; its value is never read
   // (is_elementwise), so a new tensor.empty of its type takes its place.
   OpBuilder b(last);
-  for (Value& init : inits)
-    if (members.contains(init.getDefiningOp()))
-      init = b.create<tensor::EmptyOp>(last.getLoc(), cast<RankedTensorType>(init.getType()).getShape(),
-                                       getElementTypeOrSelf(init.getType()));
+  for (Value& init : inits) {
+    if (!members.contains(init.getDefiningOp())) continue;
+    // Dynamic sizes (a polymorphic program) are read from a tensor of the same shape that stays:
+    // down the members' own inits to one made outside the run.
+    Value like = init;
+    while (Operation* def = like.getDefiningOp()) {
+      auto dps = dyn_cast<DestinationStyleOpInterface>(def);
+      if (!members.contains(def) || !dps || dps.getNumDpsInits() == 0) break;
+      like = dps.getDpsInitOperand(0)->get();
+    }
+    init = b.create<tensor::EmptyOp>(last.getLoc(), tensor::getMixedSizes(b, last.getLoc(), like),
+                                     getElementTypeOrSelf(init.getType()));
+  }
   if (outputs.empty()) {  // nothing reads the run: dead code, left to the canonicalizer
     run.clear();
     return;

@@ -1,5 +1,7 @@
 // Internal to lowering/: the state and helpers the per-primitive lowering rules share. Every rule
-// turns one eqn into linalg/tensor/arith/math ops on static-shape tensors.
+// turns one eqn into linalg/tensor/arith/math ops on tensors -- of static shape, except for the
+// symbolic dims of a polymorphic program (docs/shape_polymorphism.md), which are dynamic extents
+// computed from the kernel's size arguments (`dim_value`).
 //
 // Element types: bool is stored as i8 (0 or 1) everywhere, so that memory and vector layouts are
 // one byte per element; comparisons produce i1 and widen. Integers are signless (the rule picks
@@ -15,6 +17,7 @@
 #include <mlir/IR/BuiltinOps.h>
 
 #include <functional>
+#include <map>
 #include <span>
 #include <string>
 #include <vector>
@@ -42,6 +45,10 @@ struct LowerCtx {
   /// output is a program output and nothing else reads it, else null. Library calls write there
   /// directly instead of into a temporary that is then copied.
   std::vector<mlir::Value> out_buffers;
+  /// A polymorphic program's symbols, sorted (the kernel's trailing int64 arguments), and their
+  /// values as `index` in the function being built.
+  std::vector<std::string> symbols;
+  std::map<std::string, mlir::Value> symbol_values;
 
   /// A declaration of an external C function (libm, runtime helpers), created once.
   mlir::func::FuncOp external(const std::string& name, mlir::TypeRange args, mlir::TypeRange results);
@@ -96,6 +103,20 @@ bool lower_in_parts(LowerCtx& c, const Program& p, const FunctionView& whole);
 /// The attribute that marks those part functions (the inliner leaves their calls alone).
 inline constexpr const char* kPartAttr = "fx.part";
 
+// ---- symbolic dims (docs/shape_polymorphism.md) -------------------------------------------------
+bool is_symbolic(const Shape& s);
+/// The symbols of the program's types, sorted (empty for a program of concrete types).
+std::vector<std::string> program_symbols(const Program& p);
+/// The dims as MLIR takes them: a symbolic dim is ShapedType::kDynamic.
+llvm::SmallVector<int64_t> mlir_dims(const Shape& s);
+/// Whether the array has no elements (a symbolic dim is at least 1).
+bool has_no_elements(const AbstractArray& a);
+/// A dim's value as an `index` at the insertion point: a constant, or the arithmetic of its
+/// expression on the symbols' values.
+mlir::Value dim_value(LowerCtx& c, int64_t d);
+/// The values of s's symbolic dims, in order: what tensor.empty takes for its dynamic extents.
+llvm::SmallVector<mlir::Value> dynamic_sizes(LowerCtx& c, const Shape& s);
+
 // ---- types ----------------------------------------------------------------------------------------
 mlir::Type storage_type(mlir::MLIRContext* ctx, DType d);
 /// The type arithmetic happens in: f32 for the 16-bit floats, the storage type otherwise.
@@ -129,16 +150,22 @@ mlir::Value as_tensor(LowerCtx& c, const Operand& o);
 /// A tensor of `a`'s type filled with the scalar (storage type) `v`.
 mlir::Value filled(LowerCtx& c, const AbstractArray& a, mlir::Value v);
 mlir::Value empty(LowerCtx& c, const AbstractArray& a);
+/// A tensor.empty of shape s and element type `elem` (an accumulator's type, say).
+mlir::Value empty_of(LowerCtx& c, const Shape& s, mlir::Type elem);
 /// The same elements under another shape (row-major order).
 mlir::Value reshape_to(LowerCtx& c, mlir::Value t, const Shape& from, const AbstractArray& to);
 
 
 // ---- library calls (lower_library.cpp) ----------------------------------------------------------
 /// One integer of a library call's argument array: a constant, or (buffer >= 0) the address of
-/// buffer `buffer` (inputs first, then outputs).
+/// buffer `buffer` (inputs first, then outputs), or (dims_of >= 0) the product of the sizes of
+/// dims [dim_begin, dim_end) of buffer `dims_of` -- how a polymorphic program passes a size that
+/// is known only at run time.
 struct LibraryArg {
   int64_t value = 0;
   int buffer = -1;
+  int dims_of = -1;
+  int dim_begin = 0, dim_end = 0;
 };
 /// Whether e is lowered to a library call (the elementwise code on each side cannot fuse across it).
 bool is_library_call(const Eqn& e);

@@ -5,6 +5,7 @@
 // Complex products are four real ones on the parts (complex_dot_general).
 #include <mlir/Dialect/Complex/IR/Complex.h>
 
+#include "ir/dim_expr.h"
 #include "lowering/lower.h"
 #include "lowering/lower_complex.h"
 #include "lowering/target.h"
@@ -60,13 +61,25 @@ bool gemm_layout(const LowerCtx& c, const Eqn& e, std::span<const Operand> in, c
     if (lb[size_t(k)] != k || rb[size_t(k)] != k) return false;
   if ((lc[0] != nb && lc[0] != nb + 1) || (rc[0] != nb && rc[0] != nb + 1)) return false;
   const bool trans_lhs = lc[0] == nb, trans_rhs = rc[0] == nb + 1;
-  int64_t batch = 1;
-  for (int64_t k = 0; k < nb; ++k) batch *= lhs.shape[size_t(k)];
-  const int64_t m = lhs.shape[size_t(trans_lhs ? nb + 1 : nb)], k = lhs.shape[size_t(lc[0])];
-  const int64_t n = rhs.shape[size_t(trans_rhs ? nb : nb + 1)];
-  layout = {{int64_t(d) | (ops != d ? int64_t(ops) << 8 : 0)}, {batch}, {m}, {n}, {k}, {int64_t(trans_lhs)},
+  // A size: a constant, or (a symbolic dim of a polymorphic program) read from the buffer at run time.
+  auto size = [&](int buffer, const AbstractArray& a, int64_t begin, int64_t end) {
+    int64_t v = 1;
+    for (int64_t k = begin; k < end; ++k) {
+      if (is_symbolic_dim(a.shape[size_t(k)])) {
+        return LibraryArg{0, -1, buffer, int(begin), int(end)};
+      }
+      v *= a.shape[size_t(k)];
+    }
+    return LibraryArg{v};
+  };
+  const int64_t mi = trans_lhs ? nb + 1 : nb, ni = trans_rhs ? nb : nb + 1;
+  layout = {{int64_t(d) | (ops != d ? int64_t(ops) << 8 : 0)}, size(0, lhs, 0, nb), size(0, lhs, mi, mi + 1),
+            size(1, rhs, ni, ni + 1), size(0, lhs, lc[0], lc[0] + 1), {int64_t(trans_lhs)},
             {int64_t(trans_rhs)}, {cpu_target().isa_level}, {c.num_threads}, {0, 0}, {0, 1}, {0, 2}};
-  return batch * m * n * k > 0;
+  // Symbolic sizes are at least 1: only the known ones can make the product empty.
+  int64_t work = 1;
+  for (size_t i = 1; i <= 4; ++i) work *= layout[i].dims_of >= 0 ? 1 : layout[i].value;
+  return work > 0;
 }
 
 std::vector<Value> complex_dot_general(LowerCtx& c, const Eqn& e, std::span<const Operand> in, std::span<const AbstractArray> out);
@@ -77,8 +90,10 @@ std::vector<Value> dot_general_rule(LowerCtx& c, const Eqn& e, std::span<const O
     return complex_dot_general(c, e, in, out);
   if (c.matmul != MatmulPath::generated) {
     std::vector<LibraryArg> layout;
+    // A polymorphic product's sizes are known at run time only: the library's GEMM serves every size.
     if (gemm_layout(c, e, in, out[0], layout) &&
-        (c.matmul == MatmulPath::eigen || layout[2].value * layout[3].value * layout[4].value >= 32 * 32 * 32)) {
+        (c.matmul == MatmulPath::eigen || is_symbolic(in[0].aval.shape) || is_symbolic(in[1].aval.shape) ||
+         layout[2].value * layout[3].value * layout[4].value >= 32 * 32 * 32)) {
       Value ins[2] = {as_tensor(c, in[0]), as_tensor(c, in[1])};
       AbstractArray in_avals[2] = {in[0].aval, in[1].aval};
       return library_call(c, "fluxion_rt_gemm", ins, in_avals, out, layout);
@@ -105,11 +120,11 @@ std::vector<Value> dot_general_rule(LowerCtx& c, const Eqn& e, std::span<const O
   for (unsigned k = nb + nlf + nrf; k < loops; ++k) iters[k] = utils::IteratorType::reduction;
 
   Type acc_elem = storage_type(ctx, acc_d);
-  Value init = b.create<tensor::EmptyOp>(c.loc, out[0].shape.dims(), acc_elem);
+  Value init = empty_of(c, out[0].shape, acc_elem);
   if (nc != 0)  // without contracting dims nothing accumulates: the product overwrites it
     init = b.create<linalg::FillOp>(c.loc, ValueRange{constant(b, c.loc, acc_d, 0)}, ValueRange{init}).getResult(0);
   auto g = b.create<linalg::GenericOp>(
-      c.loc, TypeRange{RankedTensorType::get(out[0].shape.dims(), acc_elem)},
+      c.loc, TypeRange{RankedTensorType::get(mlir_dims(out[0].shape), acc_elem)},
       ValueRange{as_tensor(c, in[0]), as_tensor(c, in[1])}, ValueRange{init}, maps, iters,
       [&](OpBuilder& nb_, Location nl, ValueRange args) {
         Value x = convert_scalar(nb_, nl, to_compute(nb_, nl, args[0], in_d), in_d, acc_d);

@@ -35,7 +35,7 @@ std::vector<Value> library_call(LowerCtx& c, const std::string& symbol, std::spa
   if (int64_t(layout.size()) > kMaxLibraryArgs)
     throw CompileError("CompileError: jit: a library call (" + symbol + ") needs " + std::to_string(layout.size()) +
                        " arguments; at most " + std::to_string(kMaxLibraryArgs) + " fit");
-  auto memref_of = [&](const AbstractArray& a) { return MemRefType::get(a.shape.dims(), storage_type(ctx, a.dtype)); };
+  auto memref_of = [&](const AbstractArray& a) { return MemRefType::get(mlir_dims(a.shape), storage_type(ctx, a.dtype)); };
   SmallVector<Value> buffers;
   SmallVector<Type> buffer_types;
   for (size_t i = 0; i < ins.size(); ++i) {
@@ -46,7 +46,8 @@ std::vector<Value> library_call(LowerCtx& c, const std::string& symbol, std::spa
     buffer_types.push_back(memref_of(outs[i]));
     Value dest = i < c.out_buffers.size() ? c.out_buffers[i] : Value();
     buffers.push_back(dest ? dest
-                           : Value(b.create<memref::AllocOp>(c.loc, cast<MemRefType>(buffer_types.back()), b.getI64IntegerAttr(64))));
+                           : Value(b.create<memref::AllocOp>(c.loc, cast<MemRefType>(buffer_types.back()),
+                                                             dynamic_sizes(c, outs[i].shape), b.getI64IntegerAttr(64))));
   }
 
   // The wrapper.
@@ -72,6 +73,11 @@ std::vector<Value> library_call(LowerCtx& c, const std::string& symbol, std::spa
       if (layout[i].buffer >= 0) {
         Value addr = b.create<memref::ExtractAlignedPointerAsIndexOp>(c.loc, body->getArgument(unsigned(layout[i].buffer)));
         v = b.create<arith::IndexCastOp>(c.loc, b.getI64Type(), addr);
+      } else if (layout[i].dims_of >= 0) {  // a size known at run time: the buffer's dims
+        Value n = b.create<arith::ConstantIndexOp>(c.loc, 1);
+        for (int d = layout[i].dim_begin; d < layout[i].dim_end; ++d)
+          n = b.create<arith::MulIOp>(c.loc, n, b.create<memref::DimOp>(c.loc, body->getArgument(unsigned(layout[i].dims_of)), d));
+        v = b.create<arith::IndexCastOp>(c.loc, b.getI64Type(), n);
       } else {
         v = b.create<arith::ConstantOp>(c.loc, b.getI64IntegerAttr(layout[i].value));
       }

@@ -2,8 +2,12 @@
 // and the type/scalar/tensor helpers the rules share.
 #include <mlir/Dialect/Bufferization/IR/Bufferization.h>
 #include <mlir/Dialect/Complex/IR/Complex.h>
+#include <mlir/Dialect/MemRef/IR/MemRef.h>
 #include <mlir/IR/BuiltinTypes.h>
 
+#include <algorithm>
+
+#include "ir/dim_expr.h"
 #include "ir/error.h"
 #include "lowering/compile.h"
 #include "lowering/lower.h"
@@ -35,15 +39,94 @@ Type compute_type(MLIRContext* ctx, DType d) {
   return storage_type(ctx, d);
 }
 
+// ---- symbolic dims --------------------------------------------------------------------------------
+bool is_symbolic(const Shape& s) {
+  return std::any_of(s.begin(), s.end(), [](int64_t d) { return is_symbolic_dim(d); });
+}
+
+std::vector<std::string> program_symbols(const Program& p) {
+  std::vector<std::string> out;
+  DimExpr e;
+  for (const AbstractArray& t : p.types)
+    for (int64_t d : t.shape)
+      if (is_symbolic_dim(d) && decode_dim(d, e))
+        for (std::string& name : e.symbols()) out.push_back(std::move(name));
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+SmallVector<int64_t> mlir_dims(const Shape& s) {
+  SmallVector<int64_t> dims;
+  for (int64_t d : s) dims.push_back(is_symbolic_dim(d) ? ShapedType::kDynamic : d);
+  return dims;
+}
+
+bool has_no_elements(const AbstractArray& a) {
+  return std::any_of(a.shape.begin(), a.shape.end(), [](int64_t d) { return d == 0; });
+}
+
+namespace {
+// A dim expression as index arithmetic (DimExpr::build): floor division and modulo by positive
+// constants, as the expression evaluates them.
+class IndexArithmetic : public DimExpr::Builder {
+ public:
+  IndexArithmetic(LowerCtx& c) : c_(c) {}
+  Value value(int h) const { return values_[size_t(h)]; }
+  int constant(int64_t v) override { return put(c_.b.create<arith::ConstantIndexOp>(c_.loc, v)); }
+  int symbol(const std::string& name) override {
+    auto it = c_.symbol_values.find(name);
+    if (it == c_.symbol_values.end())
+      throw CompileError("CompileError: jit: the symbol " + name + " has no size argument in this kernel");
+    return put(it->second);
+  }
+  int add(int a, int b) override { return put(c_.b.create<arith::AddIOp>(c_.loc, value(a), value(b))); }
+  int mul(int a, int b) override { return put(c_.b.create<arith::MulIOp>(c_.loc, value(a), value(b))); }
+  int floordiv(int a, int64_t k) override {
+    return put(c_.b.create<arith::FloorDivSIOp>(c_.loc, value(a), value(constant(k))));
+  }
+  int mod(int a, int64_t k) override {  // a - (a // k) * k
+    Value q = c_.b.create<arith::FloorDivSIOp>(c_.loc, value(a), value(constant(k)));
+    return put(c_.b.create<arith::SubIOp>(c_.loc, value(a), c_.b.create<arith::MulIOp>(c_.loc, q, value(constant(k)))));
+  }
+  int max(int a, int b) override { return put(c_.b.create<arith::MaxSIOp>(c_.loc, value(a), value(b))); }
+  int min(int a, int b) override { return put(c_.b.create<arith::MinSIOp>(c_.loc, value(a), value(b))); }
+
+ private:
+  int put(Value v) {
+    values_.push_back(v);
+    return int(values_.size() - 1);
+  }
+  LowerCtx& c_;
+  std::vector<Value> values_;
+};
+}  // namespace
+
+Value dim_value(LowerCtx& c, int64_t d) {
+  if (!is_symbolic_dim(d)) return c.b.create<arith::ConstantIndexOp>(c.loc, d);
+  DimExpr e;
+  if (!decode_dim(d, e)) throw CompileError("CompileError: jit: a dim of the program is not a symbolic dimension");
+  IndexArithmetic ia(c);
+  return ia.value(e.build(ia));
+}
+
+SmallVector<Value> dynamic_sizes(LowerCtx& c, const Shape& s) {
+  SmallVector<Value> sizes;
+  for (int64_t d : s)
+    if (is_symbolic_dim(d)) sizes.push_back(dim_value(c, d));
+  return sizes;
+}
+
 RankedTensorType tensor_type(MLIRContext* ctx, const AbstractArray& a) {
-  return RankedTensorType::get(a.shape.dims(), storage_type(ctx, a.dtype));
+  return RankedTensorType::get(mlir_dims(a.shape), storage_type(ctx, a.dtype));
 }
 
 // Arrays without elements are passed as memref<1xT> (the bare-pointer ABI cannot lower a zero-size
-// memref type; the runtime's buffers are never null): nothing reads or writes them.
+// memref type; the runtime's buffers are never null): nothing reads or writes them. So is an array
+// of a symbolic type (nor can it lower a dynamic one): the function casts it to its dynamic type.
 MemRefType buffer_type(MLIRContext* ctx, const AbstractArray& a) {
   Type elem = storage_type(ctx, a.dtype);
-  return a.size() == 0 ? MemRefType::get({1}, elem) : MemRefType::get(a.shape.dims(), elem);
+  return has_no_elements(a) || is_symbolic(a.shape) ? MemRefType::get({1}, elem) : MemRefType::get(a.shape.dims(), elem);
 }
 
 // ---- scalars --------------------------------------------------------------------------------------
@@ -146,8 +229,12 @@ Value convert_scalar(OpBuilder& b, Location l, Value x, DType from, DType to) {
 }
 
 // ---- tensors --------------------------------------------------------------------------------------
+Value empty_of(LowerCtx& c, const Shape& s, Type elem) {
+  return c.b.create<tensor::EmptyOp>(c.loc, mlir_dims(s), elem, dynamic_sizes(c, s));
+}
+
 Value empty(LowerCtx& c, const AbstractArray& a) {
-  return c.b.create<tensor::EmptyOp>(c.loc, a.shape.dims(), storage_type(c.b.getContext(), a.dtype));
+  return empty_of(c, a.shape, storage_type(c.b.getContext(), a.dtype));
 }
 
 Value filled(LowerCtx& c, const AbstractArray& a, Value v) {
@@ -272,11 +359,35 @@ std::vector<Value> lower_subprogram(LowerCtx& c, const Program& p, std::span<con
   return results;
 }
 
+namespace {
+// A buffer of a symbolic type arrives as memref<1xT> (buffer_type): the same pointer viewed as the
+// row-major memref of its dynamic sizes.
+Value dynamic_buffer(LowerCtx& c, Value arg, const AbstractArray& t) {
+  SmallVector<OpFoldResult> sizes, strides(size_t(t.ndim()));
+  for (int64_t d : t.shape) sizes.push_back(is_symbolic_dim(d) ? OpFoldResult(dim_value(c, d)) : c.b.getIndexAttr(d));
+  OpFoldResult stride = c.b.getIndexAttr(1);
+  for (int k = t.ndim() - 1; k >= 0; --k) {
+    strides[size_t(k)] = stride;
+    const int64_t d = t.shape[size_t(k)];
+    auto known = getConstantIntValue(stride);
+    if (known && !is_symbolic_dim(d)) {
+      stride = c.b.getIndexAttr(*known * d);
+    } else {
+      Value s = known ? Value(c.b.create<arith::ConstantIndexOp>(c.loc, *known)) : cast<Value>(stride);
+      stride = OpFoldResult(Value(c.b.create<arith::MulIOp>(c.loc, s, dim_value(c, d))));
+    }
+  }
+  auto type = MemRefType::get(mlir_dims(t.shape), storage_type(c.b.getContext(), t.dtype));
+  return c.b.create<memref::ReinterpretCastOp>(c.loc, type, arg, c.b.getIndexAttr(0), sizes, strides);
+}
+}  // namespace
+
 func::FuncOp add_function(LowerCtx& c, const Program& p, const FunctionView& f, const std::string& name) {
   MLIRContext* ctx = c.b.getContext();
   SmallVector<Type> arg_types;
   for (int32_t v : f.ins) arg_types.push_back(buffer_type(ctx, p.type(v)));
   for (const Atom& a : f.outs) arg_types.push_back(buffer_type(ctx, p.aval(a)));
+  arg_types.append(c.symbols.size(), c.b.getI64Type());  // a polymorphic program's sizes
   OpBuilder::InsertionGuard guard(c.b);
   c.b.setInsertionPointToEnd(c.module.getBody());
   auto fn = c.b.create<func::FuncOp>(c.b.getUnknownLoc(), name, c.b.getFunctionType(arg_types, {}));
@@ -292,13 +403,23 @@ func::FuncOp lower_function(LowerCtx& c, const Program& p, const FunctionView& f
   b.setInsertionPointToStart(entry);
 
   c.loc = b.getUnknownLoc();
+  const unsigned n_buffers = unsigned(f.ins.size() + f.outs.size());
+  c.symbol_values.clear();
+  for (size_t j = 0; j < c.symbols.size(); ++j)
+    c.symbol_values[c.symbols[j]] =
+        b.create<arith::IndexCastOp>(c.loc, b.getIndexType(), entry->getArgument(n_buffers + unsigned(j)));
+  std::vector<Value> buffers;  // the arguments as the body reads them
+  for (unsigned i = 0; i < n_buffers; ++i) {
+    const AbstractArray& t = i < f.ins.size() ? p.type(f.ins[i]) : p.aval(f.outs[i - f.ins.size()]);
+    buffers.push_back(is_symbolic(t.shape) ? dynamic_buffer(c, entry->getArgument(i), t) : entry->getArgument(i));
+  }
   std::vector<Value> values(p.types.size());
   for (size_t i = 0; i < f.ins.size(); ++i) {
     const AbstractArray& t = p.type(f.ins[i]);
     values[size_t(f.ins[i])] =
-        t.size() == 0 ? empty(c, t)
-                      : Value(b.create<bufferization::ToTensorOp>(c.loc, entry->getArgument(unsigned(i)), /*restrict=*/true,
-                                                                  /*writable=*/false));
+        has_no_elements(t) ? empty(c, t)
+                           : Value(b.create<bufferization::ToTensorOp>(c.loc, buffers[i], /*restrict=*/true,
+                                                                       /*writable=*/false));
   }
 
   // Outputs that only the caller reads: library calls may write them in place (c.out_buffers).
@@ -313,17 +434,16 @@ func::FuncOp lower_function(LowerCtx& c, const Program& p, const FunctionView& f
     out_slot[size_t(a.var)] = int(i);
   }
   lower_eqns(c, p, f.eqns, values, [&](int32_t v) {
-    if (out_slot[size_t(v)] >= 0 && reads[size_t(v)] == 1 && p.type(v).size() > 0)
-      return Value(entry->getArgument(unsigned(f.ins.size()) + unsigned(out_slot[size_t(v)])));
+    if (out_slot[size_t(v)] >= 0 && reads[size_t(v)] == 1 && !has_no_elements(p.type(v)))
+      return buffers[f.ins.size() + size_t(out_slot[size_t(v)])];
     return Value();
   });
 
   c.loc = b.getUnknownLoc();
   for (size_t i = 0; i < f.outs.size(); ++i) {
-    if (p.aval(f.outs[i]).size() == 0) continue;
+    if (has_no_elements(p.aval(f.outs[i]))) continue;
     Value t = as_tensor(c, operand_of(c, p, values, f.outs[i]));
-    b.create<bufferization::MaterializeInDestinationOp>(c.loc, TypeRange{}, t,
-                                                        entry->getArgument(unsigned(f.ins.size() + i)),
+    b.create<bufferization::MaterializeInDestinationOp>(c.loc, TypeRange{}, t, buffers[f.ins.size() + i],
                                                         /*restrict=*/true, /*writable=*/true);
   }
   b.create<func::ReturnOp>(c.loc);
@@ -340,6 +460,8 @@ OwningOpRef<ModuleOp> lower_program(MLIRContext& ctx, const Program& p, const Co
 
   LowerCtx c{b, *module, b.getUnknownLoc(), options.matmul};
   c.num_threads = options.num_threads;
+  c.symbols = program_symbols(p);
+  if (!c.symbols.empty()) in_parts = false;  // one function: its size arguments serve every eqn
   FunctionView whole{p.eqns, {p.invars.begin(), p.invars.end()}, p.outvars};
   whole.ins.insert(whole.ins.end(), p.constvars.begin(), p.constvars.end());
   if (!in_parts || !lower_in_parts(c, p, whole)) lower_function(c, p, whole, "kernel");

@@ -95,8 +95,8 @@ Value reduce_generic(LowerCtx& c, Value x, const Shape& shape, DType d, const In
     if (std::find(axes.begin(), axes.end(), int64_t(i)) == axes.end()) kept.push_back(shape[size_t(i)]);
   Type acc_elem = cast<ShapedType>(x.getType()).getElementType() == storage_type(ctx, d) ? compute_type(ctx, d)
                                                                                        : cast<ShapedType>(x.getType()).getElementType();
-  auto acc_type = RankedTensorType::get(kept.dims(), acc_elem);
-  Value init = b.create<tensor::EmptyOp>(c.loc, kept.dims(), acc_elem);
+  auto acc_type = RankedTensorType::get(mlir_dims(kept), acc_elem);
+  Value init = empty_of(c, kept, acc_elem);
   init = b.create<linalg::FillOp>(c.loc, ValueRange{identity(b, c.loc, K, d)}, ValueRange{init}).getResult(0);
   SmallVector<AffineMap> maps{b.getMultiDimIdentityMap(unsigned(rank)), kept_map(ctx, rank, axes)};
   auto g = b.create<linalg::GenericOp>(c.loc, TypeRange{acc_type}, ValueRange{x}, ValueRange{init}, maps,
@@ -160,7 +160,8 @@ std::vector<Value> reduce_rule(LowerCtx& c, const Eqn& e, std::span<const Operan
   // Reduced on the merged dims only where the innermost dims are reduced together (a reduction
   // over several innermost dims ran 20x slower than over their merged row): the reshape keeps the
   // reduction's producer from fusing into it. A split one keeps the operand's dims (below).
-  if (in[0].aval.size() > 0 && inner_run && (inner_dims >= 2 || split)) {
+  // (Not over symbolic dims: merging multiplies sizes that a polymorphic program knows only at run time.)
+  if (!has_no_elements(in[0].aval) && !is_symbolic(shape) && inner_run && (inner_dims >= 2 || split)) {
     if (split) {
       // The first stage on the operand's own dims, so that an elementwise producer fuses into it
       // (a reshape between them blocks fusion); fx-fuse-elementwise merges its innermost reduced
@@ -202,17 +203,17 @@ std::vector<Value> argminmax_rule(LowerCtx& c, const Eqn& e, std::span<const Ope
   const int64_t axis = axes.at(0);
   const int rank = in[0].aval.ndim();
   Type val_elem = compute_type(ctx, d);
-  Value best0 = b.create<tensor::EmptyOp>(c.loc, out[0].shape.dims(), val_elem);
+  Value best0 = empty_of(c, out[0].shape, val_elem);
   Value fill = is_complex(d) ? constant(b, c.loc, d, 0) : identity(b, c.loc, IsMax ? Kind::max : Kind::min, d);
   best0 = b.create<linalg::FillOp>(c.loc, ValueRange{fill}, ValueRange{best0}).getResult(0);
-  Value idx0 = b.create<tensor::EmptyOp>(c.loc, out[0].shape.dims(), b.getI64Type());
+  Value idx0 = empty_of(c, out[0].shape, b.getI64Type());
   idx0 = b.create<linalg::FillOp>(c.loc, ValueRange{Value(b.create<arith::ConstantOp>(c.loc, b.getI64IntegerAttr(0)))},
                                   ValueRange{idx0})
              .getResult(0);
   AffineMap kept = kept_map(ctx, rank, axes);
   SmallVector<AffineMap> maps{b.getMultiDimIdentityMap(unsigned(rank)), kept, kept};
   auto g = b.create<linalg::GenericOp>(
-      c.loc, TypeRange{RankedTensorType::get(out[0].shape.dims(), val_elem), RankedTensorType::get(out[0].shape.dims(), b.getI64Type())},
+      c.loc, TypeRange{RankedTensorType::get(mlir_dims(out[0].shape), val_elem), RankedTensorType::get(mlir_dims(out[0].shape), b.getI64Type())},
       ValueRange{as_tensor(c, in[0])}, ValueRange{best0, idx0}, maps, iterators(rank, axes),
       [&](OpBuilder& nb, Location nl, ValueRange args) {
         Value v = to_compute(nb, nl, args[0], d), best = args[1], bi = args[2];

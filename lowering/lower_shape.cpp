@@ -1,6 +1,7 @@
 // Lowering of the shape primitives (prims/shape.cpp). Moves of elements that an indexing map can
 // express (broadcast_in_dim, transpose, rev, iota) are linalg.generic ops, so they fuse with their
 // elementwise neighbours; the others are tensor slices and reshapes that bufferize to views/copies.
+#include "ir/dim_expr.h"
 #include "lowering/lower.h"
 
 namespace fluxion::lowering {
@@ -98,6 +99,15 @@ Value reshape_to(LowerCtx& c, Value t, const Shape& from, const AbstractArray& t
     for (int i = 0; i < rank; ++i) r.push_back(i);
     return SmallVector<ReassociationIndices>{r};
   };
+  if (is_symbolic(from) || is_symbolic(to.shape)) {  // a polymorphic reshape: through one dynamic dim
+    Value flat = t;
+    auto flat_type = RankedTensorType::get({ShapedType::kDynamic}, elem);
+    if (from.rank() > 1) flat = b.create<tensor::CollapseShapeOp>(c.loc, flat_type, t, all(from.rank()));
+    if (to.shape.rank() == 1) return flat;
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t d : to.shape) sizes.push_back(is_symbolic_dim(d) ? OpFoldResult(dim_value(c, d)) : b.getIndexAttr(d));
+    return b.create<tensor::ExpandShapeOp>(c.loc, tensor_type(b.getContext(), to), flat, all(to.shape.rank()), sizes);
+  }
   const int64_t n = to.shape.numel();
   auto flat_type = RankedTensorType::get({n}, elem);
   Value flat = t;

@@ -117,6 +117,7 @@ double ms_since(Clock::time_point t) { return std::chrono::duration<double, std:
 // FLUXION_JIT_LLVM_OPT=0..3 fixes the level for every kernel (compile time against speed).
 int llvm_opt_level(const Program& p) {
   if (const int64_t level = integer_setting("FLUXION_JIT_LLVM_OPT", -1); level >= 0) return int(level);
+  if (!program_symbols(p).empty()) return 3;  // sizes known at run time only: any may be large
   int64_t largest = 0;
   for (const AbstractArray& t : p.types) largest = std::max<int64_t>(largest, t.size());
   return largest < (int64_t(1) << 16) ? 0 : 3;
@@ -156,6 +157,9 @@ class CpuPipeline : PipelineState {
   // tile-and-fuse of one made of generics where it applies; if that transform fails, the plain
   // per-op plan on the module as it was before.
   void tile() {
+    // A polymorphic program's extents are dynamic: the row and per-op tiling plans are made from
+    // static sizes, so its loops go to LLVM as they are (which vectorizes the inner static ones).
+    if (!program_symbols(program_).empty()) return;
     profiler::Scope prof("mlir", "tiling and vectorization");
     auto t = Clock::now();
     untie_empty_tensors(*module_);

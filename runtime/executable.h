@@ -65,13 +65,20 @@ class Executable {
   double llvm_ms() const { return times_.llvm_ms; }
   double link_ms() const { return times_.link_ms; }
   bool from_disk_cache() const { return times_.from_disk_cache; }
+  /// A polymorphic program's symbols (docs/shape_polymorphism.md), sorted: the kernel takes their
+  /// values after its buffers. Empty for a program of concrete types.
+  const std::vector<std::string>& symbols() const { return symbols_; }
 
  protected:
-  /// TypeError unless `inputs` match in_avals() (count and types).
-  void check_inputs(std::span<const Array> inputs) const;
+  /// TypeError unless `inputs` match in_avals() (count and types; a symbolic dim matches any size
+  /// that agrees with the other dims of its symbol). Returns the symbols' values, in symbols() order.
+  std::vector<int64_t> check_inputs(std::span<const Array> inputs) const;
+  /// The outputs' types for these values of the symbols (out_avals() itself when there are none).
+  std::vector<AbstractArray> concrete_out_avals(std::span<const int64_t> symbol_values) const;
 
  private:
   std::vector<AbstractArray> in_avals_, out_avals_;
+  std::vector<std::string> symbols_;
   std::string fingerprint_;
   Platform platform_;
   CompileTimes times_;

@@ -35,10 +35,13 @@ template <class E = fluxion::Error, class F>
 std::string error_of(F call) {
   try {
     call();
-  } catch (const E& e) {
-    return e.what();
   } catch (const fluxion::Error& e) {
-    return std::string("(another kind of error: ") + e.what() + ")";
+    if constexpr (std::is_same_v<E, fluxion::Error>) {
+      return e.what();
+    } else {
+      if (dynamic_cast<const E*>(&e) != nullptr) return e.what();
+      return std::string("(another kind of error: ") + e.what() + ")";
+    }
   }
   return "(no error)";
 }

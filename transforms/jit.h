@@ -42,6 +42,7 @@
 #include <unordered_map>
 #include <variant>
 
+#include "ir/poly_shapes.h"
 #include "ir/sharding.h"
 #include "ir/tree.h"
 #include "ir/trace.h"
@@ -55,38 +56,39 @@ namespace jit_detail {
 template <class T>
 concept StdHashable = requires(const T& t) { std::hash<T>{}(t); };
 
-/// Appends the part of the call signature that `t` determines.
+/// Appends the part of the call signature that `t` determines. With `avals`, the Array leaves'
+/// types are taken from there in order instead (a polymorphic jit's symbolic types).
 template <class T>
-void signature(const T& t, std::string& s) {
+void signature(const T& t, std::string& s, const AbstractArray** avals = nullptr) {
   using namespace tree::detail;
   if constexpr (std::is_same_v<T, Array>) {
-    s += t.valid() ? t.aval().str() : std::string("<empty>");
+    s += avals ? (*avals)++->str() : t.valid() ? t.aval().str() : std::string("<empty>");
     s += ';';
   } else if constexpr (is_tuple<T>::value) {
     s += '(';
-    std::apply([&](const auto&... xs) { (signature(xs, s), ...); }, t);
+    std::apply([&](const auto&... xs) { (signature(xs, s, avals), ...); }, t);
     s += ')';
   } else if constexpr (is_vector<T>::value || is_std_array<T>::value) {
     s += '[' + std::to_string(t.size()) + ':';
-    for (const auto& x : t) signature(x, s);
+    for (const auto& x : t) signature(x, s, avals);
     s += ']';
   } else if constexpr (is_string_map<T>::value) {
     s += '{';
     for (const auto& kv : t) {
       s += std::to_string(kv.first.size()) + '#' + kv.first + ':';
-      signature(kv.second, s);
+      signature(kv.second, s, avals);
     }
     s += '}';
   } else if constexpr (is_optional<T>::value) {
     if (t) {
       s += '?';
-      signature(*t, s);
+      signature(*t, s, avals);
     } else {
       s += '-';
     }
   } else if constexpr (registered<T>) {
     s += '<';
-    std::apply([&](auto... m) { (signature(t.*m, s), ...); }, fluxion_tree_members(static_cast<const T*>(nullptr)));
+    std::apply([&](auto... m) { (signature(t.*m, s, avals), ...); }, fluxion_tree_members(static_cast<const T*>(nullptr)));
     s += '>';
   } else if constexpr (std::is_arithmetic_v<T> || std::is_enum_v<T>) {
     char bytes[sizeof(T)];
@@ -207,9 +209,10 @@ template <class F>
 class Jitted {
  public:
   explicit Jitted(F f, jit_detail::DonateArgnums donate = {}, SourceLoc loc = {},
-                  std::shared_ptr<const jit_detail::Shardings> shardings = nullptr)
+                  std::shared_ptr<const jit_detail::Shardings> shardings = nullptr,
+                  std::shared_ptr<const PolymorphicShapes> poly = nullptr)
       : f_(std::move(f)), donate_(std::move(donate)), loc_(loc), shardings_(std::move(shardings)),
-        cache_(std::make_shared<jit_detail::JitCache>()) {}
+        poly_(std::move(poly)), cache_(std::make_shared<jit_detail::JitCache>()) {}
 
   template <class... Args>
   auto operator()(const Args&... args) const {
@@ -226,6 +229,7 @@ class Jitted {
       return tree::rebuild(out, it);
     }
     if (shardings_) return call_sharded<R>(leaves, args...);
+    if (poly_) return call_polymorphic<R>(leaves, args...);
     const std::optional<runtime::RunOn> on = jit_detail::placement(leaves, loc_);
     std::string key;
     ((key += typeid(Args).name(), key += '|', jit_detail::signature(args, key)), ...);
@@ -256,6 +260,33 @@ class Jitted {
   int64_t compilations() const { return cache_->count(); }
 
  private:
+  // One compile for every size the symbols take: the key holds the symbolic types, the trace runs
+  // on them, and the kernel reads the sizes of each call (docs/shape_polymorphism.md).
+  template <class R, class... Args>
+  R call_polymorphic(const std::vector<Array>& leaves, const Args&... args) const {
+    std::vector<AbstractArray> actual;
+    actual.reserve(leaves.size());
+    for (const Array& a : leaves) actual.push_back(a.aval());
+    bind_symbols(*poly_, actual, "jit");  // a misfit: ShapeError naming the symbol and the constraint
+    const std::vector<AbstractArray> symbolic = symbolic_avals(*poly_, actual);
+    std::string key;
+    const AbstractArray* types = symbolic.data();
+    ((key += typeid(Args).name(), key += '|', jit_detail::signature(args, key, &types)), ...);
+    std::shared_ptr<const jit_detail::Compiled> compiled = jit_detail::lookup(*cache_, key);
+    if (!compiled) {
+      const auto start = std::chrono::steady_clock::now();
+      auto [program, out] = detail::trace_with_avals(f_, symbolic, args...);
+      const auto traced = std::chrono::steady_clock::now();
+      compiled = jit_detail::compile_signature(*cache_, key, std::move(program), jit_detail::structure_of<R>(out));
+      if (jit_detail::log_compiles()) {
+        using ms = std::chrono::duration<double, std::milli>;
+        jit_detail::log_compile(*cache_, loc_, leaves, *compiled, std::nullopt, ms(traced - start).count(),
+                                ms(std::chrono::steady_clock::now() - start).count());
+      }
+    }
+    return jit_detail::rebuild_results<R>(*compiled, jit_detail::run_compiled(*compiled, leaves));
+  }
+
   template <class R, class... Args>
   R call_sharded(const std::vector<Array>& leaves, const Args&... args) const {
     std::string key;
@@ -277,6 +308,7 @@ class Jitted {
   jit_detail::DonateArgnums donate_;
   SourceLoc loc_;  // where fx::jit was called: errors of a call name it
   std::shared_ptr<const jit_detail::Shardings> shardings_;
+  std::shared_ptr<const PolymorphicShapes> poly_;  // fx::polymorphic_shapes: one compile for every size
   std::shared_ptr<jit_detail::JitCache> cache_;
 };
 
@@ -290,6 +322,14 @@ Jitted<F> jit(F f, std::source_location loc = std::source_location::current()) {
 template <class F>
 Jitted<F> jit(F f, jit_detail::DonateArgnums donate, std::source_location loc = std::source_location::current()) {
   return Jitted<F>(std::move(f), std::move(donate), loc);
+}
+
+/// jit(f, fx::polymorphic_shapes("b, 784", "b")): one compile serves every size of the symbols
+/// (b >= 1 and the spec's constraints; a misfit is a ShapeError naming the symbol, the constraint
+/// and the spec's line). The kernel runs on dynamic extents (docs/shape_polymorphism.md).
+template <class F>
+Jitted<F> jit(F f, PolymorphicShapes shapes, std::source_location loc = std::source_location::current()) {
+  return Jitted<F>(std::move(f), {}, loc, nullptr, std::make_shared<const PolymorphicShapes>(std::move(shapes)));
 }
 
 /// fx::in_shardings(s...): one layout per argument (a NamedSharding for every leaf of it, or
