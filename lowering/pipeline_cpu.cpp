@@ -157,11 +157,13 @@ class CpuPipeline : PipelineState {
   // tile-and-fuse of one made of generics where it applies; if that transform fails, the plain
   // per-op plan on the module as it was before.
   void tile() {
-    // A polymorphic program's extents are dynamic: the row and per-op tiling plans are made from
-    // static sizes, so its loops go to LLVM as they are (which vectorizes the inner static ones).
-    if (!program_symbols(program_).empty()) return;
     profiler::Scope prof("mlir", "tiling and vectorization");
     auto t = Clock::now();
+    if (!program_symbols(program_).empty()) {
+      tile_polymorphic();
+      passes_ms_ += ms_since(t);
+      return;
+    }
     untie_empty_tensors(*module_);
     if (row_blocking() && !only_generics(*module_) && block_rows(*module_)) {
       if (failed(verify(*module_))) fail("verifying the row-blocked module");
@@ -189,6 +191,24 @@ class CpuPipeline : PipelineState {
     }
     dump_module("vectorized.mlir");
     passes_ms_ += ms_since(t);
+  }
+
+  // A polymorphic program: the row plans need static sizes, so only the per-op plans run -- they
+  // tile, thread and vectorize the ops of static extent (a weight update) and leave the dynamic
+  // ones to LLVM, which vectorizes their inner static loops. If the script fails, nothing is tiled.
+  void tile_polymorphic() {
+    const std::string script = tile_and_vectorize_script(*module_, threads_);
+    if (script.empty()) return;
+    OwningOpRef<ModuleOp> before(cast<ModuleOp>((*module_)->clone()));
+    const size_t quiet = diagnostics_.size();
+    if (apply_script(script)) {
+      dump("transform.mlir", script);
+      dump_module("vectorized.mlir");
+      return;
+    }
+    dump("tiling-failed.mlir", script + "\n// MLIR said:" + diagnostics_.substr(quiet));
+    module_ = std::move(before);
+    diagnostics_.resize(quiet);
   }
 
   void bufferize() {
