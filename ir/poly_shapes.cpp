@@ -223,6 +223,18 @@ std::string first_symbol(std::span<const AbstractArray> in) {
 }
 }  // namespace
 
+std::vector<std::string> symbols_of(std::span<const AbstractArray> avals) {
+  std::vector<std::string> out;
+  DimExpr e;
+  for (const AbstractArray& a : avals)
+    for (int64_t d : a.shape)
+      if (is_symbolic_dim(d) && decode_dim(d, e))
+        for (std::string& name : e.symbols()) out.push_back(std::move(name));
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 std::string symbolic_operand_problem(Prim p, std::span<const AbstractArray> in) {
   if (copies_dims(p)) return "";
   return "the operand's symbolic dimension " + first_symbol(in) + " reaches " + std::string(prim_name(p)) +

@@ -67,6 +67,9 @@ namespace fluxion {
 
 /// Whether any of the types has a symbolic dim (the one test bind pays for concrete shapes).
 bool has_symbolic_dim(std::span<const AbstractArray> avals);
+/// The symbols the types mention, sorted: a polymorphic kernel takes their values in this order
+/// after its buffers (runtime/kernel.h), from its inputs' types.
+std::vector<std::string> symbols_of(std::span<const AbstractArray> avals);
 /// Why primitive `p` cannot be traced over the symbolic operands `in` ("" when it can): only the
 /// rules known to copy and compare dims, never compute with them, serve symbolic ones -- any other
 /// would fold a symbol's code into a size or a constant, a silent wrong answer.

@@ -56,6 +56,17 @@ bool is_elementwise(linalg::GenericOp g) {
 
 // Ops that may sit between members of a run: they read nothing, so no member's value can reach a
 // later member through them.
+// A tensor of v's shape that outlives the run: down the members' own inits to one made outside it
+// (dynamic sizes -- a polymorphic program -- are read from it).
+Value lasting_like(Value v, const llvm::SmallPtrSetImpl<Operation*>& members) {
+  while (Operation* def = v.getDefiningOp()) {
+    auto dps = dyn_cast<DestinationStyleOpInterface>(def);
+    if (!members.contains(def) || !dps || dps.getNumDpsInits() == 0) break;
+    v = dps.getDpsInitOperand(0)->get();
+  }
+  return v;
+}
+
 bool transparent(Operation& op) { return isa<arith::ConstantOp, tensor::EmptyOp>(op) && op.getNumOperands() == 0; }
 
 void group(std::vector<linalg::GenericOp>& run) {
@@ -97,15 +108,7 @@ void group(std::vector<linalg::GenericOp>& run) {
   OpBuilder b(last);
   for (Value& init : inits) {
     if (!members.contains(init.getDefiningOp())) continue;
-    // Dynamic sizes (a polymorphic program) are read from a tensor of the same shape that stays:
-    // down the members' own inits to one made outside the run.
-    Value like = init;
-    while (Operation* def = like.getDefiningOp()) {
-      auto dps = dyn_cast<DestinationStyleOpInterface>(def);
-      if (!members.contains(def) || !dps || dps.getNumDpsInits() == 0) break;
-      like = dps.getDpsInitOperand(0)->get();
-    }
-    init = b.create<tensor::EmptyOp>(last.getLoc(), tensor::getMixedSizes(b, last.getLoc(), like),
+    init = b.create<tensor::EmptyOp>(last.getLoc(), tensor::getMixedSizes(b, last.getLoc(), lasting_like(init, members)),
                                      getElementTypeOrSelf(init.getType()));
   }
   if (outputs.empty()) {  // nothing reads the run: dead code, left to the canonicalizer

@@ -9,6 +9,7 @@
 
 #include "ir/dim_expr.h"
 #include "ir/error.h"
+#include "ir/poly_shapes.h"
 #include "lowering/compile.h"
 #include "lowering/lower.h"
 #include "lowering/lower_complex.h"
@@ -45,15 +46,9 @@ bool is_symbolic(const Shape& s) {
 }
 
 std::vector<std::string> program_symbols(const Program& p) {
-  std::vector<std::string> out;
-  DimExpr e;
-  for (const AbstractArray& t : p.types)
-    for (int64_t d : t.shape)
-      if (is_symbolic_dim(d) && decode_dim(d, e))
-        for (std::string& name : e.symbols()) out.push_back(std::move(name));
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
+  std::vector<AbstractArray> in = p.in_avals();  // as the Executable binds them: from its inputs
+  for (int32_t v : p.constvars) in.push_back(p.type(v));
+  return symbols_of(in);
 }
 
 SmallVector<int64_t> mlir_dims(const Shape& s) {

@@ -5,6 +5,7 @@
 
 #include "ir/dim_expr.h"
 #include "ir/error.h"
+#include "ir/poly_shapes.h"
 
 namespace fluxion::runtime {
 
@@ -32,18 +33,6 @@ std::string kernel_name(const std::string& fingerprint) {
 }  // namespace
 
 namespace {
-std::vector<std::string> symbols_of(std::span<const AbstractArray> avals) {
-  std::vector<std::string> out;
-  DimExpr e;
-  for (const AbstractArray& a : avals)
-    for (int64_t d : a.shape)
-      if (is_symbolic_dim(d) && decode_dim(d, e))
-        for (std::string& s : e.symbols()) out.push_back(std::move(s));
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
-
 [[noreturn]] void argument_error(size_t i, const Array& a, const AbstractArray& expected, const std::string& why) {
   throw TypeError("TypeError: jit: argument " + std::to_string(i) + " has type " +
                   (a.valid() ? a.aval().str() : std::string("<empty>")) + ", the executable expects " +

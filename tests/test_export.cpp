@@ -104,6 +104,62 @@ TEST_CASE("export: an MLP linked into a C program without LLVM or MLIR equals th
   std::filesystem::remove_all(dir);
 }
 
+// main.c for the polymorphic export: one object, batches of 1, 3 and 8 rows.
+const char* kMainPoly = R"(#include <stdio.h>
+#include <stdlib.h>
+#include "mlp_poly.h"
+int main(void) {
+  const int64_t batches[3] = {1, 3, 8};
+  for (int k = 0; k < 3; ++k) {
+    const int64_t b = batches[k];
+    float* x = aligned_alloc(64, 8 * 16 * sizeof(float));
+    float* y = aligned_alloc(64, 64 * sizeof(float));
+    for (int i = 0; i < b * 16; ++i) x[i] = -1.0f + 2.0f * (float)i / (float)(b * 16 - 1);
+    mlp_forward(x, y, b);
+    for (int i = 0; i < b * 4; ++i) printf("%a\n", (double)y[i]);
+    free(x);
+    free(y);
+  }
+  return 0;
+}
+)";
+
+TEST_CASE("export: one object for every batch size (polymorphic_shapes); the C entry takes b") {
+  Mlp mlp;
+  std::vector<float> want;
+  for (int64_t b : {1, 3, 8}) {
+    const int64_t n = b * 16;
+    fx::Array x = fx::array(ramp(n, -1.f, 1.f), fx::Shape{b, 16});
+    for (float v : fx::jit(mlp)(x).to_vector<float>()) want.push_back(v);
+  }
+  fx::Exported exported = fx::export_(mlp, fx::polymorphic_shapes("b, 16"));
+  CHECK(exported.program().in_avals().at(0).str() == "f32[b,16]");
+  const auto dir = std::filesystem::temp_directory_path() / ("fluxion-export-poly-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "main.c") << kMainPoly;
+  exported.write_header((dir / "mlp_poly.h").string(), "mlp_forward");
+  std::ifstream header(dir / "mlp_poly.h");
+  const std::string text((std::istreambuf_iterator<char>(header)), std::istreambuf_iterator<char>());
+  CHECK(text.find("float* out0, int64_t b)") != std::string::npos);
+  const std::string obj = (dir / "mlp_poly.o").string(), prog = (dir / "mlp_poly").string();
+  exported.write_object(obj);
+  int status = 0;
+  std::string log = run_command("cd " + dir.string() + " && cc -O2 -std=c11 main.c " + obj + " " + FLUXION_AOT_RUNTIME +
+                                    " -lstdc++ -lm -lmvec -lpthread -ldl -o " + prog,
+                                &status);
+  INFO(log);
+  REQUIRE(status == 0);
+  std::istringstream out(run_command(prog, &status));
+  REQUIRE(status == 0);
+  std::vector<float> got;
+  for (std::string line; std::getline(out, line);) got.push_back(std::strtof(line.c_str(), nullptr));
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-5));
+  // Without examples every argument is float32 of the spec's shape; '_' needs an example.
+  CHECK_THROWS_AS(fx::export_(mlp, fx::polymorphic_shapes("b, _")), fx::ValueError);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("export: errors name what cannot be exported") {
   auto sorts = [](const fx::Array& a) { return fx::sort(a); };
   CHECK_THROWS_AS(fx::export_(sorts, fx::zeros({4})), fx::CompileError);

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <functional>
 
+#include "ir/dim_expr.h"
 #include "ir/eval_rules.h"
 #include "ir/serialize.h"
 #include "lowering/codegen_cpu.h"
@@ -74,6 +75,23 @@ std::string dims(const AbstractArray& a) { return a.str(); }
 
 }  // namespace
 
+namespace export_detail {
+std::vector<AbstractArray> spec_avals(const PolymorphicShapes& ps) {
+  std::vector<AbstractArray> out;
+  for (size_t i = 0; i < ps.specs.size(); ++i) {
+    Shape shape;
+    for (const SpecDim& d : ps.specs[i]) {
+      if (d.any)
+        throw ValueError("ValueError: export_: the shape of argument " + std::to_string(i) +
+                         " has '_', which only an example argument can fill in (pass examples after the shapes)");
+      shape.push_back(encode_dim(d.expr));
+    }
+    out.push_back(AbstractArray{shape, DType::float32, false});
+  }
+  return out;
+}
+}  // namespace export_detail
+
 Exported::Exported(Program program) {
   const std::string stem = jit_dump_stem(program);
   program_ = jit_passes(std::move(program), stem);
@@ -118,12 +136,22 @@ void Exported::write_header(const std::string& path, const std::string& entry) c
     params += std::string(params.empty() ? "" : ", ") + c_type(outs[i].dtype) + "* out" + std::to_string(i);
     args.push_back("out" + std::to_string(i));
   }
+  // A polymorphic program: each symbol's value after the buffers (runtime/kernel.h's ABI).
+  std::vector<AbstractArray> in_types = program_.in_avals();
+  for (int32_t v : program_.constvars) in_types.push_back(program_.type(v));
+  const std::vector<std::string> symbols = symbols_of(in_types);
+  for (const std::string& name : symbols) {
+    params += ", int64_t " + name;
+    args.push_back(name);
+  }
+  if (!symbols.empty()) h += " for every size of its symbols, passed last";
   h += ")\n *\n * Every buffer is contiguous, row-major and 64-byte aligned; the outputs are written.\n"
        " * Link with the object written beside this header and libfluxion_aot_rt.a:\n"
        " *   cc main.c " + entry + ".o libfluxion_aot_rt.a -lstdc++ -lm -lmvec -lpthread\n */\n";
   h += "#ifndef " + guard + "\n#define " + guard + "\n#include <stdint.h>\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
   h += "/* The object's entry point: the inputs, the constants below, then the outputs. */\nvoid " + symbol_ + "(";
-  for (size_t i = 0; i < args.size(); ++i) h += i ? ", void*" : "void*";
+  for (size_t i = 0; i < args.size() - symbols.size(); ++i) h += i ? ", void*" : "void*";
+  for (size_t j = 0; j < symbols.size(); ++j) h += ", int64_t";
   h += ");\n\n";
   for (size_t i = 0; i < program_.constvars.size(); ++i) {
     const Array& c = program_.consts[i];
@@ -139,7 +167,8 @@ void Exported::write_header(const std::string& path, const std::string& entry) c
   }
   h += "static inline void " + entry + "(" + params + ") {\n  " + symbol_ + "(";
   // The kernel takes void*: constness is the header's promise, not the ABI's.
-  for (size_t i = 0; i < args.size(); ++i) h += (i ? ", (void*)" : "(void*)") + args[i];
+  for (size_t i = 0; i < args.size(); ++i)
+    h += (i ? ", " : "") + std::string(i < args.size() - symbols.size() ? "(void*)" : "") + args[i];
   h += ");\n}\n\n#ifdef __cplusplus\n}\n#endif\n#endif\n";
   write_file(path, h);
 }
