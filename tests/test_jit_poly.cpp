@@ -112,3 +112,25 @@ TEST_CASE("jit poly: a size that breaks a constraint or the spec is a ShapeError
   CHECK(mentions(e, "4"));
   CHECK(pf.compilations() == 1);
 }
+
+TEST_CASE("jit poly: api.md's example -- a classifier step over int labels, polymorphic_shapes(\"b, 784\", \"b\")") {
+  const bench::Mlp p = bench::MlpData().p;
+  auto loss = [](const bench::Mlp& q, const fx::Array& x, const fx::Array& labels) {
+    fx::Array logits = fx::matmul(fx::nn::relu(fx::matmul(x, q.w1) + q.b1), q.w2) + q.b2;
+    return fx::mean(fx::nn::softmax_cross_entropy(logits, labels));
+  };
+  auto step = [&](const fx::Array& x, const fx::Array& labels) {
+    auto [l, g] = fx::value_and_grad(loss)(p, x, labels);
+    return std::pair{l, g.w1};
+  };
+  auto f = fx::jit(step, fx::polymorphic_shapes("b, 784", "b"));
+  for (int64_t b : {64, 1, 13}) {
+    const fx::Array x = batch_of(b, 784, uint32_t(b));
+    const fx::Array labels = fx::random::randint(fx::random::key(uint32_t(b) + 1), {b}, 0, 10);
+    auto [l, g] = f(x, labels);
+    auto [l0, g0] = fx::jit(step)(x, labels);
+    CHECK(max_abs_diff(l, l0) < 1e-5);
+    CHECK(max_abs_diff(g, g0) < 1e-5);
+  }
+  CHECK(f.compilations() == 1);
+}
