@@ -209,6 +209,7 @@ bool copies_dims(Prim p) {
     case Prim::argmax: case Prim::argmin: case Prim::reduce_and: case Prim::reduce_or:
     case Prim::cumsum: case Prim::cumprod: case Prim::cummax: case Prim::cummin:
     case Prim::dot_general: case Prim::reshape:  // reshape: checked after its rule (below)
+    case Prim::scan:  // its length (a symbol when xs's leading dim is one) only compared and copied
       return true;
     default:
       return false;

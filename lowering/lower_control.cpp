@@ -18,6 +18,7 @@
 
 #include <algorithm>
 
+#include "ir/dim_expr.h"
 #include "lowering/lower.h"
 
 namespace fluxion::lowering {
@@ -147,8 +148,9 @@ std::vector<Value> scan_rule(LowerCtx& c, const Eqn& e, std::span<const Operand>
 
   OpBuilder& b = c.b;
   MLIRContext* ctx = b.getContext();
-  Value lo = b.create<arith::ConstantIndexOp>(c.loc, 0), hi = b.create<arith::ConstantIndexOp>(c.loc, length);
-  Value one = b.create<arith::ConstantIndexOp>(c.loc, 1), last = b.create<arith::ConstantIndexOp>(c.loc, length - 1);
+  // A symbolic length (a polymorphic program's scan over a symbolic leading dim) is a run-time value.
+  Value lo = b.create<arith::ConstantIndexOp>(c.loc, 0), hi = dim_value(c, length);
+  Value one = b.create<arith::ConstantIndexOp>(c.loc, 1), last = b.create<arith::SubIOp>(c.loc, hi, one);
   auto loop = b.create<scf::ForOp>(c.loc, lo, hi, one, ValueRange(init));
   {
     OpBuilder::InsertionGuard guard(b);
@@ -164,7 +166,7 @@ std::vector<Value> scan_rule(LowerCtx& c, const Eqn& e, std::span<const Operand>
       strides.assign(full.size(), b.getIndexAttr(1));
       for (size_t d = 1; d < full.size(); ++d) {
         offsets.push_back(b.getIndexAttr(0));
-        sizes.push_back(b.getIndexAttr(full[d]));
+        sizes.push_back(is_symbolic_dim(full[d]) ? OpFoldResult(dim_value(c, full[d])) : OpFoldResult(b.getIndexAttr(full[d])));
       }
     };
     std::vector<Value> args = consts;

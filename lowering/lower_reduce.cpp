@@ -296,6 +296,10 @@ template <Kind K>
 std::vector<Value> scan_rule(LowerCtx& c, const Eqn& e, std::span<const Operand> in, std::span<const AbstractArray> out) {
   OpBuilder& b = c.b;
   const AbstractArray& x = in[0].aval;
+  // Seen as [outer, len, inner]: sizes a polymorphic program knows only at run time.
+  if (is_symbolic(x.shape))
+    throw CompileError("CompileError: jit: " + std::string(prim_name(e.prim)) + " over " + x.str() +
+                       ": the cumulative scans are not compiled over symbolic dimensions yet (docs/shape_polymorphism.md)");
   if (x.size() == 0) return {empty(c, out[0])};
   const int64_t axis = e.params.get_int("axis");
   const bool reverse = e.params.get_bool("reverse");

@@ -54,14 +54,18 @@ std::vector<Value> rev_rule(LowerCtx& c, const Eqn& e, std::span<const Operand> 
   Value src = as_tensor(c, in[0]);
   SmallVector<AffineMap> maps{b.getMultiDimIdentityMap(rank)};
   SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+  SmallVector<Value> last(rank);  // n-1 of each reversed dim (a symbolic one computed at run time)
+  for (int64_t d : dims)
+    last[size_t(d)] = is_symbolic_dim(s[size_t(d)])
+                          ? Value(b.create<arith::SubIOp>(c.loc, dim_value(c, s[size_t(d)]), b.create<arith::ConstantIndexOp>(c.loc, 1)))
+                          : Value(b.create<arith::ConstantIndexOp>(c.loc, s[size_t(d)] - 1));
   auto g = b.create<linalg::GenericOp>(
       c.loc, TypeRange{tensor_type(b.getContext(), out[0])}, ValueRange{}, ValueRange{empty(c, out[0])}, maps, iters,
       [&](OpBuilder& nb, Location nl, ValueRange) {
         SmallVector<Value> idx;
         for (unsigned d = 0; d < rank; ++d) {
           Value i = nb.create<linalg::IndexOp>(nl, uint64_t(d));
-          if (std::find(dims.begin(), dims.end(), int64_t(d)) != dims.end())
-            i = nb.create<arith::SubIOp>(nl, nb.create<arith::ConstantIndexOp>(nl, s[d] - 1), i);
+          if (last[d]) i = nb.create<arith::SubIOp>(nl, last[d], i);
           idx.push_back(i);
         }
         nb.create<linalg::YieldOp>(nl, Value(nb.create<tensor::ExtractOp>(nl, src, idx)));

@@ -2,6 +2,7 @@
 // for t in 0..n-1 (or n-1..0): carry, y_t = B(consts, carry, xs[t]); returns carry, stacked ys.
 // One block (the pattern of prims/unary.cpp); the user API is fx::scan (transforms/control_flow.h),
 // the helpers prims/subprograms.h.
+#include "ir/dim_expr.h"
 #include "prims/registry.h"
 #include "prims/subprograms.h"
 #include "interpreters/simplify.h"
@@ -15,7 +16,7 @@ std::vector<AbstractArray> scan_shape(std::span<const AbstractArray> in, const P
   const Program& body = sub(params, "body");
   size_t nc = count(params, "num_consts"), nk = count(params, "num_carry");
   int64_t length = params.get_int("length");
-  if (length < 0) rule_error(ErrorKind::Value, "negative length");
+  if (length < 0 && !is_symbolic_dim(length)) rule_error(ErrorKind::Value, "negative length");  // a symbol is >= 1
   if (in.size() < nc + nk) rule_error(ErrorKind::Type, "too few operands");
   std::vector<AbstractArray> body_in(in.begin(), in.begin() + long(nc + nk));
   for (size_t i = nc + nk; i < in.size(); ++i) {

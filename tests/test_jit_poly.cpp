@@ -134,3 +134,42 @@ TEST_CASE("jit poly: api.md's example -- a classifier step over int labels, poly
   }
   CHECK(f.compilations() == 1);
 }
+
+TEST_CASE("jit poly: scan over a symbolic length, its gradient, and vmap over a symbolic batch") {
+  const fx::Array w = fx::random::normal(fx::random::key(5), {4, 4}) * 0.5f;
+  auto rnn = [w](const fx::Array& h0, const fx::Array& xs) {
+    auto [h, ys] = fx::scan([&](const fx::Array& c, const fx::Array& x) {
+      fx::Array n = fx::tanh(fx::matmul(w, c) + x);
+      return std::pair{n, n};
+    }, h0, xs);
+    return fx::sum(h) + fx::mean(ys);
+  };
+  auto loss_and_grad = [&](const fx::Array& h0, const fx::Array& xs) {
+    auto [l, g] = fx::value_and_grad<1>(rnn)(h0, xs);
+    return std::pair{l, g};
+  };
+  auto f = fx::jit(loss_and_grad, fx::polymorphic_shapes("4", "t, 4"));
+  const fx::Array h0 = fx::ones({4}) * 0.1f;
+  for (int64_t t : {1, 6, 50}) {
+    const fx::Array xs = batch_of(t, 4, uint32_t(t));
+    auto [l, g] = f(h0, xs);
+    auto [l0, g0] = fx::jit(loss_and_grad)(h0, xs);
+    CHECK(g.shape() == fx::Shape{t, 4});
+    CHECK(max_abs_diff(l, l0) < 1e-5);
+    CHECK(max_abs_diff(g, g0) < 1e-5);
+  }
+  CHECK(f.compilations() == 1);
+
+  // Per-example gradients: vmap over the symbolic batch inside the polymorphic jit.
+  const bench::Mlp p = bench::MlpData().p;
+  auto per_example = [&](const fx::Array& x, const fx::Array& y) {
+    return fx::vmap([&](const fx::Array& xi, const fx::Array& yi) { return fx::grad(bench::mlp_example_loss)(p, xi, yi).b2; })(x, y);
+  };
+  auto pe = fx::jit(per_example, fx::polymorphic_shapes("b, 784", "b, 10"));
+  for (int64_t b : {3, 17}) {
+    const fx::Array x = batch_of(b, 784, uint32_t(b));
+    const fx::Array y = fx::nn::one_hot(fx::random::randint(fx::random::key(2), {b}, 0, 10), 10);
+    CHECK(max_abs_diff(pe(x, y), fx::jit(per_example)(x, y)) < 1e-5);
+  }
+  CHECK(pe.compilations() == 1);
+}

@@ -1,4 +1,5 @@
 #include "transforms/control_flow.h"
+#include "ir/dim_expr.h"
 
 #include "api/operands.h"
 
@@ -106,11 +107,12 @@ int64_t scan_length(std::span<const Array> xs, std::optional<int64_t> length, So
     int64_t len = xs[i].shape()[0];
     if (n && *n != len)
       throw ShapeError("ShapeError: scan at " + loc.str() + ": scanned leaf " + std::to_string(i) + " has length " +
-                       std::to_string(len) + " but the scan's length is " + std::to_string(*n));
+                       dim_str(len) + " but the scan's length is " + dim_str(*n));
     n = len;
   }
   if (!n) throw ValueError("ValueError: scan at " + loc.str() + ": xs has no leaves, so give the length");
-  if (*n < 0) throw ValueError("ValueError: scan at " + loc.str() + ": negative length");
+  if (*n < 0 && !is_symbolic_dim(*n))  // a symbolic length (a polymorphic trace) is at least 1
+    throw ValueError("ValueError: scan at " + loc.str() + ": negative length");
   return *n;
 }
 
