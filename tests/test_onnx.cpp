@@ -125,6 +125,27 @@ TEST_CASE("onnx: convolutions (layouts, strides, padding, dilation, groups) and 
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("onnx: a polymorphic export has dim_param b and runs in onnxruntime at any batch" * doctest::skip(!have_onnxruntime())) {
+  const fx::Array w1 = fx::array(ramp(16 * 32, -0.5f, 0.5f), fx::Shape{16, 32}), b1 = fx::array(ramp(32, -0.1f, 0.1f));
+  const fx::Array w2 = fx::array(ramp(32 * 4, 0.3f, -0.3f), fx::Shape{32, 4}), b2 = fx::array(ramp(4, 0.f, 1.f));
+  auto mlp = [&](const fx::Array& x) {
+    fx::Array h = fx::nn::relu(fx::matmul(x, w1) + b1);
+    fx::Array y = fx::nn::softmax(fx::matmul(h, w2) + b2, -1);
+    return fx::reshape(y - fx::mean(y, 0), {x.shape()[0], 2, 2});  // mean over the batch, a reshape keeping b
+  };
+  const auto dir = fresh_dir();
+  const std::string model = (dir / "poly.onnx").string();
+  fx::onnx::export_(mlp, fx::polymorphic_shapes("b, 16"), model);
+  std::ifstream in(model, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(bytes.find("\x12\x01" "b") != std::string::npos);  // Dimension.dim_param = "b"
+  for (int64_t b : {1, 3, 9}) {
+    const fx::Array x = fx::array(ramp(b * 16, -1.f, 1.f), fx::Shape{b, 16});
+    check_same(run_onnxruntime(model, {x}), mlp(x));
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("onnx: a primitive without an ONNX form is a CompileError naming it") {
   auto sorts = [](const fx::Array& a) { return fx::sort(a); };
   try {

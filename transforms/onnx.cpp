@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 
+#include "ir/dim_expr.h"
 #include "ir/trace.h"
 #include "prims/conv_geometry.h"
 #include "interpreters/jit_passes.h"
@@ -98,9 +100,13 @@ Message string_attr(const char* name, const std::string& v) {
   return a;
 }
 
+// A symbolic dim (a polymorphic export: docs/shape_polymorphism.md) is a dim_param named by its
+// expression ("b", "2*b").
 Message value_info(const std::string& name, const AbstractArray& a) {
   Message shape;
-  for (int64_t d : a.shape) shape.message(proto::shape::dim, Message().varint(proto::dimension::dim_value, uint64_t(d)));
+  for (int64_t d : a.shape)
+    shape.message(proto::shape::dim, is_symbolic_dim(d) ? Message().bytes(proto::dimension::dim_param, dim_str(d))
+                                                         : Message().varint(proto::dimension::dim_value, uint64_t(d)));
   Message tensor;
   tensor.varint(proto::tensor_type::elem_type, uint64_t(onnx_dtype(a.dtype))).message(proto::tensor_type::shape, shape);
   return Message().bytes(proto::value_info::name, name).message(proto::value_info::type,
@@ -141,8 +147,31 @@ class GraphWriter {
     graph_.message(proto::graph::initializer, t);
     return name;
   }
+  // A list of sizes as an int64 tensor: an initializer, or -- when it holds symbolic dims -- a
+  // Concat of constants and each symbol's size read from the input it is a dim of (Shape).
   std::string ints(const IntList& v) {
-    return initializer(AbstractArray{Shape{int64_t(v.size())}, DType::int64, false}, v.data());
+    if (std::none_of(v.begin(), v.end(), [](int64_t d) { return is_symbolic_dim(d); }))
+      return initializer(AbstractArray{Shape{int64_t(v.size())}, DType::int64, false}, v.data());
+    std::vector<std::string> parts;
+    for (int64_t d : v) parts.push_back(is_symbolic_dim(d) ? symbol_size(d) : ints(IntList{d}));
+    const std::string t = fresh();
+    node("Concat", parts, {t}, {int_attr("axis", 0)});
+    return t;
+  }
+  // int64[1]: the run-time size of a symbolic dim that is one symbol, the dim of an input.
+  std::string symbol_size(int64_t code) {
+    if (auto it = symbol_sizes_.find(code); it != symbol_sizes_.end()) return it->second;
+    for (size_t i = 0; i < p_.invars.size(); ++i) {
+      const Shape& s = p_.type(p_.invars[i]).shape;
+      for (size_t k = 0; k < s.size(); ++k)
+        if (s[k] == code) {
+          const std::string t = fresh();
+          node("Shape", {names_[size_t(p_.invars[i])]}, {t}, {int_attr("start", int64_t(k)), int_attr("end", int64_t(k) + 1)});
+          return symbol_sizes_[code] = t;
+        }
+    }
+    throw CompileError("CompileError: onnx::export_: the size " + dim_str(code) +
+                       " is not a dim of an input; only plain symbols are exported to ONNX as shapes");
   }
   std::string scalar(double v, DType d) {
     const Literal lit = Literal::of_double(v, d);
@@ -180,6 +209,7 @@ class GraphWriter {
 
   const Program& p_;
   std::vector<std::string> names_;
+  std::map<int64_t, std::string> symbol_sizes_;  // symbolic dim code -> its int64[1] size tensor
   Message graph_;
   int next_ = 0, nodes_ = 0;
 };

@@ -2,6 +2,7 @@
 // onnxruntime:
 //
 //   fx::onnx::export_(model, x_example, "model.onnx");   // inputs in0, in1, ...; outputs out0, ...
+//   fx::onnx::export_(model, fx::polymorphic_shapes("b, 784"), "model.onnx");   // dim_param "b"
 //
 // The function is traced on the examples' types (Arrays or AbstractArrays) and goes through the
 // jit's Program-level passes (custom derivatives inlined); closed-over arrays become initializers.
@@ -12,6 +13,7 @@
 #pragma once
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 #include "ir/program.h"
@@ -32,6 +34,15 @@ void export_(const F& f, const Args&... args_then_path) {
   [&]<size_t... I>(std::index_sequence<I...>) {
     export_program(detail::trace_to_program(f, export_detail::example(std::get<I>(all))...).first, path);
   }(std::make_index_sequence<n>{});
+}
+
+/// export_(f, fx::polymorphic_shapes("b, 784"), path): symbolic dims become ONNX dim_params, and
+/// the shapes the graph computes read the symbols' sizes from its inputs (docs/shape_polymorphism.md).
+/// f takes one float32 Array per shape, as fx::export_ with polymorphic_shapes and no examples.
+template <class F, class P>
+  requires std::is_convertible_v<P, std::string>
+void export_(const F& f, const PolymorphicShapes& shapes, const P& path) {
+  export_program(export_detail::trace_on_specs<1>(f, export_detail::spec_avals(shapes)), std::string(path));
 }
 
 }  // namespace fluxion::onnx

@@ -22,7 +22,7 @@ namespace value_info { enum : int { name = 1, type = 2 }; }
 namespace type { enum : int { tensor_type = 1 }; }
 namespace tensor_type { enum : int { elem_type = 1, shape = 2 }; }
 namespace shape { enum : int { dim = 1 }; }
-namespace dimension { enum : int { dim_value = 1 }; }
+namespace dimension { enum : int { dim_value = 1, dim_param = 2 }; }
 
 /// TensorProto.DataType.
 namespace dtype {
