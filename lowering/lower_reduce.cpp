@@ -13,6 +13,7 @@
 #include <mlir/Dialect/SCF/IR/SCF.h>
 #include <mlir/Dialect/Vector/IR/VectorOps.h>
 
+#include "ir/dim_expr.h"
 #include "ir/settings.h"
 #include "lowering/lower.h"
 #include "lowering/lower_complex.h"
@@ -296,33 +297,35 @@ template <Kind K>
 std::vector<Value> scan_rule(LowerCtx& c, const Eqn& e, std::span<const Operand> in, std::span<const AbstractArray> out) {
   OpBuilder& b = c.b;
   const AbstractArray& x = in[0].aval;
-  // Seen as [outer, len, inner]: sizes a polymorphic program knows only at run time.
-  if (is_symbolic(x.shape))
-    throw CompileError("CompileError: jit: " + std::string(prim_name(e.prim)) + " over " + x.str() +
-                       ": the cumulative scans are not compiled over symbolic dimensions yet (docs/shape_polymorphism.md)");
-  if (x.size() == 0) return {empty(c, out[0])};
+  if (has_no_elements(x)) return {empty(c, out[0])};
   const int64_t axis = e.params.get_int("axis");
   const bool reverse = e.params.get_bool("reverse");
-  int64_t outer = 1, inner = 1;
-  const int64_t len = x.shape[size_t(axis)];
-  for (int64_t d = 0; d < axis; ++d) outer *= x.shape[size_t(d)];
-  for (int d = int(axis) + 1; d < x.ndim(); ++d) inner *= x.shape[size_t(d)];
+  // [outer, len, inner] as dims: products of the operand's dims, symbolic ones included (a
+  // polymorphic program's extents are then computed from its size arguments).
+  auto product = [&](int64_t from, int64_t to) {
+    DimExpr p(1), f;
+    for (int64_t k = from; k < to; ++k) p = p * (decode_dim(x.shape[size_t(k)], f) ? f : DimExpr(x.shape[size_t(k)]));
+    return encode_dim(p);
+  };
+  const int64_t outer = product(0, axis), len = x.shape[size_t(axis)], inner = product(axis + 1, x.ndim());
   const DType d = x.dtype, acc_d = scan_accumulator(K, d);
   const AbstractArray shape3{Shape({outer, len, inner}), d, false};
   Value x3 = reshape_to(c, as_tensor(c, in[0]), x.shape, shape3);
-  if (d == DType::float32 || d == DType::float64 || d == DType::int32 || d == DType::int64) {
+  const bool dynamic = is_symbolic(shape3.shape);
+  if (!dynamic && (d == DType::float32 || d == DType::float64 || d == DType::int32 || d == DType::int64)) {
     // lanes: f32 sums and products run in f64 (32 x f64 = 4 zmm)
     int64_t w = std::min<int64_t>(inner, d == DType::float32 ? 32 : 16);
     while (w > 1 && inner % w != 0) --w;
     if (w >= 4) return {reshape_to(c, scan_vectorized(c, K, x3, shape3, d, acc_d, reverse, w), shape3.shape, out[0])};
   }
   Location l = c.loc;
-  auto cidx = [&](int64_t v) -> Value { return b.create<arith::ConstantIndexOp>(l, v); };
-  Value zero = cidx(0), one = cidx(1), last = cidx(len - 1);
-  auto loop_o = b.create<scf::ForOp>(l, zero, cidx(outer), one, ValueRange{empty(c, shape3)}, [&](OpBuilder& b1, Location l1, Value o, ValueRange r1) {
-    auto loop_k = b1.create<scf::ForOp>(l1, zero, cidx(inner), one, r1, [&](OpBuilder& b2, Location l2, Value k, ValueRange r2) {
+  Value zero = b.create<arith::ConstantIndexOp>(l, 0), one = b.create<arith::ConstantIndexOp>(l, 1);
+  Value n_outer = dim_value(c, outer), n_inner = dim_value(c, inner), n_len = dim_value(c, len);
+  Value last = b.create<arith::SubIOp>(l, n_len, one);
+  auto loop_o = b.create<scf::ForOp>(l, zero, n_outer, one, ValueRange{empty(c, shape3)}, [&](OpBuilder& b1, Location l1, Value o, ValueRange r1) {
+    auto loop_k = b1.create<scf::ForOp>(l1, zero, n_inner, one, r1, [&](OpBuilder& b2, Location l2, Value k, ValueRange r2) {
       Value acc0 = identity(b2, l2, K, acc_d);
-      auto loop_j = b2.create<scf::ForOp>(l2, zero, cidx(len), one, ValueRange{acc0, r2[0]}, [&](OpBuilder& b3, Location l3, Value j, ValueRange r3) {
+      auto loop_j = b2.create<scf::ForOp>(l2, zero, n_len, one, ValueRange{acc0, r2[0]}, [&](OpBuilder& b3, Location l3, Value j, ValueRange r3) {
         Value at = reverse ? Value(b3.create<arith::SubIOp>(l3, last, j)) : j;
         Value v = to_compute(b3, l3, b3.create<tensor::ExtractOp>(l3, x3, ValueRange{o, at, k}), d);
         v = convert_scalar(b3, l3, v, d, acc_d);
