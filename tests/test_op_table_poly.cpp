@@ -107,7 +107,8 @@ TEST_CASE("poly op table: a polymorphic jit of every entry it serves matches eag
   }
   MESSAGE("poly op table: " << served << " samples served by one polymorphic compile, " << refused
                             << " refused while tracing, " << not_compiled << " refused by the lowering");
-  CHECK(served > 100);
+  CHECK(served > 500);
+  CHECK(not_compiled == 0);  // every lowering takes symbolic extents now (docs/shape_polymorphism.md)
 }
 
 }  // namespace optable
