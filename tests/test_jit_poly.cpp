@@ -173,3 +173,11 @@ TEST_CASE("jit poly: scan over a symbolic length, its gradient, and vmap over a 
   }
   CHECK(pe.compilations() == 1);
 }
+
+TEST_CASE("jit poly: arguments on a GPU are a CompileError (the GPU pipeline takes no symbolic dims yet)" *
+          doctest::skip(fx::devices("cuda").empty())) {
+  auto pf = fx::jit([](const fx::Array& x) { return x * 2.f; }, fx::polymorphic_shapes("b, 4"));
+  const fx::Array x = fx::device_put(fx::ones({3, 4}), fx::devices("cuda").at(0));
+  const std::string e = test_helpers::error_of<fx::CompileError>([&] { pf(x); });
+  CHECK(mentions(e, "symbolic"));
+}

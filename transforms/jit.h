@@ -268,6 +268,9 @@ class Jitted {
     actual.reserve(leaves.size());
     for (const Array& a : leaves) actual.push_back(a.aval());
     bind_symbols(*poly_, actual, "jit");  // a misfit: ShapeError naming the symbol and the constraint
+    if (const std::optional<runtime::RunOn> on = jit_detail::placement(leaves, loc_))
+      throw CompileError("CompileError: jit at " + loc_.str() + ": the arguments are on " + on->device.str() +
+                         "; the GPU pipeline does not compile symbolic dimensions yet (docs/shape_polymorphism.md)");
     const std::vector<AbstractArray> symbolic = symbolic_avals(*poly_, actual);
     std::string key;
     const AbstractArray* types = symbolic.data();
