@@ -7,6 +7,7 @@
 #include "kernels/gemm_int8.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -23,6 +24,8 @@ namespace fluxion::runtime {
 namespace {
 
 constexpr int64_t kRowsPerChunk = 32;  // rows a thread takes at a time (a multiple of the tile's 4)
+
+std::atomic<uint64_t> g_calls[4];  // int8_gemm_calls, by Int8Path
 
 int32_t lhs_at(const Int8Gemm& g, int64_t i, int64_t p) {
   const int64_t at = i * g.k + p;
@@ -210,6 +213,14 @@ bool int8_path_available(Int8Path path) {
   return false;
 }
 
+Int8Path int8_gemm_path(int isa_level, bool target_avx512_vnni, bool target_avx_vnni) {
+  const int level = std::min(isa_level, host_isa_level());
+  if (level >= 4 && target_avx512_vnni && host_has_avx512_vnni()) return Int8Path::avx512_vnni;
+  if (level >= 3 && target_avx_vnni && host_has_avx_vnni()) return Int8Path::avx_vnni;
+  if (level >= 3) return Int8Path::avx2;
+  return Int8Path::portable;
+}
+
 Int8Path int8_gemm_path(int isa_level) {
   static const bool cpu_unnamed = [] {
     const char* e = std::getenv("FLUXION_CPU");
@@ -217,11 +228,11 @@ Int8Path int8_gemm_path(int isa_level) {
     return cpu.empty() || cpu == "native" || cpu == "host";
   }();
   const int level = std::min(isa_level, kernel_isa_level());
-  if (level >= 4 && cpu_unnamed && host_has_avx512_vnni()) return Int8Path::avx512_vnni;
-  if (level >= 4 && cpu_unnamed && host_has_avx_vnni()) return Int8Path::avx_vnni;
-  if (level >= 3) return Int8Path::avx2;
-  return Int8Path::portable;
+  const bool vnni = level >= 4 && cpu_unnamed;  // a level alone does not promise VNNI: only the host's own does
+  return int8_gemm_path(level, vnni, vnni);
 }
+
+uint64_t int8_gemm_calls(Int8Path path) { return g_calls[size_t(path)].load(std::memory_order_relaxed); }
 
 std::string int8_path_name(Int8Path path) {
   switch (path) {
@@ -235,6 +246,7 @@ std::string int8_path_name(Int8Path path) {
 
 void int8_gemm_with(Int8Path path, const Int8Gemm& g, int threads) {
   if (!int8_path_available(path)) throw std::logic_error("int8_gemm_with: path " + int8_path_name(path) + " is not on this CPU");
+  g_calls[size_t(path)].fetch_add(1, std::memory_order_relaxed);
   if (g.m <= 0 || g.n <= 0) return;
   const int64_t chunks = (g.m + kRowsPerChunk - 1) / kRowsPerChunk;
   const int use = g.m * g.n * std::max<int64_t>(g.k, 1) < (int64_t(1) << 18) ? 1 : threads;
