@@ -59,15 +59,26 @@ struct PackedRhs {
   const uint8_t* panel(int64_t q) const { return bytes.data() + q * kg * lanes * 4; }
 };
 
+// Column sums by whole rows of rhs (a loop the compiler vectorises), then each panel filled in
+// output order: per k, `width` bytes `per_lane` apart (an index by division per element cost as
+// much as the 1024^3 product's arithmetic's tenth).
 PackedRhs pack_rhs(const Int8Gemm& g, int64_t lanes) {
   PackedRhs r{lanes, (g.k + 3) / 4, (g.n + lanes - 1) / lanes, !g.lhs_unsigned, {}, std::vector<int32_t>(size_t(g.n), 0)};
   r.bytes.assign(size_t(r.panels * r.kg * lanes * 4), 0);
-  for (int64_t p = 0; p < g.k; ++p)
-    for (int64_t j = 0; j < g.n; ++j) {
-      const int8_t v = g.rhs[p * g.n + j];
-      r.bytes[size_t(((j / lanes * r.kg + p / 4) * lanes + j % lanes) * 4 + p % 4)] = uint8_t(v);
-      r.column_sums[size_t(j)] += v;
+  int32_t* sums = r.column_sums.data();
+  for (int64_t p = 0; p < g.k; ++p) {
+    const int8_t* row = g.rhs + p * g.n;
+    for (int64_t j = 0; j < g.n; ++j) sums[j] += row[j];
+  }
+  for (int64_t q = 0; q < r.panels; ++q) {
+    const int64_t j0 = q * lanes, width = std::min(lanes, g.n - j0);
+    uint8_t* panel = r.bytes.data() + q * r.kg * lanes * 4;
+    for (int64_t p = 0; p < g.k; ++p) {
+      const int8_t* src = g.rhs + p * g.n + j0;
+      uint8_t* dst = panel + (p / 4) * lanes * 4 + p % 4;
+      for (int64_t j = 0; j < width; ++j) dst[j * 4] = uint8_t(src[j]);
     }
+  }
   return r;
 }
 
@@ -76,11 +87,18 @@ PackedRhs pack_rhs_pairs(const Int8Gemm& g) {
   const int64_t lanes = 8;
   PackedRhs r{lanes, (g.k + 1) / 2, (g.n + lanes - 1) / lanes, false, {}, {}};
   r.bytes.assign(size_t(r.panels * r.kg * lanes * 4), 0);
-  for (int64_t p = 0; p < g.k; ++p)
-    for (int64_t j = 0; j < g.n; ++j) {
-      const int16_t v = g.rhs[p * g.n + j];
-      std::memcpy(&r.bytes[size_t(((j / lanes * r.kg + p / 2) * lanes + j % lanes) * 4 + p % 2 * 2)], &v, 2);
+  for (int64_t q = 0; q < r.panels; ++q) {
+    const int64_t j0 = q * lanes, width = std::min(lanes, g.n - j0);
+    uint8_t* panel = r.bytes.data() + q * r.kg * lanes * 4;
+    for (int64_t p = 0; p < g.k; ++p) {
+      const int8_t* src = g.rhs + p * g.n + j0;
+      uint8_t* dst = panel + (p / 2) * lanes * 4 + p % 2 * 2;
+      for (int64_t j = 0; j < width; ++j) {
+        const int16_t v = src[j];
+        std::memcpy(dst + j * 4, &v, 2);
+      }
     }
+  }
   return r;
 }
 
