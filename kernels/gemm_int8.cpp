@@ -59,9 +59,15 @@ struct PackedRhs {
   const uint8_t* panel(int64_t q) const { return bytes.data() + q * kg * lanes * 4; }
 };
 
-// Column sums by whole rows of rhs (a loop the compiler vectorises), then each panel filled in
-// output order: per k, `width` bytes `per_lane` apart (an index by division per element cost as
-// much as the 1024^3 product's arithmetic's tenth).
+// The rows of rhs block t of `per` k's reads (a row of zeros past k).
+template <int Per>
+void block_rows(const Int8Gemm& g, int64_t t, const int8_t* zeros, const int8_t* (&rows)[Per]) {
+  for (int i = 0; i < Per; ++i) rows[i] = Per * t + i < g.k ? g.rhs + (Per * t + i) * g.n : zeros;
+}
+
+// Column sums by whole rows of rhs, then per block of four k the four rows read side by side and
+// each column's four bytes stored as one int32 into its panel: loops the compiler vectorises (the
+// first packing, a division-indexed byte scatter, took a quarter of the 1024^3 product's time).
 PackedRhs pack_rhs(const Int8Gemm& g, int64_t lanes) {
   PackedRhs r{lanes, (g.k + 3) / 4, (g.n + lanes - 1) / lanes, !g.lhs_unsigned, {}, std::vector<int32_t>(size_t(g.n), 0)};
   r.bytes.assign(size_t(r.panels * r.kg * lanes * 4), 0);
@@ -70,13 +76,18 @@ PackedRhs pack_rhs(const Int8Gemm& g, int64_t lanes) {
     const int8_t* row = g.rhs + p * g.n;
     for (int64_t j = 0; j < g.n; ++j) sums[j] += row[j];
   }
-  for (int64_t q = 0; q < r.panels; ++q) {
-    const int64_t j0 = q * lanes, width = std::min(lanes, g.n - j0);
-    uint8_t* panel = r.bytes.data() + q * r.kg * lanes * 4;
-    for (int64_t p = 0; p < g.k; ++p) {
-      const int8_t* src = g.rhs + p * g.n + j0;
-      uint8_t* dst = panel + (p / 4) * lanes * 4 + p % 4;
-      for (int64_t j = 0; j < width; ++j) dst[j * 4] = uint8_t(src[j]);
+  const std::vector<int8_t> zeros(size_t(g.n), 0);
+  for (int64_t t = 0; t < r.kg; ++t) {
+    const int8_t* w[4];
+    block_rows<4>(g, t, zeros.data(), w);
+    for (int64_t q = 0; q < r.panels; ++q) {
+      const int64_t j0 = q * lanes, width = std::min(lanes, g.n - j0);
+      uint8_t* dst = r.bytes.data() + (q * r.kg + t) * lanes * 4;
+      for (int64_t j = j0; j < j0 + width; ++j) {
+        const uint32_t v = uint32_t(uint8_t(w[0][j])) | uint32_t(uint8_t(w[1][j])) << 8 |
+                           uint32_t(uint8_t(w[2][j])) << 16 | uint32_t(uint8_t(w[3][j])) << 24;
+        std::memcpy(dst + (j - j0) * 4, &v, 4);
+      }
     }
   }
   return r;
@@ -87,15 +98,16 @@ PackedRhs pack_rhs_pairs(const Int8Gemm& g) {
   const int64_t lanes = 8;
   PackedRhs r{lanes, (g.k + 1) / 2, (g.n + lanes - 1) / lanes, false, {}, {}};
   r.bytes.assign(size_t(r.panels * r.kg * lanes * 4), 0);
-  for (int64_t q = 0; q < r.panels; ++q) {
-    const int64_t j0 = q * lanes, width = std::min(lanes, g.n - j0);
-    uint8_t* panel = r.bytes.data() + q * r.kg * lanes * 4;
-    for (int64_t p = 0; p < g.k; ++p) {
-      const int8_t* src = g.rhs + p * g.n + j0;
-      uint8_t* dst = panel + (p / 2) * lanes * 4 + p % 2 * 2;
-      for (int64_t j = 0; j < width; ++j) {
-        const int16_t v = src[j];
-        std::memcpy(dst + j * 4, &v, 2);
+  const std::vector<int8_t> zeros(size_t(g.n), 0);
+  for (int64_t t = 0; t < r.kg; ++t) {
+    const int8_t* w[2];
+    block_rows<2>(g, t, zeros.data(), w);
+    for (int64_t q = 0; q < r.panels; ++q) {
+      const int64_t j0 = q * lanes, width = std::min(lanes, g.n - j0);
+      uint8_t* dst = r.bytes.data() + (q * r.kg + t) * lanes * 4;
+      for (int64_t j = j0; j < j0 + width; ++j) {
+        const uint32_t v = uint32_t(uint16_t(int16_t(w[0][j]))) | uint32_t(uint16_t(int16_t(w[1][j]))) << 16;
+        std::memcpy(dst + (j - j0) * 4, &v, 4);
       }
     }
   }
@@ -105,19 +117,30 @@ PackedRhs pack_rhs_pairs(const Int8Gemm& g) {
 // lhs rows [r0, r1) as int16 pairs, each row padded with zeros to kg pairs.
 std::vector<uint8_t> pack_lhs_pairs(const Int8Gemm& g, int64_t r0, int64_t r1, int64_t kg) {
   std::vector<uint8_t> a(size_t((r1 - r0) * kg * 4), 0);
-  for (int64_t i = r0; i < r1; ++i)
-    for (int64_t p = 0; p < g.k; ++p) {
-      const int16_t v = int16_t(lhs_at(g, i, p));
-      std::memcpy(&a[size_t((i - r0) * kg * 4 + p * 2)], &v, 2);
-    }
+  for (int64_t i = r0; i < r1; ++i) {
+    uint8_t* dst = a.data() + (i - r0) * kg * 4;
+    auto widen = [&](const auto* src) {
+      for (int64_t p = 0; p < g.k; ++p) {
+        const int16_t v = int16_t(src[p]);
+        std::memcpy(dst + p * 2, &v, 2);
+      }
+    };
+    if (g.lhs_unsigned) widen(static_cast<const uint8_t*>(g.lhs) + i * g.k);
+    else widen(static_cast<const int8_t*>(g.lhs) + i * g.k);
+  }
   return a;
 }
 
-// lhs rows [r0, r1) as uint8 (int8 shifted by +128), each padded with zeros to kg*4 bytes.
+// lhs rows [r0, r1) as uint8 (int8 shifted by +128: its bits with the sign bit flipped), each
+// padded with zeros to kg*4 bytes.
 std::vector<uint8_t> pack_lhs_rows(const Int8Gemm& g, int64_t r0, int64_t r1, int64_t kg) {
   std::vector<uint8_t> a(size_t((r1 - r0) * kg * 4), 0);
-  for (int64_t i = r0; i < r1; ++i)
-    for (int64_t p = 0; p < g.k; ++p) a[size_t((i - r0) * kg * 4 + p)] = uint8_t(lhs_at(g, i, p) + (g.lhs_unsigned ? 0 : 128));
+  const uint8_t flip = g.lhs_unsigned ? 0 : 0x80;
+  for (int64_t i = r0; i < r1; ++i) {
+    const uint8_t* src = static_cast<const uint8_t*>(g.lhs) + i * g.k;
+    uint8_t* dst = a.data() + (i - r0) * kg * 4;
+    for (int64_t p = 0; p < g.k; ++p) dst[p] = src[p] ^ flip;
+  }
   return a;
 }
 
