@@ -217,15 +217,17 @@ fx::Array random_int8(const fx::Shape& s, std::mt19937& rng) {
 }  // namespace
 
 // int8 convolutions (preferred_element_type int32) under jit: im2col into the int8 GEMM where
-// ungrouped (outputs stored directly in NCHW, scattered in NHWC; one image on two threads splits
-// its rows, three images split by image), the reference kernel for feature groups -- bit for bit
-// against the interpreter on every target of targets().
+// ungrouped (outputs copied by runs in NCHW, scattered in NHWC; a single block of images on two
+// threads splits its rows, 40 images in blocks of 16, 16 and 8 split by block), the reference
+// kernel for feature groups -- bit for bit against the interpreter on every target of targets().
 TEST_CASE("jit int8: conv_general_dilated int8 -> int32 through im2col and the int8 GEMM equals the interpreter") {
   const ConvCase cases[] = {
       {"NCHW 3x3 SAME", {3, 5, 9, 9}, {7, 5, 3, 3}, {1, 1}, {{1, 1}, {1, 1}}, {1, 1}, {1, 1}, "NCHW", "OIHW", "NCHW", 1},
       {"NHWC strided, dilated, padded", {1, 11, 8, 6}, {2, 3, 6, 9}, {2, 1}, {{1, 0}, {2, 2}}, {1, 2}, {2, 1},
        "NHWC", "HWIO", "NHWC", 1},
       {"1-D over k = 3 * 70", {2, 70, 30}, {16, 70, 3}, {1}, {{0, 0}}, {1}, {1}, "NCH", "OIH", "NCH", 1},
+      {"40 images in blocks of 16", {40, 3, 10, 10}, {4, 3, 3, 3}, {1, 1}, {{0, 0}, {0, 0}}, {1, 1}, {1, 1}, "NCHW",
+       "OIHW", "NCHW", 1},
       {"feature groups (reference kernel)", {2, 4, 6, 6}, {6, 2, 3, 3}, {1, 1}, {{0, 0}, {0, 0}}, {1, 1}, {1, 1},
        "NCHW", "OIHW", "NCHW", 2},
   };
@@ -269,8 +271,8 @@ TEST_CASE("jit int8: conv_general_dilated int8 -> int32 through im2col and the i
       const uint64_t int8_runs = rt::conv_runs(rt::ConvAlgorithm::im2col_int8);
       const uint64_t on_path = calls(t.expected);
       const std::vector<fx::Array> got = fx::runtime::compile(prog, dev)->run(args);
-      CHECK(rt::conv_runs(rt::ConvAlgorithm::im2col_int8) - int8_runs == 3);  // all but the grouped one
-      CHECK(calls(t.expected) - on_path == 3 + 1 + 2);  // one product per image
+      CHECK(rt::conv_runs(rt::ConvAlgorithm::im2col_int8) - int8_runs == 4);  // all but the grouped one
+      CHECK(calls(t.expected) - on_path == 1 + 1 + 1 + 3);  // one product per block of images (<= 1024 positions)
       for (size_t i = 0; i < got.size(); ++i) {
         CAPTURE(cases[i].label);
         REQUIRE(got[i].aval() == want[i].aval());
