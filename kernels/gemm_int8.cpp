@@ -59,58 +59,53 @@ struct PackedRhs {
   const uint8_t* panel(int64_t q) const { return bytes.data() + q * kg * lanes * 4; }
 };
 
-// The rows of rhs block t of `per` k's reads (a row of zeros past k).
-template <int Per>
-void block_rows(const Int8Gemm& g, int64_t t, const int8_t* zeros, const int8_t* (&rows)[Per]) {
-  for (int i = 0; i < Per; ++i) rows[i] = Per * t + i < g.k ? g.rhs + (Per * t + i) * g.n : zeros;
+// Columns of rhs a thread packs at a time: one 64-byte line of each row.
+constexpr int64_t kPackColumns = 64;
+
+// Per chunk of kPackColumns columns (chunks to the threads): their sums over k, then per block of
+// `Per` k the rows read side by side and each column's Per values stored as one int32 into its
+// panel -- loops the compiler vectorises (the first packing, a division-indexed byte scatter on
+// one thread, took a quarter of the 1024^3 product's time). `store(dst, rows, j)` writes column j.
+template <int Per, class Store>
+void pack_panels(const Int8Gemm& g, PackedRhs& r, int threads, Store store) {
+  const std::vector<int8_t> zeros(size_t(g.n), 0);
+  const int64_t panels_per_chunk = kPackColumns / r.lanes;
+  parallel_chunks(threads, (r.panels + panels_per_chunk - 1) / panels_per_chunk, [&](int64_t c) {
+    const int64_t q0 = c * panels_per_chunk, q1 = std::min(r.panels, q0 + panels_per_chunk);
+    const int64_t j_lo = q0 * r.lanes, j_hi = std::min(g.n, q1 * r.lanes);
+    if (!r.column_sums.empty())
+      for (int64_t p = 0; p < g.k; ++p)
+        for (int64_t j = j_lo; j < j_hi; ++j) r.column_sums[size_t(j)] += g.rhs[p * g.n + j];
+    for (int64_t q = q0; q < q1; ++q)
+      for (int64_t t = 0; t < r.kg; ++t) {
+        const int8_t* w[Per];
+        for (int i = 0; i < Per; ++i) w[i] = Per * t + i < g.k ? g.rhs + (Per * t + i) * g.n : zeros.data();
+        uint8_t* dst = r.bytes.data() + (q * r.kg + t) * r.lanes * 4 - q * r.lanes * 4;
+        for (int64_t j = q * r.lanes; j < std::min(g.n, (q + 1) * r.lanes); ++j) store(dst + j * 4, w, j);
+      }
+  });
 }
 
-// Column sums by whole rows of rhs, then per block of four k the four rows read side by side and
-// each column's four bytes stored as one int32 into its panel: loops the compiler vectorises (the
-// first packing, a division-indexed byte scatter, took a quarter of the 1024^3 product's time).
-PackedRhs pack_rhs(const Int8Gemm& g, int64_t lanes) {
+PackedRhs pack_rhs(const Int8Gemm& g, int64_t lanes, int threads) {
   PackedRhs r{lanes, (g.k + 3) / 4, (g.n + lanes - 1) / lanes, !g.lhs_unsigned, {}, std::vector<int32_t>(size_t(g.n), 0)};
   r.bytes.assign(size_t(r.panels * r.kg * lanes * 4), 0);
-  int32_t* sums = r.column_sums.data();
-  for (int64_t p = 0; p < g.k; ++p) {
-    const int8_t* row = g.rhs + p * g.n;
-    for (int64_t j = 0; j < g.n; ++j) sums[j] += row[j];
-  }
-  const std::vector<int8_t> zeros(size_t(g.n), 0);
-  for (int64_t t = 0; t < r.kg; ++t) {
-    const int8_t* w[4];
-    block_rows<4>(g, t, zeros.data(), w);
-    for (int64_t q = 0; q < r.panels; ++q) {
-      const int64_t j0 = q * lanes, width = std::min(lanes, g.n - j0);
-      uint8_t* dst = r.bytes.data() + (q * r.kg + t) * lanes * 4;
-      for (int64_t j = j0; j < j0 + width; ++j) {
-        const uint32_t v = uint32_t(uint8_t(w[0][j])) | uint32_t(uint8_t(w[1][j])) << 8 |
-                           uint32_t(uint8_t(w[2][j])) << 16 | uint32_t(uint8_t(w[3][j])) << 24;
-        std::memcpy(dst + (j - j0) * 4, &v, 4);
-      }
-    }
-  }
+  pack_panels<4>(g, r, threads, [](uint8_t* dst, const int8_t* const (&w)[4], int64_t j) {
+    const uint32_t v = uint32_t(uint8_t(w[0][j])) | uint32_t(uint8_t(w[1][j])) << 8 | uint32_t(uint8_t(w[2][j])) << 16 |
+                       uint32_t(uint8_t(w[3][j])) << 24;
+    std::memcpy(dst, &v, 4);
+  });
   return r;
 }
 
 // rhs for AVX2's vpmaddwd: two k per int32 lane as int16 (block t holds rhs[2t..2t+1, column]).
-PackedRhs pack_rhs_pairs(const Int8Gemm& g) {
+PackedRhs pack_rhs_pairs(const Int8Gemm& g, int threads) {
   const int64_t lanes = 8;
   PackedRhs r{lanes, (g.k + 1) / 2, (g.n + lanes - 1) / lanes, false, {}, {}};
   r.bytes.assign(size_t(r.panels * r.kg * lanes * 4), 0);
-  const std::vector<int8_t> zeros(size_t(g.n), 0);
-  for (int64_t t = 0; t < r.kg; ++t) {
-    const int8_t* w[2];
-    block_rows<2>(g, t, zeros.data(), w);
-    for (int64_t q = 0; q < r.panels; ++q) {
-      const int64_t j0 = q * lanes, width = std::min(lanes, g.n - j0);
-      uint8_t* dst = r.bytes.data() + (q * r.kg + t) * lanes * 4;
-      for (int64_t j = j0; j < j0 + width; ++j) {
-        const uint32_t v = uint32_t(uint16_t(int16_t(w[0][j]))) | uint32_t(uint16_t(int16_t(w[1][j]))) << 16;
-        std::memcpy(dst + (j - j0) * 4, &v, 4);
-      }
-    }
-  }
+  pack_panels<2>(g, r, threads, [](uint8_t* dst, const int8_t* const (&w)[2], int64_t j) {
+    const uint32_t v = uint32_t(uint16_t(int16_t(w[0][j]))) | uint32_t(uint16_t(int16_t(w[1][j]))) << 16;
+    std::memcpy(dst, &v, 4);
+  });
   return r;
 }
 
@@ -295,7 +290,7 @@ void int8_gemm_with(Int8Path path, const Int8Gemm& g, int threads) {
 #if defined(__x86_64__)
   if (path == Int8Path::avx512_vnni || path == Int8Path::avx_vnni) {
     const bool wide = path == Int8Path::avx512_vnni;
-    const PackedRhs b = pack_rhs(g, wide ? 16 : 8);
+    const PackedRhs b = pack_rhs(g, wide ? 16 : 8, use);
     parallel_chunks(use, chunks, [&](int64_t c) {
       auto [r0, r1] = rows_of(c);
       wide ? vnni_rows<0>(g, b, r0, r1) : vnni_rows<1>(g, b, r0, r1);
@@ -303,7 +298,7 @@ void int8_gemm_with(Int8Path path, const Int8Gemm& g, int threads) {
     return;
   }
   if (path == Int8Path::avx2) {
-    const PackedRhs b = pack_rhs_pairs(g);
+    const PackedRhs b = pack_rhs_pairs(g, use);
     parallel_chunks(use, chunks, [&](int64_t c) { auto [r0, r1] = rows_of(c); vnni_rows<2>(g, b, r0, r1); });
     return;
   }
