@@ -13,9 +13,9 @@ struct CompileTarget {
   Platform platform = Platform::cpu;
   /// CPU: threads of the compiled kernels' outer loops.
   int num_threads = 1;
-  /// CPU: how dot_general is compiled: "auto" (a library call for float32/float64 matmuls with at
-  /// least 32^3 multiply-adds, generated code otherwise), "eigen" or "generated" (benchmarks
-  /// compare them).
+  /// CPU: how dot_general is compiled: "auto" (a library call for float32/float64 matmuls, and int8
+  /// ones with an int32 result, of at least 32^3 multiply-adds, generated code otherwise), "eigen"
+  /// or "generated" (benchmarks compare them).
   std::string matmul = "auto";
   /// Only makes the fingerprint differ: tests and benchmarks set it to compile a program again
   /// (a cold compile) or to keep their disk-cache entries apart from everyone else's.

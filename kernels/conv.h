@@ -14,7 +14,8 @@
 #include "ir/primitive.h"
 
 extern "C" {
-/// Layout: [prim, n_in, n_out, isa_level, threads, the params (encode_window_params), then per array
+/// Layout: [prim, n_in, n_out, isa_level (plus 256 if the target has AVX512-VNNI, 512 if AVX-VNNI:
+/// the int8 convolution's GEMM path), threads, the params (encode_window_params), then per array
 /// (inputs, then outputs): dtype, rank, dims..., address].
 void fluxion_rt_windowed(int64_t* args);
 }
@@ -35,8 +36,9 @@ Params decode_window_params(Prim p, const int64_t*& cursor);
 /// output, as the kernel gradient's are), or col2im (per block of images, one GEMM of the kernel
 /// with the input, its products then summed into the outputs the window table pairs them with: for
 /// inputs dilated so that most window elements are holes, as a strided convolution's input
-/// gradient's are).
-enum class ConvAlgorithm { reference, im2col, im2col_by_feature, col2im };
+/// gradient's are), or for int8 operands with an int32 result im2col into the int8 GEMM
+/// (kernels/conv_int8.h).
+enum class ConvAlgorithm { reference, im2col, im2col_by_feature, col2im, im2col_int8 };
 /// How many convolutions took `a` in this process (tests check which path compiled code took).
 uint64_t conv_runs(ConvAlgorithm a);
 /// How many bfloat16 im2col products packed their right operand straight from the input

@@ -47,7 +47,7 @@ namespace fluxion::runtime {
 
 namespace {
 
-std::atomic<uint64_t> g_runs[4];
+std::atomic<uint64_t> g_runs[5];  // by ConvAlgorithm
 std::atomic<uint64_t> g_from_input;
 std::atomic<uint64_t> g_features_from_input;
 std::atomic<uint64_t> g_by_tap;

@@ -7,6 +7,7 @@
 #include "kernels/gemm_int8.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -23,6 +24,8 @@ namespace fluxion::runtime {
 namespace {
 
 constexpr int64_t kRowsPerChunk = 32;  // rows a thread takes at a time (a multiple of the tile's 4)
+
+std::atomic<uint64_t> g_calls[4];  // int8_gemm_calls, by Int8Path
 
 int32_t lhs_at(const Int8Gemm& g, int64_t i, int64_t p) {
   const int64_t at = i * g.k + p;
@@ -56,47 +59,83 @@ struct PackedRhs {
   const uint8_t* panel(int64_t q) const { return bytes.data() + q * kg * lanes * 4; }
 };
 
-PackedRhs pack_rhs(const Int8Gemm& g, int64_t lanes) {
+// Columns of rhs a thread packs at a time: one 64-byte line of each row.
+constexpr int64_t kPackColumns = 64;
+
+// Per chunk of kPackColumns columns (chunks to the threads): their sums over k, then per block of
+// `Per` k the rows read side by side and each column's Per values stored as one int32 into its
+// panel -- loops the compiler vectorises (the first packing, a division-indexed byte scatter on
+// one thread, took a quarter of the 1024^3 product's time). `store(dst, rows, j)` writes column j.
+template <int Per, class Store>
+void pack_panels(const Int8Gemm& g, PackedRhs& r, int threads, Store store) {
+  const std::vector<int8_t> zeros(size_t(g.n), 0);
+  const int64_t panels_per_chunk = kPackColumns / r.lanes;
+  parallel_chunks(threads, (r.panels + panels_per_chunk - 1) / panels_per_chunk, [&](int64_t c) {
+    const int64_t q0 = c * panels_per_chunk, q1 = std::min(r.panels, q0 + panels_per_chunk);
+    const int64_t j_lo = q0 * r.lanes, j_hi = std::min(g.n, q1 * r.lanes);
+    if (!r.column_sums.empty())
+      for (int64_t p = 0; p < g.k; ++p)
+        for (int64_t j = j_lo; j < j_hi; ++j) r.column_sums[size_t(j)] += g.rhs[p * g.n + j];
+    for (int64_t q = q0; q < q1; ++q)
+      for (int64_t t = 0; t < r.kg; ++t) {
+        const int8_t* w[Per];
+        for (int i = 0; i < Per; ++i) w[i] = Per * t + i < g.k ? g.rhs + (Per * t + i) * g.n : zeros.data();
+        uint8_t* dst = r.bytes.data() + (q * r.kg + t) * r.lanes * 4 - q * r.lanes * 4;
+        for (int64_t j = q * r.lanes; j < std::min(g.n, (q + 1) * r.lanes); ++j) store(dst + j * 4, w, j);
+      }
+  });
+}
+
+PackedRhs pack_rhs(const Int8Gemm& g, int64_t lanes, int threads) {
   PackedRhs r{lanes, (g.k + 3) / 4, (g.n + lanes - 1) / lanes, !g.lhs_unsigned, {}, std::vector<int32_t>(size_t(g.n), 0)};
   r.bytes.assign(size_t(r.panels * r.kg * lanes * 4), 0);
-  for (int64_t p = 0; p < g.k; ++p)
-    for (int64_t j = 0; j < g.n; ++j) {
-      const int8_t v = g.rhs[p * g.n + j];
-      r.bytes[size_t(((j / lanes * r.kg + p / 4) * lanes + j % lanes) * 4 + p % 4)] = uint8_t(v);
-      r.column_sums[size_t(j)] += v;
-    }
+  pack_panels<4>(g, r, threads, [](uint8_t* dst, const int8_t* const (&w)[4], int64_t j) {
+    const uint32_t v = uint32_t(uint8_t(w[0][j])) | uint32_t(uint8_t(w[1][j])) << 8 | uint32_t(uint8_t(w[2][j])) << 16 |
+                       uint32_t(uint8_t(w[3][j])) << 24;
+    std::memcpy(dst, &v, 4);
+  });
   return r;
 }
 
 // rhs for AVX2's vpmaddwd: two k per int32 lane as int16 (block t holds rhs[2t..2t+1, column]).
-PackedRhs pack_rhs_pairs(const Int8Gemm& g) {
+PackedRhs pack_rhs_pairs(const Int8Gemm& g, int threads) {
   const int64_t lanes = 8;
   PackedRhs r{lanes, (g.k + 1) / 2, (g.n + lanes - 1) / lanes, false, {}, {}};
   r.bytes.assign(size_t(r.panels * r.kg * lanes * 4), 0);
-  for (int64_t p = 0; p < g.k; ++p)
-    for (int64_t j = 0; j < g.n; ++j) {
-      const int16_t v = g.rhs[p * g.n + j];
-      std::memcpy(&r.bytes[size_t(((j / lanes * r.kg + p / 2) * lanes + j % lanes) * 4 + p % 2 * 2)], &v, 2);
-    }
+  pack_panels<2>(g, r, threads, [](uint8_t* dst, const int8_t* const (&w)[2], int64_t j) {
+    const uint32_t v = uint32_t(uint16_t(int16_t(w[0][j]))) | uint32_t(uint16_t(int16_t(w[1][j]))) << 16;
+    std::memcpy(dst, &v, 4);
+  });
   return r;
 }
 
 // lhs rows [r0, r1) as int16 pairs, each row padded with zeros to kg pairs.
 std::vector<uint8_t> pack_lhs_pairs(const Int8Gemm& g, int64_t r0, int64_t r1, int64_t kg) {
   std::vector<uint8_t> a(size_t((r1 - r0) * kg * 4), 0);
-  for (int64_t i = r0; i < r1; ++i)
-    for (int64_t p = 0; p < g.k; ++p) {
-      const int16_t v = int16_t(lhs_at(g, i, p));
-      std::memcpy(&a[size_t((i - r0) * kg * 4 + p * 2)], &v, 2);
-    }
+  for (int64_t i = r0; i < r1; ++i) {
+    uint8_t* dst = a.data() + (i - r0) * kg * 4;
+    auto widen = [&](const auto* src) {
+      for (int64_t p = 0; p < g.k; ++p) {
+        const int16_t v = int16_t(src[p]);
+        std::memcpy(dst + p * 2, &v, 2);
+      }
+    };
+    if (g.lhs_unsigned) widen(static_cast<const uint8_t*>(g.lhs) + i * g.k);
+    else widen(static_cast<const int8_t*>(g.lhs) + i * g.k);
+  }
   return a;
 }
 
-// lhs rows [r0, r1) as uint8 (int8 shifted by +128), each padded with zeros to kg*4 bytes.
+// lhs rows [r0, r1) as uint8 (int8 shifted by +128: its bits with the sign bit flipped), each
+// padded with zeros to kg*4 bytes.
 std::vector<uint8_t> pack_lhs_rows(const Int8Gemm& g, int64_t r0, int64_t r1, int64_t kg) {
   std::vector<uint8_t> a(size_t((r1 - r0) * kg * 4), 0);
-  for (int64_t i = r0; i < r1; ++i)
-    for (int64_t p = 0; p < g.k; ++p) a[size_t((i - r0) * kg * 4 + p)] = uint8_t(lhs_at(g, i, p) + (g.lhs_unsigned ? 0 : 128));
+  const uint8_t flip = g.lhs_unsigned ? 0 : 0x80;
+  for (int64_t i = r0; i < r1; ++i) {
+    const uint8_t* src = static_cast<const uint8_t*>(g.lhs) + i * g.k;
+    uint8_t* dst = a.data() + (i - r0) * kg * 4;
+    for (int64_t p = 0; p < g.k; ++p) dst[p] = src[p] ^ flip;
+  }
   return a;
 }
 
@@ -210,6 +249,14 @@ bool int8_path_available(Int8Path path) {
   return false;
 }
 
+Int8Path int8_gemm_path(int isa_level, bool target_avx512_vnni, bool target_avx_vnni) {
+  const int level = std::min(isa_level, host_isa_level());
+  if (level >= 4 && target_avx512_vnni && host_has_avx512_vnni()) return Int8Path::avx512_vnni;
+  if (level >= 3 && target_avx_vnni && host_has_avx_vnni()) return Int8Path::avx_vnni;
+  if (level >= 3) return Int8Path::avx2;
+  return Int8Path::portable;
+}
+
 Int8Path int8_gemm_path(int isa_level) {
   static const bool cpu_unnamed = [] {
     const char* e = std::getenv("FLUXION_CPU");
@@ -217,11 +264,11 @@ Int8Path int8_gemm_path(int isa_level) {
     return cpu.empty() || cpu == "native" || cpu == "host";
   }();
   const int level = std::min(isa_level, kernel_isa_level());
-  if (level >= 4 && cpu_unnamed && host_has_avx512_vnni()) return Int8Path::avx512_vnni;
-  if (level >= 4 && cpu_unnamed && host_has_avx_vnni()) return Int8Path::avx_vnni;
-  if (level >= 3) return Int8Path::avx2;
-  return Int8Path::portable;
+  const bool vnni = level >= 4 && cpu_unnamed;  // a level alone does not promise VNNI: only the host's own does
+  return int8_gemm_path(level, vnni, vnni);
 }
+
+uint64_t int8_gemm_calls(Int8Path path) { return g_calls[size_t(path)].load(std::memory_order_relaxed); }
 
 std::string int8_path_name(Int8Path path) {
   switch (path) {
@@ -235,6 +282,7 @@ std::string int8_path_name(Int8Path path) {
 
 void int8_gemm_with(Int8Path path, const Int8Gemm& g, int threads) {
   if (!int8_path_available(path)) throw std::logic_error("int8_gemm_with: path " + int8_path_name(path) + " is not on this CPU");
+  g_calls[size_t(path)].fetch_add(1, std::memory_order_relaxed);
   if (g.m <= 0 || g.n <= 0) return;
   const int64_t chunks = (g.m + kRowsPerChunk - 1) / kRowsPerChunk;
   const int use = g.m * g.n * std::max<int64_t>(g.k, 1) < (int64_t(1) << 18) ? 1 : threads;
@@ -242,7 +290,7 @@ void int8_gemm_with(Int8Path path, const Int8Gemm& g, int threads) {
 #if defined(__x86_64__)
   if (path == Int8Path::avx512_vnni || path == Int8Path::avx_vnni) {
     const bool wide = path == Int8Path::avx512_vnni;
-    const PackedRhs b = pack_rhs(g, wide ? 16 : 8);
+    const PackedRhs b = pack_rhs(g, wide ? 16 : 8, use);
     parallel_chunks(use, chunks, [&](int64_t c) {
       auto [r0, r1] = rows_of(c);
       wide ? vnni_rows<0>(g, b, r0, r1) : vnni_rows<1>(g, b, r0, r1);
@@ -250,7 +298,7 @@ void int8_gemm_with(Int8Path path, const Int8Gemm& g, int threads) {
     return;
   }
   if (path == Int8Path::avx2) {
-    const PackedRhs b = pack_rhs_pairs(g);
+    const PackedRhs b = pack_rhs_pairs(g, use);
     parallel_chunks(use, chunks, [&](int64_t c) { auto [r0, r1] = rows_of(c); vnni_rows<2>(g, b, r0, r1); });
     return;
   }

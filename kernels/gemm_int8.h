@@ -37,6 +37,15 @@ bool host_has_avx_vnni();
 /// 3-4, else the portable loop. Tests and benchmarks run each path with int8_gemm_with.
 Int8Path int8_gemm_path(int isa_level);
 
+/// The path compiled code takes (the jit's dot_general library call, kernels/gemm_call.cpp): its
+/// target's x86-64 level and VNNI extensions, as lowering's CpuTarget has them, capped by this
+/// host's. AVX512-VNNI needs level 4; AVX-VNNI level 3 (Alder Lake has it without AVX-512).
+Int8Path int8_gemm_path(int isa_level, bool target_avx512_vnni, bool target_avx_vnni);
+
+/// How many products have run on `path` in this process (int8_gemm_with calls): tests check the
+/// path a compiled kernel took.
+uint64_t int8_gemm_calls(Int8Path path);
+
 /// Whether `path` can run on this host (its instructions are there).
 bool int8_path_available(Int8Path path);
 

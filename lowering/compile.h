@@ -13,9 +13,11 @@ namespace fluxion::lowering {
 
 /// Where dot_general's work happens: a call into Eigen (kernels/library_calls.h) or the generated
 /// contraction loop nest. `automatic` takes Eigen for float32/float64 (batched) matmuls of at
-/// least 32^3 multiply-adds, which measured faster (docs/jit.md), and generated code otherwise
-/// (small products fuse with their neighbours).
-enum class MatmulPath { automatic, eigen, generated };
+/// least 32^3 multiply-adds, which measured faster (docs/jit.md), and kernels/gemm_int8.h for int8
+/// ones with an int32 result at the same threshold, and generated code otherwise
+/// (small products fuse with their neighbours). `gpu_library` (the CUDA pipeline): every float
+/// product the CPU could give Eigen goes to cuBLAS whatever its size; int8 products stay generated.
+enum class MatmulPath { automatic, eigen, generated, gpu_library };
 
 struct CompileOptions {
   /// Worker threads for the outer loops (1: no threading code at all).

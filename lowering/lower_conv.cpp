@@ -68,8 +68,9 @@ std::vector<Value> windowed_rule(LowerCtx& c, const Eqn& e, std::span<const Oper
     return {linalg_conv(c, e, in, out[0])};
   std::vector<int64_t> params;
   runtime::encode_window_params(e.prim, e.params, params);
-  std::vector<LibraryArg> layout{{int64_t(e.prim)}, {int64_t(in.size())}, {int64_t(out.size())},
-                                 {cpu_target().isa_level}, {c.num_threads}};
+  const CpuTarget& t = cpu_target();  // the VNNI bits choose the int8 convolution's GEMM (kernels/conv_int8.h)
+  const int64_t level = t.isa_level | (t.avx512vnni ? 256 : 0) | (t.avxvnni ? 512 : 0);
+  std::vector<LibraryArg> layout{{int64_t(e.prim)}, {int64_t(in.size())}, {int64_t(out.size())}, {level}, {c.num_threads}};
   for (int64_t v : params) layout.push_back({v});
   return call_on_arrays(c, "fluxion_rt_windowed", std::move(layout), in, out);
 }

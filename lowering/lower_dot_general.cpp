@@ -42,17 +42,20 @@ AffineMap operand_map(MLIRContext* ctx, int rank, const DimRoles& r, unsigned fr
 }
 
 // A (batched) matrix product the runtime's library call can do: float32/float64 operands and
-// output (or bfloat16/float16 operands, output float32 or theirs), batch dims leading and in
-// order on both sides, one contracting dim, each operand of rank batch+2 (either orientation).
-// Fills the fluxion_rt_gemm layout (kernels/library_calls.h): the call runs the Eigen build for
-// the level this kernel is compiled for (FLUXION_CPU included) on the kernel's threads.
+// output (or bfloat16/float16 operands, output float32 or theirs, or int8 operands with an int32
+// output), batch dims leading and in order on both sides, one contracting dim, each operand of
+// rank batch+2 (either orientation). Fills the fluxion_rt_gemm layout (kernels/library_calls.h):
+// the call runs the Eigen build for the level this kernel is compiled for (FLUXION_CPU included)
+// on the kernel's threads, or for int8 the kernels/gemm_int8.h path that level and the target's
+// VNNI extensions allow. (uint8 x uint8 stays generated code: the int8 kernel's rhs is signed.)
 bool gemm_layout(const LowerCtx& c, const Eqn& e, std::span<const Operand> in, const AbstractArray& out,
                  std::vector<LibraryArg>& layout) {
   const AbstractArray &lhs = in[0].aval, &rhs = in[1].aval;
   const DType d = out.dtype, ops = lhs.dtype;
   const bool narrow = ops == DType::bfloat16 || ops == DType::float16;
   const bool same = ops == d && (narrow || d == DType::float32 || d == DType::float64);
-  if (!(same || (narrow && d == DType::float32)) || rhs.dtype != ops || in[0].scalar || in[1].scalar) return false;
+  const bool int8 = ops == DType::int8 && d == DType::int32 && c.matmul != MatmulPath::gpu_library;  // no cuBLAS int8
+  if (!(same || int8 || (narrow && d == DType::float32)) || rhs.dtype != ops || in[0].scalar || in[1].scalar) return false;
   const IntList &lb = e.params.get_ints("lhs_batch"), &rb = e.params.get_ints("rhs_batch");
   const IntList &lc = e.params.get_ints("lhs_contracting"), &rc = e.params.get_ints("rhs_contracting");
   const int64_t nb = int64_t(lb.size());
@@ -73,9 +76,11 @@ bool gemm_layout(const LowerCtx& c, const Eqn& e, std::span<const Operand> in, c
     return LibraryArg{v};
   };
   const int64_t mi = trans_lhs ? nb + 1 : nb, ni = trans_rhs ? nb : nb + 1;
+  const CpuTarget& t = cpu_target();
+  const int64_t level = t.isa_level | (int8 && t.avx512vnni ? 256 : 0) | (int8 && t.avxvnni ? 512 : 0);
   layout = {{int64_t(d) | (ops != d ? int64_t(ops) << 8 : 0)}, size(0, lhs, 0, nb), size(0, lhs, mi, mi + 1),
             size(1, rhs, ni, ni + 1), size(0, lhs, lc[0], lc[0] + 1), {int64_t(trans_lhs)},
-            {int64_t(trans_rhs)}, {cpu_target().isa_level}, {c.num_threads}, {0, 0}, {0, 1}, {0, 2}};
+            {int64_t(trans_rhs)}, {level}, {c.num_threads}, {0, 0}, {0, 1}, {0, 2}};
   // Symbolic sizes are at least 1: only the known ones can make the product empty.
   int64_t work = 1;
   for (size_t i = 1; i <= 4; ++i) work *= layout[i].dims_of >= 0 ? 1 : layout[i].value;
@@ -92,7 +97,8 @@ std::vector<Value> dot_general_rule(LowerCtx& c, const Eqn& e, std::span<const O
     std::vector<LibraryArg> layout;
     // A polymorphic product's sizes are known at run time only: the library's GEMM serves every size.
     if (gemm_layout(c, e, in, out[0], layout) &&
-        (c.matmul == MatmulPath::eigen || is_symbolic(in[0].aval.shape) || is_symbolic(in[1].aval.shape) ||
+        (c.matmul == MatmulPath::eigen || c.matmul == MatmulPath::gpu_library || is_symbolic(in[0].aval.shape) ||
+         is_symbolic(in[1].aval.shape) ||
          layout[2].value * layout[3].value * layout[4].value >= 32 * 32 * 32)) {
       Value ins[2] = {as_tensor(c, in[0]), as_tensor(c, in[1])};
       AbstractArray in_avals[2] = {in[0].aval, in[1].aval};

@@ -98,7 +98,7 @@ class CudaPipeline : PipelineState {
       // Every float GEMM dot_general the CPU could give Eigen goes to the GPU's library (cuBLAS),
       // whatever its size: a library step of the plan (library_step).
       CompileOptions o = options_;
-      o.matmul = MatmulPath::eigen;
+      o.matmul = MatmulPath::gpu_library;
       module_ = lower_program(session_.context, program_, o);
       dump_module("input.mlir");
     }

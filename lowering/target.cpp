@@ -39,6 +39,8 @@ void fill_derived(CpuTarget& t, const std::function<bool(const char*)>& has) {
   t.vector_bits = has("avx512f") ? 512 : has("avx") ? 256 : 128;
   t.avx512bf16 = has("avx512bf16");
   t.f16c = has("f16c");
+  t.avx512vnni = has("avx512vnni");
+  t.avxvnni = has("avxvnni");
 #else
   (void)has;
   t.isa_level = 0;

@@ -23,6 +23,8 @@ struct CpuTarget {
   int vector_bits = 128;  // widest vector register the target has: 128, 256 or 512
   bool avx512bf16 = false;  // native f32 -> bf16 conversion (else the runtime's builtin is called)
   bool f16c = false;        // native f16 <-> f32 conversion
+  bool avx512vnni = false;  // vpdpbusd on 512-bit registers: the int8 GEMM's widest path
+  bool avxvnni = false;     // vpdpbusd (VEX) on 256-bit registers
   bool overridden = false;  // chosen by FLUXION_CPU rather than detected
   /// "cpu features": part of the compile-cache fingerprint and of the disk-cache header.
   std::string id() const { return cpu + " " + features; }

@@ -120,6 +120,29 @@ OpInfo preferred_type_conv_entry(const ConvCase& c) {
   return e;
 }
 
+// int8 operands over their whole range with an int32 result (quantized inference's convolution:
+// im2col into the int8 GEMM under jit where ungrouped, kernels/conv_int8.h). Integers: no
+// derivative, so the AD drivers pass it by.
+OpInfo int8_conv_entry(const ConvCase& c) {
+  OpInfo e = conv_entry(c);
+  e.name += " (int8, preferred_element_type int32)";
+  e.op = [c](const std::vector<fx::Array>& a) {
+    return fx::conv_general_dilated(a[0], a[1], c.strides, fx::Padding(c.padding), c.lhs_dil, c.rhs_dil,
+                                    fx::conv_dimension_numbers(c.lhs_layout, c.rhs_layout, c.out_layout), c.groups,
+                                    c.batch_groups, fx::int32);
+  };
+  e.reference = [c](const std::vector<HostArray>& a, fx::DType) {
+    HostArray r = conv_ref(c, a);
+    r.dtype = fx::int32;
+    return r;
+  };
+  e.reference_dtype = true;
+  e.samples = {Sample{{integers(c.x, -128, 128, 3), integers(c.w, -128, 128, 4)}, "bytes"}};
+  e.dtypes = {fx::int8};
+  e.differentiable = false;
+  return e;
+}
+
 std::vector<ConvCase> conv_cases() {
   return {
       {"2-D NCHW stride 1 SAME", {1, 1}, {{1, 1}, {1, 1}}, {1, 1}, {1, 1}, "NCHW", "OIHW", "NCHW", 1, 1,
@@ -225,6 +248,7 @@ void add_conv_ops(std::vector<OpInfo>& t) {
       error_sample({small_ints({1, 2, 4}, 1), small_ints({3, 2, 3, 3}, 2)}, fx::ErrorKind::Shape, "ranks differ")};
   t[t.size() - 4].errors = {
       error_sample({small_ints({1, 4, 2}, 1), small_ints({4, 1, 3}, 2)}, fx::ErrorKind::Shape, "kernel too large")};
+  for (size_t i : {0, 1, 3, 5}) t.push_back(int8_conv_entry(conv_cases()[i]));  // [3]: feature groups
   for (const WindowCase& c : window_cases())
     for (Fold f : {Fold::sum, Fold::max, Fold::min}) t.push_back(window_entry(c, f));
 

@@ -294,6 +294,33 @@ OpInfo preferred_type_entry() {
   return e;
 }
 
+// int8 operands, int32 products and result (quantized inference's product: jax.lax.dot_general
+// with preferred_element_type int32), operands over the whole int8 range. The last two samples
+// have at least 32^3 multiply-adds per product, so jit takes the int8 GEMM (kernels/gemm_int8.h;
+// k = 67 and 45: not multiples of 4). Integers: no derivative, so the AD drivers pass it by.
+OpInfo int8_product_entry() {
+  using K = fx::ErrorKind;
+  OpInfo e;
+  e.name = "matmul (int8, preferred_element_type int32)";
+  e.error_name = "matmul(";
+  e.op = [](const std::vector<fx::Array>& x) { return fx::matmul(x[0], x[1], fx::int32); };
+  e.reference = [](const std::vector<HostArray>& xs, fx::DType) {
+    HostArray r = matmul_ref(xs, fx::int32);
+    r.dtype = fx::int32;
+    return r;
+  };
+  e.reference_dtype = true;
+  auto bytes2 = [](fx::Shape a, fx::Shape b, uint64_t seed) {
+    return sample({integers(a, -128, 128, seed), integers(b, -128, 128, seed + 1)}, "bytes");
+  };
+  e.samples = {bytes2({3, 4}, {4, 5}, 71), bytes2({4}, {4, 3}, 73), bytes2({2, 3, 67}, {2, 67, 5}, 75),
+               bytes2({33, 67}, {67, 31}, 77), bytes2({2, 20, 45}, {2, 45, 40}, 79)};
+  e.dtypes = {fx::int8};
+  e.differentiable = false;
+  e.errors = {err({2, 3}, {4, 5}, K::Shape, "contracting dims differ")};
+  return e;
+}
+
 }  // namespace
 
 void add_linalg_ops(std::vector<OpInfo>& t) {
@@ -315,6 +342,7 @@ void add_linalg_ops(std::vector<OpInfo>& t) {
     e.error_name = e.name + "(";
   }
   t.push_back(preferred_type_entry());
+  t.push_back(int8_product_entry());
 }
 
 }  // namespace optable
