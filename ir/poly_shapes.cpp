@@ -210,6 +210,7 @@ bool copies_dims(Prim p) {
     case Prim::cumsum: case Prim::cumprod: case Prim::cummax: case Prim::cummin:
     case Prim::dot_general: case Prim::reshape:  // reshape: checked after its rule (below)
     case Prim::scan:  // its length (a symbol when xs's leading dim is one) only compared and copied
+    case Prim::cond: case Prim::while_:  // operands flow into the branches and the carry as they are
       return true;
     default:
       return false;

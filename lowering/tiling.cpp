@@ -32,6 +32,7 @@
 #include <mlir/Dialect/Linalg/IR/Linalg.h>
 #include <mlir/Dialect/Linalg/Transforms/Transforms.h>
 
+#include <algorithm>
 #include <optional>
 #include <sstream>
 
@@ -165,6 +166,12 @@ Plan plan_for(linalg::GenericOp g, int num_threads) {
   auto iters = g.getIteratorTypesArray();
   const size_t n = ranges.size();
   if (n == 0) return plan;
+  // A polymorphic program's op whose only dynamic loop is the outermost parallel one (a batch):
+  // planned as one row of it, so its tiles take one row at a time and keep static shapes that
+  // vectorize; no threads (its work is unknown when the kernel is compiled).
+  if (n >= 2 && ranges[0] == ShapedType::kDynamic && iters[0] == utils::IteratorType::parallel &&
+      std::all_of(ranges.begin() + 1, ranges.end(), [](int64_t r) { return r > 0; }))
+    ranges[0] = 1;
   int64_t work = 1;
   for (int64_t r : ranges) {
     if (r <= 0) return plan;  // dynamic or empty: leave as is

@@ -181,3 +181,25 @@ TEST_CASE("jit poly: arguments on a GPU are a CompileError (the GPU pipeline tak
   const std::string e = test_helpers::error_of<fx::CompileError>([&] { pf(x); });
   CHECK(mentions(e, "symbolic"));
 }
+
+TEST_CASE("jit poly: cond and while_loop over arrays of a symbolic batch") {
+  auto f = [](const fx::Array& x, const fx::Array& flag) {
+    fx::Array y = fx::cond(flag, [&] { return fx::tanh(x) * 2.f; }, [&] { return x - fx::mean(x, 0); });
+    // Doubles y until its largest entry passes 100 (a data-dependent trip count).
+    auto [z, n] = fx::while_loop([](const std::pair<fx::Array, fx::Array>& c) { return fx::max(fx::abs(c.first)) < 100.f; },
+                                 [](const std::pair<fx::Array, fx::Array>& c) { return std::pair{c.first * 2.f, c.second + 1}; },
+                                 std::pair{y + 0.01f, fx::array(0)});
+    return std::pair{z, n};
+  };
+  auto pf = fx::jit(f, fx::polymorphic_shapes("b, 3", ""));
+  for (int64_t b : {1, 4, 33})
+    for (bool flag : {true, false}) {
+      const fx::Array x = batch_of(b, 3, uint32_t(b));
+      auto [z, n] = pf(x, fx::array(flag));
+      auto [z0, n0] = fx::jit(f)(x, fx::array(flag));
+      CHECK(z.shape() == fx::Shape{b, 3});
+      CHECK(max_abs_diff(z, z0) < 1e-4);
+      CHECK(max_abs_diff(n, n0) == 0);
+    }
+  CHECK(pf.compilations() == 1);
+}
