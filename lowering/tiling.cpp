@@ -160,18 +160,24 @@ bool columns_contiguous(linalg::GenericOp g) {
   return true;
 }
 
+// The loop extents a plan is made for. A polymorphic program's op whose only dynamic loop is the
+// outermost parallel one (a batch) is planned as one row of it, so its tiles take one row at a
+// time and keep static shapes that vectorize; no threads (its work is unknown at compile time).
+SmallVector<int64_t> planning_ranges(linalg::GenericOp g) {
+  SmallVector<int64_t> ranges = g.getStaticLoopRanges();
+  if (ranges.size() >= 2 && ranges[0] == ShapedType::kDynamic &&
+      g.getIteratorTypesArray()[0] == utils::IteratorType::parallel &&
+      std::all_of(ranges.begin() + 1, ranges.end(), [](int64_t r) { return r > 0; }))
+    ranges[0] = 1;
+  return ranges;
+}
+
 Plan plan_for(linalg::GenericOp g, int num_threads) {
   Plan plan;
-  SmallVector<int64_t> ranges = g.getStaticLoopRanges();
+  SmallVector<int64_t> ranges = planning_ranges(g);
   auto iters = g.getIteratorTypesArray();
   const size_t n = ranges.size();
   if (n == 0) return plan;
-  // A polymorphic program's op whose only dynamic loop is the outermost parallel one (a batch):
-  // planned as one row of it, so its tiles take one row at a time and keep static shapes that
-  // vectorize; no threads (its work is unknown when the kernel is compiled).
-  if (n >= 2 && ranges[0] == ShapedType::kDynamic && iters[0] == utils::IteratorType::parallel &&
-      std::all_of(ranges.begin() + 1, ranges.end(), [](int64_t r) { return r > 0; }))
-    ranges[0] = 1;
   int64_t work = 1;
   for (int64_t r : ranges) {
     if (r <= 0) return plan;  // dynamic or empty: leave as is
