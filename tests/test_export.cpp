@@ -31,6 +31,28 @@ std::string run_command(const std::string& cmd, int* status) {
   return out;
 }
 
+// Links main.c in `dir` with `obj` and the AOT runtime (and `libs`) into `prog`; REQUIREs success.
+void link_c_program(const std::filesystem::path& dir, const std::string& obj, const std::string& prog,
+                    const std::string& libs = "") {
+  int status = 0;
+  std::string log = run_command("cd " + dir.string() + " && cc -O2 -std=c11 main.c " + obj + " " + FLUXION_AOT_RUNTIME +
+                                    " -lstdc++ -lm -lmvec -lpthread -ldl" + libs + " -o " + prog,
+                                &status);
+  INFO(log);
+  REQUIRE(status == 0);
+}
+
+// Runs `prog`, which prints one float per line (%a), and checks them against `want`.
+void check_program_output(const std::string& prog, const std::vector<float>& want) {
+  int status = 0;
+  std::istringstream out(run_command(prog, &status));
+  REQUIRE(status == 0);
+  std::vector<float> got;
+  for (std::string line; std::getline(out, line);) got.push_back(std::strtof(line.c_str(), nullptr));
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-5));
+}
+
 using test_helpers::ramp;
 
 // A two-layer MLP whose weights are closed over (they end up in the header).
@@ -83,23 +105,14 @@ TEST_CASE("export: an MLP linked into a C program without LLVM or MLIR equals th
     const std::string obj = (dir / (name + ".o")).string(), prog = (dir / name).string();
     exported.write_object(obj, cpu, build.threads);
     const std::string omp = build.threads > 1 ? " -L" FLUXION_LIBOMP_DIR " -lomp -Wl,-rpath," FLUXION_LIBOMP_DIR : "";
+    link_c_program(dir, obj, prog, omp);
     int status = 0;
-    std::string log = run_command("cd " + dir.string() + " && cc -O2 -std=c11 main.c " + obj + " " + FLUXION_AOT_RUNTIME +
-                                      " -lstdc++ -lm -lmvec -lpthread -ldl" + omp + " -o " + prog,
-                                  &status);
-    INFO(log);
-    REQUIRE(status == 0);
     const std::string libs = run_command("ldd " + prog, &status);
     INFO(libs);
     CHECK(libs.find("LLVM") == std::string::npos);  // (libomp lives in /usr/lib/llvm-14: lower case)
     CHECK(libs.find("MLIR") == std::string::npos);
     CHECK(libs.find("fluxion") == std::string::npos);
-    std::istringstream out(run_command(prog, &status));
-    REQUIRE(status == 0);
-    std::vector<float> got;
-    for (std::string line; std::getline(out, line);) got.push_back(std::strtof(line.c_str(), nullptr));
-    REQUIRE(got.size() == want.size());
-    for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-5));
+    check_program_output(prog, want);
   }
   std::filesystem::remove_all(dir);
 }
@@ -143,18 +156,8 @@ TEST_CASE("export: one object for every batch size (polymorphic_shapes); the C e
   CHECK(text.find("float* out0, int64_t b)") != std::string::npos);
   const std::string obj = (dir / "mlp_poly.o").string(), prog = (dir / "mlp_poly").string();
   exported.write_object(obj);
-  int status = 0;
-  std::string log = run_command("cd " + dir.string() + " && cc -O2 -std=c11 main.c " + obj + " " + FLUXION_AOT_RUNTIME +
-                                    " -lstdc++ -lm -lmvec -lpthread -ldl -o " + prog,
-                                &status);
-  INFO(log);
-  REQUIRE(status == 0);
-  std::istringstream out(run_command(prog, &status));
-  REQUIRE(status == 0);
-  std::vector<float> got;
-  for (std::string line; std::getline(out, line);) got.push_back(std::strtof(line.c_str(), nullptr));
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-5));
+  link_c_program(dir, obj, prog);
+  check_program_output(prog, want);
   // Without examples every argument is float32 of the spec's shape; '_' needs an example.
   CHECK_THROWS_AS(fx::export_(mlp, fx::polymorphic_shapes("b, _")), fx::ValueError);
   std::filesystem::remove_all(dir);

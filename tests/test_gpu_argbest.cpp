@@ -6,32 +6,19 @@
 #include <doctest/doctest.h>
 #include <fluxion.h>
 
-#include <cmath>
-#include <functional>
-
+#include "gpu_compare.h"
 #include "lowering/compile_cuda.h"
 
 namespace fx = fluxion;
 
 namespace {
 
-bool no_toolkit() { return fx::lowering::cuda_toolkit_path().empty(); }
-bool no_gpu() { return no_toolkit() || fx::devices("cuda").empty(); }
+using gpu_compare::Fn;
+using gpu_compare::no_gpu;
+using gpu_compare::no_toolkit;
 
-using Fn = std::function<fx::Array(const fx::Array&)>;
-
-// jit on the GPU gives exactly what eager on the CPU gives.
-void check_like_cpu(const Fn& f, const fx::Array& x) {
-  const fx::Array want = f(x);
-  const fx::Array got = fx::jit(f)(fx::device_put(x, fx::devices("cuda").at(0)));
-  REQUIRE(got.shape() == want.shape());
-  REQUIRE(got.dtype() == want.dtype());
-  const std::vector<int64_t> g = fx::astype(got, fx::int64).to_vector<int64_t>();
-  const std::vector<int64_t> w = fx::astype(want, fx::int64).to_vector<int64_t>();
-  int wrong = 0;
-  for (size_t i = 0; i < g.size(); ++i)
-    if (g[i] != w[i] && ++wrong <= 3) FAIL_CHECK("row " << i << ": " << g[i] << " on the GPU, " << w[i] << " on the CPU");
-}
+// jit on the GPU gives exactly what eager on the CPU gives (indices: no tolerance).
+void check_like_cpu(const Fn& f, const fx::Array& x) { gpu_compare::check_like_cpu(f, x, /*rtol=*/0); }
 
 // rows x k values in [0, 101) with many ties: each value recurs every 101 elements, the row's
 // maximum and minimum at a row-dependent place.
@@ -47,7 +34,7 @@ std::vector<float> tied(int64_t rows, int64_t k) {
 TEST_CASE("gpu argmax: argmax and argmin over rows are one block per row, the index conversion inside" *
           doctest::skip(no_toolkit())) {
   const Fn f = [](const fx::Array& a) { return fx::argmax(fx::exp(a), 1); };
-  const fx::runtime::GpuProgram g = fx::lowering::compile_cuda(fx::make_ir(f)(fx::zeros({300, 1000})), {});
+  const fx::runtime::GpuProgram g = gpu_compare::compiled(f, fx::zeros({300, 1000}));
   REQUIRE(g.launches.size() == 1);
   CHECK(g.launches[0].grid == std::array<uint32_t, 3>{300, 1, 1});
   CHECK(g.launches[0].block == std::array<uint32_t, 3>{256, 1, 1});
