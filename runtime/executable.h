@@ -14,6 +14,8 @@
 
 namespace fluxion::runtime {
 
+struct SymbolicDims;  // a polymorphic program's dims, decoded once (executable.cpp)
+
 /// Where the compile time went, in milliseconds: building MLIR, the MLIR passes, LLVM (optimization
 /// and code generation; PTX for the GPU), linking the object code into the process (loading it).
 struct CompileTimes {
@@ -79,6 +81,7 @@ class Executable {
  private:
   std::vector<AbstractArray> in_avals_, out_avals_;
   std::vector<std::string> symbols_;
+  std::shared_ptr<const SymbolicDims> symbolic_;  // null for a program of concrete types
   std::string fingerprint_;
   Platform platform_;
   CompileTimes times_;
