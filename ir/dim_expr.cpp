@@ -189,7 +189,7 @@ int64_t DimExpr::evaluate(const std::map<std::string, int64_t>& env) const {
 int DimExpr::build(Builder& b) const {
   int total = -1;
   for (const auto& [m, c] : terms_) {
-    int v = b.constant(c);
+    int v = m.empty() || c != 1 ? b.constant(c) : -1;  // a coefficient of 1 is not multiplied in
     for (const std::string& k : m) {
       const Atom& at = *atoms_.at(k);
       int x = 0;
@@ -200,7 +200,7 @@ int DimExpr::build(Builder& b) const {
         case Atom::Kind::max: x = b.max(at.a.build(b), at.b.build(b)); break;
         case Atom::Kind::min: x = b.min(at.a.build(b), at.b.build(b)); break;
       }
-      v = c == 1 && m.front() == k ? x : b.mul(v, x);
+      v = v < 0 ? x : b.mul(v, x);
     }
     total = total < 0 ? v : b.add(total, v);
   }

@@ -172,18 +172,8 @@ class CpuPipeline : PipelineState {
     }
     collapse_short_elementwise_loops(*module_);
     bool row_fused = false;
-    if (std::string rows = row_fusion_script(*module_, threads_); !rows.empty()) {
-      OwningOpRef<ModuleOp> before(cast<ModuleOp>((*module_)->clone()));
-      const size_t quiet = diagnostics_.size();
-      if (apply_script(rows)) {
-        row_fused = true;
-        dump("transform.mlir", rows);
-      } else {
-        dump("rowfusion-failed.mlir", rows + "\n// MLIR said:" + diagnostics_.substr(quiet));
-        module_ = std::move(before);
-        diagnostics_.resize(quiet);
-      }
-    }
+    if (std::string rows = row_fusion_script(*module_, threads_); !rows.empty())
+      row_fused = try_script(rows, "rowfusion-failed.mlir");
     if (!row_fused) {
       const std::string script = tile_and_vectorize_script(*module_, threads_);
       dump("transform.mlir", script);
@@ -194,21 +184,27 @@ class CpuPipeline : PipelineState {
   }
 
   // A polymorphic program: the row plans need static sizes, so only the per-op plans run -- they
-  // tile, thread and vectorize the ops of static extent (a weight update) and leave the dynamic
-  // ones to LLVM, which vectorizes their inner static loops. If the script fails, nothing is tiled.
+  // tile, thread and vectorize the ops of static extent (a weight update) and the batch rows of
+  // ops whose only dynamic loop is the batch (tiling.cpp, planning_ranges); other dynamic ops go
+  // to LLVM. If the script fails, nothing is tiled.
   void tile_polymorphic() {
     const std::string script = tile_and_vectorize_script(*module_, threads_);
-    if (script.empty()) return;
+    if (!script.empty() && try_script(script, "tiling-failed.mlir")) dump_module("vectorized.mlir");
+  }
+
+  // Applies a transform script; if it fails, the module as it was before, MLIR's words in the dump
+  // `failed_dump`, and false.
+  bool try_script(const std::string& script, const char* failed_dump) {
     OwningOpRef<ModuleOp> before(cast<ModuleOp>((*module_)->clone()));
     const size_t quiet = diagnostics_.size();
     if (apply_script(script)) {
       dump("transform.mlir", script);
-      dump_module("vectorized.mlir");
-      return;
+      return true;
     }
-    dump("tiling-failed.mlir", script + "\n// MLIR said:" + diagnostics_.substr(quiet));
+    dump(failed_dump, script + "\n// MLIR said:" + diagnostics_.substr(quiet));
     module_ = std::move(before);
     diagnostics_.resize(quiet);
+    return false;
   }
 
   void bufferize() {
