@@ -265,7 +265,9 @@ ObjectCode emit_object(mlir::ModuleOp m, int opt_level, const std::string& ll_du
                        const std::string& entry) {
   ObjectCode out;
   llvm::LLVMContext ctx;
+  const auto translate_start = Clock::now();
   std::unique_ptr<llvm::Module> module = mlir::translateModuleToLLVMIR(m, ctx, "fluxion_kernel");
+  out.translate_ms = ms_since(translate_start);
   if (!module) fail("translating the module to LLVM IR", "MLIR's translation failed");
   std::unique_ptr<llvm::TargetMachine> tm = target_machine(opt_level);
   module->setDataLayout(tm->createDataLayout());

@@ -19,7 +19,7 @@ namespace fluxion::lowering {
 /// compile.h) and its packed entry point `_mlir_kernel(void** args)`.
 struct ObjectCode {
   std::string bytes;
-  double optimize_ms = 0, codegen_ms = 0;
+  double translate_ms = 0, optimize_ms = 0, codegen_ms = 0;  // MLIR -> LLVM IR (OpenMP outlining), LLVM passes, code generation
 };
 
 /// Translates `m` to LLVM IR, adds the packed entry point, optimizes at `opt_level` (0-3) and emits

@@ -50,6 +50,7 @@ MlirSession& mlir_session() {
     register_scalarize_rank0_pass();
     register_lower_copies_pass();
     register_inline_helpers_pass();
+    register_outline_parallel_pass();
     register_vectorize_complex_pass();
     register_accurate_math_pass();
     register_math_approx_pass();

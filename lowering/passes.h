@@ -18,6 +18,9 @@ void register_scalarize_rank0_pass();
 /// fx-inline-helpers (inline_helpers.cpp): calls to private helpers inlined, those to kernel
 /// parts (lower_parts.cpp) kept.
 void register_inline_helpers_pass();
+/// fx-outline-parallel (outline_parallel.cpp): each outermost omp.parallel region of a function
+/// with several moved into a function of its own, before translation (linear-time outlining).
+void register_outline_parallel_pass();
 /// fx-lower-copies (lower_copies.cpp): memref.copy -> vector loops (or scalar ones).
 void register_lower_copies_pass();
 /// fx-vectorize-complex (vectorize_complex.cpp): elementwise generics on complex memrefs ->

@@ -218,7 +218,7 @@ class CpuPipeline : PipelineState {
   ObjectCode codegen(const std::string& entry = "kernel") {
     profiler::Scope prof("llvm", "LLVM optimization and code generation");
     ObjectCode object = emit_object(*module_, llvm_opt_level(program_), dump_path("ll"), dump_path("s"), entry);
-    llvm_ms_ = object.optimize_ms + object.codegen_ms;
+    llvm_ms_ = object.translate_ms + object.optimize_ms + object.codegen_ms;
     return object;
   }
 

@@ -25,7 +25,9 @@ std::string to_llvm_passes(const ToLlvmOptions& o) {
        "convert-index-to-llvm,"
        "convert-cf-to-llvm,";
   if (o.openmp) s += "convert-openmp-to-llvm,";
-  return s + "reconcile-unrealized-casts";
+  s += "reconcile-unrealized-casts";
+  // Last: the translation outlines each parallel region at a cost of its enclosing function's size.
+  return o.openmp ? s + ",fx-outline-parallel" : s;
 }
 
 }  // namespace fluxion::lowering
