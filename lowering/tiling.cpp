@@ -160,15 +160,24 @@ bool columns_contiguous(linalg::GenericOp g) {
   return true;
 }
 
-// The loop extents a plan is made for. A polymorphic program's op whose only dynamic loop is the
-// outermost parallel one (a batch) is planned as one row of it, so its tiles take one row at a
-// time and keep static shapes that vectorize; no threads (its work is unknown at compile time).
+// The loop extents a plan is made for. A polymorphic program's op whose dynamic loops are all
+// parallel and outside every static loop but static parallel ones ([b, 784], or [8, t, 256] of a
+// transformer over a symbolic length t) is planned with one step of each dynamic loop, so its
+// tiles take one row at a time and keep static shapes that vectorize; no threads (its work is
+// unknown at compile time).
 SmallVector<int64_t> planning_ranges(linalg::GenericOp g) {
   SmallVector<int64_t> ranges = g.getStaticLoopRanges();
-  if (ranges.size() >= 2 && ranges[0] == ShapedType::kDynamic &&
-      g.getIteratorTypesArray()[0] == utils::IteratorType::parallel &&
-      std::all_of(ranges.begin() + 1, ranges.end(), [](int64_t r) { return r > 0; }))
-    ranges[0] = 1;
+  const auto iters = g.getIteratorTypesArray();
+  int last_dynamic = -1;
+  for (size_t i = 0; i < ranges.size(); ++i)
+    if (ranges[i] == ShapedType::kDynamic) last_dynamic = int(i);
+  if (last_dynamic < 0 || size_t(last_dynamic) + 1 >= ranges.size()) return ranges;  // an innermost dynamic loop: as is
+  for (int i = 0; i <= last_dynamic; ++i)
+    if (iters[size_t(i)] != utils::IteratorType::parallel) return ranges;
+  for (size_t i = size_t(last_dynamic) + 1; i < ranges.size(); ++i)
+    if (ranges[i] <= 0) return ranges;
+  for (int i = 0; i <= last_dynamic; ++i)
+    if (ranges[size_t(i)] == ShapedType::kDynamic) ranges[size_t(i)] = 1;
   return ranges;
 }
 
