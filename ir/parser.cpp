@@ -8,6 +8,7 @@
 #include <limits>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "ir/dim_expr.h"
 #include "ir/program.h"
@@ -203,6 +204,7 @@ class Parser {
       try {
         DimExpr e = DimExpr::parse(text_.substr(dim_pos, pos_ - dim_pos));
         if (e.is_constant() && e.constant() < 0) fail_at(dim_pos, "a dimension (a non-negative integer or a symbolic expression)");
+        for (const std::string& name : e.symbols()) symbols_.insert(name);
         return encode_dim(e);
       } catch (const ValueError& e) {
         fail_at(dim_pos, std::string("a dimension (") + e.what() + ")");
@@ -425,10 +427,7 @@ class Parser {
     IntList ints;
     for (;;) {
       skip_space();
-      size_t start = pos_;
-      int64_t v = 0;
-      if (!parse_number(value_token(), &v)) fail_at(start, "an integer (int64) in the tuple");
-      ints.push_back(v);
+      ints.push_back(tuple_int());
       skip_space();
       if (peek() != ',') break;
       ++pos_;
@@ -437,6 +436,32 @@ class Parser {
     }
     expect(')', "',' or ')' closing the tuple");
     return ints;
+  }
+
+  // An int of a tuple, or a symbolic dim in a param (a reshape's sizes, a broadcast's shape):
+  // "b", "2*b + 1", "max(b, 4)" -- everything up to the next ',' or ')' outside parentheses.
+  int64_t tuple_int() {
+    const size_t start = pos_;
+    if (!at_end() && (std::isalpha(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '(')) {
+      size_t end = pos_;
+      for (int depth = 0; end < text_.size() && text_[end] != '\n' && (depth > 0 || (text_[end] != ',' && text_[end] != ')'));
+           ++end)
+        depth += text_[end] == '(' ? 1 : text_[end] == ')' ? -1 : 0;
+      pos_ = end;
+      try {
+        const DimExpr e = DimExpr::parse(text_.substr(start, end - start));
+        // A param's dim can only be one the types have: a stray name is a typo, not a new symbol.
+        for (const std::string& name : e.symbols())
+          if (!symbols_.count(name))
+            fail_at(start, "an integer (int64) in the tuple ('" + name + "' is no symbolic dim of a type before it)");
+        return encode_dim(e);
+      } catch (const ValueError& e) {
+        fail_at(start, std::string("an integer or a symbolic dimension in the tuple (") + e.what() + ")");
+      }
+    }
+    int64_t v = 0;
+    if (!parse_number(value_token(), &v)) fail_at(start, "an integer (int64) in the tuple");
+    return v;
   }
 
   // "text" with \" \\ \n escapes; other characters stand for themselves.
@@ -465,6 +490,7 @@ class Parser {
   std::string_view text_;
   size_t pos_ = 0;
   int depth_ = 0;
+  std::unordered_set<std::string> symbols_;  // the symbolic dims the types read so far mention
 };
 
 }  // namespace

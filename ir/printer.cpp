@@ -2,6 +2,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "ir/dim_expr.h"
 #include "ir/program.h"
 
 namespace fluxion {
@@ -84,7 +85,12 @@ class Printer {
             os_ << l.value_str();
           } else if constexpr (std::is_same_v<T, IntList>) {
             os_ << '(';
-            for (size_t i = 0; i < x.size(); ++i) os_ << (i ? ", " : "") << x[i];
+            // A symbolic dim in a param (a reshape's sizes, a broadcast's shape) prints as in a type.
+            for (size_t i = 0; i < x.size(); ++i) {
+              os_ << (i ? ", " : "");
+              if (is_symbolic_dim(x[i])) os_ << dim_str(x[i]);
+              else os_ << x[i];
+            }
             os_ << (x.size() == 1 ? ",)" : ")");
           } else if constexpr (std::is_same_v<T, DType>) {
             os_ << dtype_name(x);

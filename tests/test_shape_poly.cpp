@@ -93,6 +93,35 @@ TEST_CASE("shape poly: symbolic dims encode into a Shape, print and parse back i
                   fx::ParseError);
 }
 
+TEST_CASE("shape poly: symbolic dims in params (a reshape's sizes, a broadcast's shape) print as names and parse back") {
+  fx::Program p = fx::make_ir([](const fx::Array& x) {
+    return fx::broadcast_to(fx::reshape(x, {3, 28, 28}), {2, 3, 28, 28});
+  })(fx::ones({3, 784}));
+  std::string text = p.str();
+  REQUIRE(text.find("new_sizes=(3, 28, 28)") != std::string::npos);
+  // The same program over b rows, as text: types and params name b (never the code behind it).
+  auto replace_all = [](std::string s, const std::string& from, const std::string& to) {
+    for (size_t at = 0; (at = s.find(from, at)) != std::string::npos; at += to.size()) s.replace(at, from.size(), to);
+    return s;
+  };
+  auto over = [&](const std::string& dim) {
+    std::string t = replace_all(replace_all(text, "[3,", "[" + dim + ","), "(3, 28, 28)", "(" + dim + ", 28, 28)");
+    return replace_all(replace_all(t, "[2,3,", "[2," + dim + ","), "(2, 3,", "(2, " + dim + ",");
+  };
+  // "max(4, b)" has a comma of its own: an element of a tuple ends at a ',' outside parentheses.
+  for (const std::string dim : {"b", "max(4, b)"}) {
+    const fx::Program q = fx::parse_program(over(dim));
+    CHECK(q.str() == over(dim));
+    CHECK(q.str().find("-46") == std::string::npos);  // no code behind a name
+    const fx::IntList& sizes = q.eqns.at(0).params.get_ints("new_sizes");
+    CHECK(fx::is_symbolic_dim(sizes.at(0)));
+    CHECK(fx::dim_str(sizes.at(0)) == dim);
+  }
+  const std::string sym_text = over("b");
+  CHECK_THROWS_AS(fx::parse_program(replace_all(sym_text, "(b, 28, 28)", "(b +, 28, 28)")), fx::ParseError);
+  CHECK_THROWS_AS(fx::parse_program(replace_all(sym_text, "(b, 28, 28)", "(c, 28, 28)")), fx::ParseError);  // no type has c
+}
+
 TEST_CASE("shape poly: polymorphic_shapes specs and their errors") {
   auto ps = fx::polymorphic_shapes("b, 784", "(b)", "b % 8 == 0");
   REQUIRE(ps.specs.size() == 2);
