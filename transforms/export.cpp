@@ -10,6 +10,7 @@
 #include "ir/dim_expr.h"
 #include "ir/eval_rules.h"
 #include "ir/serialize.h"
+#include "kernels/conv.h"
 #include "lowering/codegen_cpu.h"
 #include "lowering/compile.h"
 #include "lowering/target.h"
@@ -20,10 +21,19 @@ namespace fluxion {
 namespace {
 
 // Compiled code of these calls a reference kernel of libfluxion (kernels/library_calls.h), which
-// the AOT runtime does not carry.
+// the AOT runtime does not carry: primitives lowered to fluxion_rt_call_prim, and windowed ones
+// (convolutions, pooling) of types fluxion_rt_windowed leaves to the reference kernel.
+bool windowed_by_reference(const Program& p, const Eqn& e) {
+  if (!runtime::is_windowed(e.prim)) return false;
+  std::vector<AbstractArray> in, out;
+  for (const Atom& a : e.inputs) in.push_back(p.aval(a));
+  for (int32_t v : e.outputs) out.push_back(p.type(v));
+  return !runtime::windowed_has_kernel(e.prim, in, out, e.params);
+}
+
 void refuse_library_calls(const Program& p) {
   for (const Eqn& e : p.eqns) {
-    if (!eval_rules(e.prim).kernel_params.empty())
+    if (!eval_rules(e.prim).kernel_params.empty() || windowed_by_reference(p, e))
       throw CompileError("CompileError: export: " + std::string(prim_name(e.prim)) + " at " + e.loc.str() +
                          " runs a reference kernel of libfluxion as a library call; an exported object links "
                          "only the AOT runtime, so the program cannot be exported");
