@@ -20,61 +20,12 @@
 #include <string>
 #include <sys/stat.h>
 
+#include "fashion_mnist_model.h"
 #include "train_loop.h"
 
 namespace fx = fluxion;
 
-namespace example {
-namespace nn = fx::nn;
-
-// u8 images [B, 28, 28] -> standardised float32 (the training set's mean and std).
-fx::Array standardise(const fx::Array& images) { return (fx::astype(images, fx::float32) / 255.f - 0.2860f) / 0.3530f; }
-
-struct Mlp {
-  nn::Linear l1, l2, l3;
-  static constexpr const char* name = "MLP 784-512-256-10";
-  static Mlp init(const fx::Array& key) {
-    return Mlp{nn::Linear::init(fx::random::fold_in(key, 1), 784, 512),
-               nn::Linear::init(fx::random::fold_in(key, 2), 512, 256),
-               nn::Linear::init(fx::random::fold_in(key, 3), 256, 10)};
-  }
-  static fx::Array logits(const Mlp& m, const fx::Array& images) {
-    fx::Array h = nn::relu(nn::Linear::apply(m.l1, fx::reshape(standardise(images), {images.shape()[0], 784})));
-    h = nn::relu(nn::Linear::apply(m.l2, h));
-    return nn::Linear::apply(m.l3, h);
-  }
-};
-FLUXION_TREE(Mlp, l1, l2, l3);
-
-// NCHW throughout: [B, 1, 28, 28] -> conv 3x3 32, relu, max pool 2 -> [B, 32, 14, 14] -> conv 3x3 64,
-// relu, max pool 2 -> [B, 64, 7, 7] -> dense 128, relu -> dense 10.
-struct Cnn {
-  nn::Conv c1, c2;
-  nn::Linear l1, l2;
-  static constexpr const char* name = "convnet conv32-pool-conv64-pool-128-10";
-  static Cnn init(const fx::Array& key) {
-    auto he = nn::initializers::he_normal(1, 0);  // relu layers: He's variance over the OIHW fans
-    return Cnn{nn::Conv::init(fx::random::fold_in(key, 1), 1, 32, {3, 3}, 1, false, he),
-               nn::Conv::init(fx::random::fold_in(key, 2), 32, 64, {3, 3}, 1, false, he),
-               nn::Linear::init(fx::random::fold_in(key, 3), 64 * 7 * 7, 128, nn::initializers::he_normal()),
-               nn::Linear::init(fx::random::fold_in(key, 4), 128, 10)};
-  }
-  static fx::Array logits(const Cnn& m, const fx::Array& images) {
-    const int64_t b = images.shape()[0];
-    fx::Array h = fx::reshape(standardise(images), {b, 1, 28, 28});
-    h = nn::max_pool(nn::relu(nn::Conv::apply(m.c1, h, {1, 1}, "SAME")), {2, 2});
-    h = nn::max_pool(nn::relu(nn::Conv::apply(m.c2, h, {1, 1}, "SAME")), {2, 2});
-    h = nn::relu(nn::Linear::apply(m.l1, fx::reshape(h, {b, 64 * 7 * 7})));
-    return nn::Linear::apply(m.l2, h);
-  }
-};
-FLUXION_TREE(Cnn, c1, c2, l1, l2);
-
-}  // namespace example
-
 namespace {
-
-const char* kDataDir = "/usr/share/datasets/fashion-mnist";
 
 struct Args {
   std::string model = "cnn";
@@ -122,31 +73,23 @@ void log_epoch(fx::summary::writer& tb, int epoch, int64_t step, double accuracy
 
 template <class Model>
 int run(const Args& args) {
-  auto train = fx::data::mnist_idx(kDataDir, "train");
-  auto test = fx::data::mnist_idx(kDataDir, "test");
+  auto train = fx::data::mnist_idx(example::kFashionMnistDir, "train");
+  auto test = fx::data::mnist_idx(example::kFashionMnistDir, "test");
   if (args.limit > 0) train = train.slice(0, args.limit);
   auto key = fx::random::key(0);
   auto loader = fx::data::loader(train, args.batch, fx::data::shuffle(fx::random::fold_in(key, 100)),
                                  fx::data::drop_remainder(), fx::data::prefetch(2));
   const int64_t steps = loader.num_batches() * args.epochs;
-  auto opt = fx::optim::adamw(fx::optim::warmup_cosine_decay(0.0, 2e-3, steps / 20, steps, 1e-5), 1e-4, 0.9, 0.999,
-                              1e-8, fx::optim::matrices_only());
+  auto opt = example::optimizer(steps);
   Model model = Model::init(key);
   fx::optim::State state = opt.init(model);
   std::printf("Fashion-MNIST: %lld training images, %lld test; %s, %d epochs, batch %lld\n", (long long)train.size(),
               (long long)test.size(), Model::name, args.epochs, (long long)args.batch);
 
-  auto step_fn = [&](const Model& m, const fx::optim::State& s, const fx::Array& images, const fx::Array& labels) {
-    auto loss_fn = [&](const Model& p) { return fx::mean(fx::nn::softmax_cross_entropy(Model::logits(p, images), labels)); };
-    auto [loss, grads] = fx::value_and_grad(loss_fn)(m);
-    auto [params, next] = opt.step(grads, s, m);  // update + apply_updates, fused per parameter
-    return std::tuple{params, next, loss};
-  };
+  auto step_fn = example::step_fn<Model>(opt);
   // the model and the optimizer state are updated in their own buffers
   auto train_step = fx::jit(step_fn, fx::donate_argnums(0, 1));
-  auto correct = fx::jit([](const Model& m, const fx::Array& images, const fx::Array& labels) {
-    return fx::sum(fx::astype(fx::equal(fx::argmax(Model::logits(m, images), 1), labels), fx::int32));
-  });
+  auto logits = fx::jit([](const Model& m, const fx::Array& images) { return Model::logits(m, images); });
 
   // TensorBoard (--logdir): records are buffered and written every 5 s, and when the run ends.
   std::optional<fx::summary::writer> tb;
@@ -166,10 +109,7 @@ int run(const Args& args) {
         return double(loss.item<float>());
       },
       [&] {
-        int64_t right = 0;
-        for (const auto& batch : fx::data::loader(test, 1000))
-          right += correct(model, batch.at("image"), batch.at("label")).template item<int32_t>();
-        const double acc = double(right) / double(test.size());
+        const double acc = example::accuracy([&](const fx::Array& images) { return logits(model, images); }, test);
         if (tb) log_epoch(*tb, ++epoch, step, acc, model);
         return acc;
       });
@@ -183,8 +123,8 @@ int run(const Args& args) {
 int main(int argc, char** argv) {
   Args args = parse(argc, argv);
   struct stat st {};
-  if (::stat(kDataDir, &st) != 0) {
-    std::fprintf(stderr, "fashion_mnist: %s is missing: run scripts/data.sh\n", kDataDir);
+  if (::stat(example::kFashionMnistDir, &st) != 0) {
+    std::fprintf(stderr, "fashion_mnist: %s is missing: run scripts/data.sh\n", example::kFashionMnistDir);
     return 77;  // meson's "skipped"
   }
   if (args.model == "cnn") return run<example::Cnn>(args);

@@ -17,16 +17,6 @@ std::string Shape::str() const {
 }
 std::ostream& operator<<(std::ostream& os, const Shape& s) { return os << s.str(); }
 
-std::vector<int64_t> strides_of(const Shape& s) {
-  std::vector<int64_t> st(s.size());
-  int64_t acc = 1;
-  for (int i = s.rank() - 1; i >= 0; --i) {
-    st[i] = acc;
-    acc *= s[i];
-  }
-  return st;
-}
-
 namespace {
 std::string size_problem(const Shape& s, DType dtype, bool allow_symbolic) {
   DimExpr e;

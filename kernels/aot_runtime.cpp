@@ -2,14 +2,17 @@
 // libfluxion: no LLVM, no MLIR, no tracing -- only what compiled kernels call. The JIT's linker
 // binds those names to kernels/kernel_symbols.h's table and to fluxion_rt_gemm in the process;
 // a statically linked program needs them as real symbols, defined here by forwarding to the same
-// table (so both paths run the same code). Built as libfluxion_aot_rt.a (runtime/meson.build)
-// with memory/buffer.cpp, kernels/gemm_call.cpp and the matmul objects.
+// table (so both paths run the same code). Built as libfluxion_aot_rt.a (kernels/meson.build)
+// with memory/buffer.cpp, kernels/gemm_call.cpp, the matmul objects and the windowed kernels
+// (convolutions, pooling: kernels/conv.cpp) -- but no reference kernels (windowed_reference below).
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
+#include "ir/primitive.h"
+#include "kernels/conv.h"
 #include "kernels/kernel_symbols.h"
 
 namespace {
@@ -29,6 +32,14 @@ Fn bound(const char* name) {
 }
 
 }  // namespace
+
+// fx::export_ refuses programs whose windowed calls would get here (windowed_has_kernel), so this
+// is a build error of the library, not a user's: it aborts (it runs inside compiled code).
+void fluxion::runtime::windowed_reference(Prim p, std::span<const View>, std::span<const View>, const Params&) {
+  std::fprintf(stderr, "fluxion AOT runtime: no kernel for windowed primitive %d (export_ should have refused it)\n",
+               int(p));
+  std::abort();
+}
 
 // Each forwarder looks its target up once.
 #define FLUXION_FORWARD(Ret, name, Params, Args)            \

@@ -9,7 +9,7 @@
 #include <span>
 #include <type_traits>
 
-#include "ir/eval_rules.h"
+#include "ir/eval_rules.h"  // View
 #include "prims/conv_geometry.h"
 #include "kernels/call_arrays.h"
 #include "kernels/conv_forms.h"
@@ -110,5 +110,5 @@ extern "C" void fluxion_rt_windowed(int64_t* a) {
   if (prim == Prim::conv_general_dilated && runtime::int8_conv(ins, outs[0], params, isa, vnni512, vnni256, threads)) return;
   if (prim == Prim::conv_general_dilated) runtime::count_conv_run(runtime::ConvAlgorithm::reference);
   else if (runtime::fast_window(prim, ins, outs, params, threads)) return;
-  eval_rules(prim).kernel(ins, outs, params);
+  runtime::windowed_reference(prim, ins, outs, params);
 }

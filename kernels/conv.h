@@ -8,10 +8,12 @@
 // kernel.
 #pragma once
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "ir/params.h"
 #include "ir/primitive.h"
+#include "ir/shape.h"
 
 extern "C" {
 /// Layout: [prim, n_in, n_out, isa_level (plus 256 if the target has AVX512-VNNI, 512 if AVX-VNNI:
@@ -20,10 +22,25 @@ extern "C" {
 void fluxion_rt_windowed(int64_t* args);
 }
 
+namespace fluxion {
+struct View;  // ir/eval_rules.h
+}
+
 namespace fluxion::runtime {
 
 /// Whether `p` travels through fluxion_rt_windowed.
 bool is_windowed(Prim p);
+/// Whether fluxion_rt_windowed runs an equation of these types with a kernel of this folder rather
+/// than the primitive's reference kernel: a float convolution, an int8 x int8 -> int32 one without
+/// groups, the reduce_window family on numbers (the selections on floats); nothing empty (a
+/// symbolic dim counts as non-empty). The AOT runtime carries only these kernels, so fx::export_
+/// refuses the others (docs/export.md).
+bool windowed_has_kernel(Prim p, std::span<const AbstractArray> in, std::span<const AbstractArray> out,
+                         const Params& params);
+/// The reference kernel of a windowed call none of this folder's kernels takes: eval_rules(p).kernel
+/// in libfluxion (kernels/library_calls.cpp); in the AOT runtime (kernels/aot_runtime.cpp), which has
+/// no reference kernels, a message and abort -- export_ refuses such programs before they get there.
+void windowed_reference(Prim p, std::span<const View> in, std::span<const View> out, const Params& params);
 /// Appends the params of an eqn of a windowed primitive, in the fixed order both sides know.
 void encode_window_params(Prim p, const Params& params, std::vector<int64_t>& out);
 /// Reads them back from `*cursor`, advancing it.

@@ -9,6 +9,7 @@
 #include "ir/eval_rules.h"
 #include "ir/primitive.h"
 #include "kernels/call_arrays.h"
+#include "kernels/conv.h"
 
 namespace fluxion::runtime {
 
@@ -22,23 +23,14 @@ void keep_library_call_error(std::exception_ptr e) {
 }
 }  // namespace
 
+void windowed_reference(Prim p, std::span<const View> in, std::span<const View> out, const Params& params) {
+  eval_rules(p).kernel(in, out, params);
+}
+
 void rethrow_library_call_error() {
   if (!t_pending) return;
   std::exception_ptr e = std::exchange(t_pending, nullptr);
   std::rethrow_exception(e);
-}
-
-CallArrays read_call_arrays(const int64_t*& p, int64_t count) {
-  CallArrays r{std::vector<AbstractArray>(size_t(count)), std::vector<View>(size_t(count))};
-  for (size_t i = 0; i < size_t(count); ++i) {
-    const DType d = DType(*p++);
-    const int64_t rank = *p++;
-    Shape s;
-    for (int64_t k = 0; k < rank; ++k) s.push_back(*p++);
-    r.avals[i] = AbstractArray{s, d, false};
-    r.views[i] = View{reinterpret_cast<void*>(*p++), &r.avals[i]};
-  }
-  return r;
 }
 
 }  // namespace fluxion::runtime

@@ -14,45 +14,16 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/export_helpers.h"
 #include "tests/test_helpers.h"
 
 namespace fx = fluxion;
 
 namespace {
 
-std::string run_command(const std::string& cmd, int* status) {
-  std::string out;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return "";
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  *status = ::pclose(p);
-  return out;
-}
-
-// Links main.c in `dir` with `obj` and the AOT runtime (and `libs`) into `prog`; REQUIREs success.
-void link_c_program(const std::filesystem::path& dir, const std::string& obj, const std::string& prog,
-                    const std::string& libs = "") {
-  int status = 0;
-  std::string log = run_command("cd " + dir.string() + " && cc -O2 -std=c11 main.c " + obj + " " + FLUXION_AOT_RUNTIME +
-                                    " -lstdc++ -lm -lmvec -lpthread -ldl" + libs + " -o " + prog,
-                                &status);
-  INFO(log);
-  REQUIRE(status == 0);
-}
-
-// Runs `prog`, which prints one float per line (%a), and checks them against `want`.
-void check_program_output(const std::string& prog, const std::vector<float>& want) {
-  int status = 0;
-  std::istringstream out(run_command(prog, &status));
-  REQUIRE(status == 0);
-  std::vector<float> got;
-  for (std::string line; std::getline(out, line);) got.push_back(std::strtof(line.c_str(), nullptr));
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-5));
-}
-
+using export_helpers::check_program_output;
+using export_helpers::link_c_program;
+using export_helpers::run_command;
 using test_helpers::ramp;
 
 // A two-layer MLP whose weights are closed over (they end up in the header).

@@ -121,6 +121,10 @@ TEST_CASE("quant: a padded convolution with an affine activation -- the zero poi
   const fx::Array x = fx::random::normal(fx::random::key(5), {4, 3, 6, 6}) + 1.5f;
   CHECK(rel_err(q(x), forward(net, x)) < 0.03);
   CHECK(q.report().find("conv_general_dilated: int8") != std::string::npos);
+  // The input is padded with the zero point, so its correction is one float per output channel:
+  // the parameters shrink to about a quarter (int8 weights, float scales, corrections and biases).
+  const int64_t float_bytes = (8 * 3 * 9 + 8 + 8 * 6 * 6 * 5 + 5) * 4;
+  CHECK(q.parameter_bytes() * 3.5 < float_bytes);
 }
 
 TEST_CASE("quant: calibration errors name the batch; unquantizable products stay float and say why") {
@@ -166,4 +170,59 @@ TEST_CASE("prune: 2:4 keeps the two largest of every four along the last axis") 
   const fx::Array w = fx::array({{0.1f, -0.9f, 0.5f, 0.2f, 3.f, 2.f, -1.f, 0.f}});
   const fx::Array m = fx::prune::detail::n_of_m({w}, 2, 4)[0];
   CHECK(m.to_vector<float>() == std::vector<float>{0, 1, 1, 0, 1, 1, 0, 0});
+}
+
+struct FoldNet {
+  fx::nn::Conv conv;
+  fx::nn::BatchNorm bn;
+  fx::nn::BatchNorm::State stats;
+  fx::nn::Linear head;
+};
+FLUXION_TREE(FoldNet, conv, bn, stats, head);
+
+TEST_CASE("quant: batch norm folded into the convolution -- the same float function, then quantized") {
+  const fx::Array key = fx::random::key(21);
+  auto normal = [&](uint32_t i, fx::Shape s) { return fx::random::normal(fx::random::fold_in(key, i), s); };
+  // Statistics far from the identity (mean 0, var 1, scale 1), as after training.
+  const FoldNet net{fx::nn::Conv::init(fx::random::fold_in(key, 1), 3, 8, {3, 3}),
+                    fx::nn::BatchNorm{normal(2, {8}) * 0.5f + 1.f, normal(3, {8})},
+                    fx::nn::BatchNorm::State{normal(4, {8}), fx::exp(normal(5, {8}))},
+                    fx::nn::Linear::init(fx::random::fold_in(key, 6), 8 * 6 * 6, 5)};
+  auto head = [](const fx::nn::Linear& l, const fx::Array& h) {
+    return fx::nn::Linear::apply(l, fx::reshape(fx::nn::relu(h), {h.shape()[0], 8 * 6 * 6}));
+  };
+  auto unfolded = [&](const FoldNet& n, const fx::Array& x) {
+    const fx::Array h = fx::nn::Conv::apply(n.conv, x, {1, 1}, "SAME");
+    return head(n.head, fx::nn::BatchNorm::apply(n.bn, n.stats, h, /*training=*/false).first);
+  };
+  QuantNet folded{fx::quant::fold_batch_norm(net.conv, net.bn, net.stats), net.head};
+  auto folded_forward = [&](const QuantNet& n, const fx::Array& x) {
+    return head(n.head, fx::nn::Conv::apply(n.conv, x, {1, 1}, "SAME"));
+  };
+  const fx::Array x = fx::random::normal(fx::random::key(8), {4, 3, 6, 6});
+  const fx::Array want = unfolded(net, x);
+  CHECK(rel_err(folded_forward(folded, x), want) < 1e-5);
+  const fx::quant::Quantized q =
+      fx::quant::quantize(folded_forward, folded, fx::quant::calibrate(folded_forward, folded, batches(3, {4, 3, 6, 6}, 0.f, 9)));
+  CHECK(rel_err(q(x), want) < 0.03);
+  // One entry per output channel, or a ShapeError naming the function.
+  const std::string e = test_helpers::error_of<fx::ShapeError>(
+      [&] { (void)fx::quant::fold_batch_norm(net.conv, fx::nn::BatchNorm::init(4), fx::nn::BatchNorm::init_state(4)); });
+  CHECK_MESSAGE(e.find("fold_batch_norm") != std::string::npos, e);
+}
+
+TEST_CASE("quant: a transposed convolution (input dilation) keeps the border-aware zero-point correction") {
+  auto [k1, k2] = fx::random::split(fx::random::key(13));
+  const fx::nn::ConvTranspose up = fx::nn::ConvTranspose::init(k1, 3, 4, {3, 3});
+  auto forward = [](const fx::nn::ConvTranspose& p, const fx::Array& x) {
+    return fx::nn::ConvTranspose::apply(p, x, {2, 2}, "SAME");
+  };
+  // Calibrated on x too: a value of x beyond the calibrated range would saturate (an error of
+  // another kind than the one checked here).
+  const fx::Array x = fx::random::normal(k2, {2, 3, 5, 5}) + 1.5f;
+  std::vector<fx::Array> calib = batches(2, {2, 3, 5, 5}, 1.5f, 40);
+  calib.push_back(x);
+  const fx::quant::Quantized q = fx::quant::quantize(forward, up, fx::quant::calibrate(forward, up, calib));
+  CHECK(q.report().find("conv_general_dilated: int8") != std::string::npos);
+  CHECK(rel_err(q(x), forward(up, x)) < 0.03);
 }

@@ -6,10 +6,12 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <vector>
 
 #include "ir/dim_expr.h"
 #include "ir/eval_rules.h"
 #include "ir/serialize.h"
+#include "kernels/conv.h"
 #include "lowering/codegen_cpu.h"
 #include "lowering/compile.h"
 #include "lowering/target.h"
@@ -20,10 +22,19 @@ namespace fluxion {
 namespace {
 
 // Compiled code of these calls a reference kernel of libfluxion (kernels/library_calls.h), which
-// the AOT runtime does not carry.
+// the AOT runtime does not carry: primitives lowered to fluxion_rt_call_prim, and windowed ones
+// (convolutions, pooling) of types fluxion_rt_windowed leaves to the reference kernel.
+bool windowed_by_reference(const Program& p, const Eqn& e) {
+  if (!runtime::is_windowed(e.prim)) return false;
+  std::vector<AbstractArray> in, out;
+  for (const Atom& a : e.inputs) in.push_back(p.aval(a));
+  for (int32_t v : e.outputs) out.push_back(p.type(v));
+  return !runtime::windowed_has_kernel(e.prim, in, out, e.params);
+}
+
 void refuse_library_calls(const Program& p) {
   for (const Eqn& e : p.eqns) {
-    if (!eval_rules(e.prim).kernel_params.empty())
+    if (!eval_rules(e.prim).kernel_params.empty() || windowed_by_reference(p, e))
       throw CompileError("CompileError: export: " + std::string(prim_name(e.prim)) + " at " + e.loc.str() +
                          " runs a reference kernel of libfluxion as a library call; an exported object links "
                          "only the AOT runtime, so the program cannot be exported");
@@ -73,6 +84,82 @@ std::string c_literal(const unsigned char* p, DType d) {
 
 std::string dims(const AbstractArray& a) { return a.str(); }
 
+// The elements of a constant as C literals, eight to a line; `keep(k)` chooses which.
+template <class Keep>
+std::string literals(const Array& c, Keep keep) {
+  const auto* bytes = static_cast<const unsigned char*>(c.data());
+  const size_t size = itemsize(c.dtype());
+  std::string out;
+  int64_t written = 0;
+  for (int64_t k = 0; k < c.aval().size(); ++k) {
+    if (!keep(k)) continue;
+    out += (written++ % 8 == 0) ? "\n  " : " ";
+    out += c_literal(bytes + size_t(k) * size, c.dtype()) + ",";
+  }
+  return written ? out : "\n  0,";  // C has no empty arrays
+}
+
+// Whether element k of a constant is zero: all its bytes (so -0.0 is kept, exactly).
+bool zero_at(const Array& c, int64_t k) {
+  const auto* p = static_cast<const unsigned char*>(c.data()) + size_t(k) * itemsize(c.dtype());
+  for (size_t b = 0; b < itemsize(c.dtype()); ++b)
+    if (p[b]) return false;
+  return true;
+}
+
+// Sparse storage -- a bitmap of the nonzero elements, then their values -- takes under 3/4 of the
+// dense bytes (so the unpacking pays for itself): from about 1/3 zeros for float32, 2/3 for int8.
+bool sparse_is_smaller(const Array& c) {
+  const int64_t n = c.aval().size(), size = int64_t(itemsize(c.dtype()));
+  if (n < 64) return false;
+  int64_t nonzero = 0;
+  for (int64_t k = 0; k < n; ++k) nonzero += !zero_at(c, k);
+  return 4 * ((n + 7) / 8 + nonzero * size) < 3 * n * size;
+}
+
+std::string dense_constant(const Array& c, const std::string& name) {
+  const AbstractArray& a = c.aval();
+  return "/* " + dims(a) + " */\nstatic const " + std::string(c_type(a.dtype)) + " " + name + "[" +
+         std::to_string(std::max<int64_t>(a.size(), 1)) + "] __attribute__((aligned(64))) = {" +
+         literals(c, [](int64_t) { return true; }) + "\n};\n\n";
+}
+
+// name_bits (bit k % 8 of byte k / 8: element k is nonzero), name_values (the nonzero elements in
+// order), and name itself, zero-initialised, which the unpacking fills.
+std::string sparse_constant(const Array& c, const std::string& name) {
+  const AbstractArray& a = c.aval();
+  const int64_t n = a.size();
+  std::vector<unsigned char> bits(size_t((n + 7) / 8), 0);
+  int64_t nonzero = 0;
+  for (int64_t k = 0; k < n; ++k)
+    if (!zero_at(c, k)) bits[size_t(k / 8)] |= static_cast<unsigned char>(1u << (k % 8)), ++nonzero;
+  char share[32];
+  std::snprintf(share, sizeof share, "%.1f%%", 100.0 * double(n - nonzero) / double(n));
+  std::string h = "/* " + dims(a) + ", " + share + " zeros: stored sparse, unpacked into " + name +
+                  " at the first call */\nstatic const uint8_t " + name + "_bits[" + std::to_string(bits.size()) + "] = {";
+  for (size_t k = 0; k < bits.size(); ++k) h += std::string(k % 16 == 0 ? "\n  " : " ") + std::to_string(bits[k]) + ",";
+  h += "\n};\nstatic const " + std::string(c_type(a.dtype)) + " " + name + "_values[" +
+       std::to_string(std::max<int64_t>(nonzero, 1)) + "] = {" + literals(c, [&](int64_t k) { return !zero_at(c, k); }) +
+       "\n};\nstatic " + c_type(a.dtype) + " " + name + "[" + std::to_string(n) + "] __attribute__((aligned(64)));\n\n";
+  return h;
+}
+
+// entry_unpack (one sparse constant), entry_unpack_all (every one: `calls`), and the once flag
+// the entry point runs it under.
+std::string unpack_functions(const std::string& entry, const std::string& calls) {
+  return "/* Sparse constants: element k is the next value where bit k is set, else 0. */\n"
+         "static void " + entry + "_unpack(const uint8_t* bits, const void* values, void* to, long n, long size) {\n"
+         "  const char* v = (const char*)values;\n"
+         "  for (long k = 0; k < n; ++k)\n"
+         "    if ((bits[k >> 3] >> (k & 7)) & 1) {\n"
+         "      memcpy((char*)to + k * size, v, (size_t)size);\n"
+         "      v += size;\n"
+         "    }\n"
+         "}\n"
+         "static void " + entry + "_unpack_all(void) {\n" + calls + "}\n"
+         "static pthread_once_t " + entry + "_once = PTHREAD_ONCE_INIT;\n\n";
+}
+
 }  // namespace
 
 namespace export_detail {
@@ -112,7 +199,7 @@ void Exported::write_object(const std::string& path, const std::string& cpu, int
   write_file(path, lowering::compile_object_cpu(program_, options, symbol_));
 }
 
-void Exported::write_header(const std::string& path, const std::string& entry) const {
+void Exported::write_header(const std::string& path, const std::string& entry, bool sparse) const {
   bool ok = !entry.empty() && !std::isdigit(static_cast<unsigned char>(entry[0]));
   for (char c : entry) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
   if (!ok) throw ValueError("ValueError: export: the entry point name \"" + entry + "\" is not a C identifier");
@@ -148,24 +235,28 @@ void Exported::write_header(const std::string& path, const std::string& entry) c
   h += ")\n *\n * Every buffer is contiguous, row-major and 64-byte aligned; the outputs are written.\n"
        " * Link with the object written beside this header and libfluxion_aot_rt.a:\n"
        " *   cc main.c " + entry + ".o libfluxion_aot_rt.a -lstdc++ -lm -lmvec -lpthread\n */\n";
-  h += "#ifndef " + guard + "\n#define " + guard + "\n#include <stdint.h>\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
+  h += "#ifndef " + guard + "\n#define " + guard + "\n#include <pthread.h>\n#include <stdint.h>\n#include <string.h>\n\n"
+       "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
   h += "/* The object's entry point: the inputs, the constants below, then the outputs. */\nvoid " + symbol_ + "(";
   for (size_t i = 0; i < args.size() - symbols.size(); ++i) h += i ? ", void*" : "void*";
   for (size_t j = 0; j < symbols.size(); ++j) h += ", int64_t";
   h += ");\n\n";
+  std::string unpack;  // the sparse constants' unpacking, run once before the first call
   for (size_t i = 0; i < program_.constvars.size(); ++i) {
+    const std::string name = entry + "_const" + std::to_string(i);
     const Array& c = program_.consts[i];
-    const AbstractArray& a = c.aval();
-    h += "/* " + dims(a) + " */\nstatic const " + std::string(c_type(a.dtype)) + " " + entry + "_const" + std::to_string(i) +
-         "[" + std::to_string(std::max<int64_t>(a.size(), 1)) + "] __attribute__((aligned(64))) = {";
-    const auto* bytes = static_cast<const unsigned char*>(c.data());
-    for (int64_t k = 0; k < a.size(); ++k) {
-      h += (k % 8 == 0) ? "\n  " : " ";
-      h += c_literal(bytes + size_t(k) * itemsize(a.dtype), a.dtype) + ",";
+    if (sparse && sparse_is_smaller(c)) {
+      h += sparse_constant(c, name);
+      unpack += "  " + entry + "_unpack(" + name + "_bits, " + name + "_values, " + name + ", " +
+                std::to_string(c.aval().size()) + ", " + std::to_string(itemsize(c.dtype())) + ");\n";
+    } else {
+      h += dense_constant(c, name);
     }
-    h += "\n};\n\n";
   }
-  h += "static inline void " + entry + "(" + params + ") {\n  " + symbol_ + "(";
+  if (!unpack.empty()) h += unpack_functions(entry, unpack);
+  h += "static inline void " + entry + "(" + params + ") {\n  ";
+  if (!unpack.empty()) h += "pthread_once(&" + entry + "_once, " + entry + "_unpack_all);\n  ";
+  h += symbol_ + "(";
   // The kernel takes void*: constness is the header's promise, not the ABI's.
   for (size_t i = 0; i < args.size(); ++i)
     h += (i ? ", " : "") + std::string(i < args.size() - symbols.size() ? "(void*)" : "") + args[i];

@@ -43,8 +43,11 @@ class Exported {
   /// written or `threads` < 1.
   void write_object(const std::string& path, const std::string& cpu = "", int threads = 1) const;
   /// Writes the C header declaring `entry(inputs..., outputs..., sizes...)` (a C identifier); a
-  /// polymorphic program's entry takes each symbol's value (int64_t, sorted by name) last.
-  void write_header(const std::string& path, const std::string& entry) const;
+  /// polymorphic program's entry takes each symbol's value (int64_t, sorted by name) last. With
+  /// `sparse`, a constant mostly of zeros (pruned weights) is stored as a bitmap of its nonzero
+  /// elements and their values where that takes under 3/4 of its bytes, unpacked at the first call
+  /// (docs/export.md); without, every constant is written whole.
+  void write_header(const std::string& path, const std::string& entry, bool sparse = true) const;
   /// The program and its constants as text (ir/serialize.h).
   std::string serialized() const;
 

@@ -9,7 +9,8 @@
 //     convolution whose weight is a parameter; quantize(forward, params, stats) gives a Quantized
 //     function whose products take int8 activations (per tensor, affine) and int8 weights (per
 //     output channel, symmetric) and accumulate in int32 (dot_general / conv_general_dilated with
-//     preferred_element_type int32), everything else in float as before;
+//     preferred_element_type int32), everything else in float as before; fold_batch_norm merges a
+//     batch norm into the convolution before it first;
 //   - a Quantized function is an ordinary Fluxion function of its input: jit, vmap and grad (with
 //     respect to the input) trace through it, fx::export_ compiles it.
 #pragma once
@@ -27,6 +28,7 @@
 #include "api/operands.h"
 #include "ir/program.h"
 #include "ir/tree.h"
+#include "train/layers.h"
 #include "transforms/make_ir.h"
 
 namespace fluxion::quant {
@@ -87,6 +89,9 @@ class Quantized {
     Array correction;      // float32: zero_point x the products of a ones input with the weight
     Affine activation;     // the input's per-tensor parameters
     int64_t out_channel_axis = 0;  // of the equation's output
+    // A convolution whose int8 input is padded with the zero point before it (its own padding then
+    // 0): the correction is one value per output channel, not one per output position.
+    bool pads_zero_point = false;
   };
   struct State {
     /// forward(params, x) traced for an input of x's type: the program a call interprets (one per
@@ -111,6 +116,14 @@ Stats calibrate(Program program, size_t param_leaves, const std::vector<Array>& 
 Quantized quantize(const Stats& stats, const std::vector<Array>& param_values,
                    std::function<Program(const AbstractArray&)> trace);
 }  // namespace detail
+
+/// A convolution followed by batch normalisation in inference mode (the running statistics `state`,
+/// epsilon `eps`, as nn::BatchNorm::apply(bn, state, conv(x), false, ..., eps, channel axis)) as
+/// one convolution: each output channel's weights times scale / sqrt(var + eps), its bias
+/// (bias - mean) times that plus bn.bias. Fold before calibrating, so that what is quantized is
+/// the product the model computes. ShapeError when bn's features are not conv's output channels.
+nn::Conv fold_batch_norm(const nn::Conv& conv, const nn::BatchNorm& bn, const nn::BatchNorm::State& state,
+                         double eps = 1e-5, FLUXION_LOC);
 
 /// Runs forward(params, x) on every calibration batch (each a batch of inputs, as forward takes
 /// them) and records the range of every activation entering a matrix product or convolution

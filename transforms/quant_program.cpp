@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 #include <sstream>
+#include <tuple>
 
 #include "api/creation.h"
 #include "api/reductions.h"
@@ -77,6 +78,31 @@ std::pair<double, double> batch_range(std::vector<float> v, const Observer& o) {
   const double hi = v[hi_i];
   std::nth_element(v.begin(), v.begin() + long(lo_i), v.end());
   return {v[lo_i], hi};
+}
+
+// A convolution padded by >= 0 without input dilation: quantized, its int8 input is padded with the
+// zero point explicitly and the convolution pads nothing, so the zero point's term is the same at
+// every output position (z x each output channel's weight sum): a vector, where padding with zeros
+// would make it differ along the borders (an array of the output's size).
+bool pads_zero_point(const Eqn& e) {
+  if (e.prim != Prim::conv_general_dilated) return false;
+  for (int64_t d : e.params.get_ints("lhs_dilation"))
+    if (d != 1) return false;
+  for (int64_t p : e.params.get_ints("padding"))
+    if (p < 0) return false;
+  return true;
+}
+
+// The int8 input padded with the zero point as the convolution would pad it, and the convolution's
+// params without padding.
+std::pair<Array, Params> padded_with_zero_point(const Array& q, const Params& conv, int32_t zero_point, SourceLoc loc) {
+  const IntList& lhs_spec = conv.get_ints("lhs_spec");
+  const IntList& padding = conv.get_ints("padding");
+  std::vector<std::pair<int64_t, int64_t>> widths(size_t(q.ndim()), {0, 0});
+  for (size_t i = 0; i + 2 < lhs_spec.size(); ++i) widths[size_t(lhs_spec[i + 2])] = {padding[2 * i], padding[2 * i + 1]};
+  Params unpadded = conv;
+  unpadded.set("padding", IntList(padding.size(), 0));
+  return {pad(q, widths, float(zero_point), loc), unpadded};
 }
 
 // Whether a convolution's precomputed correction (batch 1) broadcasts against its output here.
@@ -156,7 +182,13 @@ Quantized quantize(const Stats& stats, const std::vector<Array>& param_values,
     L.weight_scale = where(amax > 0.f, amax / 127.f, 1.f);
     L.weight = quantize_array(w, L.weight_scale, zeros({w.shape()[size_t(w_axis)]}), int8, w_axis);
     // zero_point x (the products of an all-ones input with the int8 weight): the term the affine
-    // zero point adds to every output, border-aware for a padded convolution.
+    // zero point adds to every output, border-aware for a convolution padded with zeros.
+    L.pads_zero_point = pads_zero_point(e);
+    if (L.pads_zero_point) {
+      L.correction = astype(sum(astype(L.weight, int32), others), float32) * float(L.activation.zero_point);
+      s->layers.emplace(this_ordinal, std::move(L));
+      continue;
+    }
     AbstractArray ones_type = p.aval(e.inputs[0]);
     if (e.prim == Prim::conv_general_dilated) ones_type.shape[size_t(e.params.get_ints("lhs_spec")[0])] = 1;
     else ones_type.shape = Shape{1, ones_type.shape[size_t(ones_type.ndim() - 1)]};
@@ -203,12 +235,13 @@ Array Quantized::operator()(const Array& x) const {
     if (ins[1].valid() && !(ins[1].shape() == L.weight.shape()))
       throw ValueError("ValueError: quant::Quantized: the weight of " + std::string(prim_name(e.prim)) + " is " +
                        ins[1].aval().str() + " here, " + L.weight.aval().str() + " at calibration");
-    const Array qa = quantize_array(ins[0], L.activation.scale, float(L.activation.zero_point), int8, std::nullopt, e.loc);
+    Array qa = quantize_array(ins[0], L.activation.scale, float(L.activation.zero_point), int8, std::nullopt, e.loc);
     Params wide = e.params;
+    if (L.pads_zero_point) std::tie(qa, wide) = padded_with_zero_point(qa, e.params, L.activation.zero_point, e.loc);
     wide.set("preferred_element_type", DType::int32);
     const Array acc = astype(bind(e.prim, {qa, L.weight}, wide, e.loc)[0], float32);
     Array correction = L.correction;
-    if (e.prim == Prim::conv_general_dilated && !correction_fits(correction, acc)) {
+    if (e.prim == Prim::conv_general_dilated && !L.pads_zero_point && !correction_fits(correction, acc)) {
       // Another spatial size than calibration's: the border terms for this one.
       Shape ones_shape = ins[0].shape();
       ones_shape[size_t(e.params.get_ints("lhs_spec")[0])] = 1;
@@ -217,6 +250,7 @@ Array Quantized::operator()(const Array& x) const {
     }
     Shape along(std::vector<int64_t>(size_t(acc.ndim()), 1));
     along[size_t(L.out_channel_axis)] = acc.shape()[size_t(L.out_channel_axis)];
+    if (correction.ndim() == 1) correction = reshape(correction, along);  // one per output channel
     return (acc - correction) * reshape(L.weight_scale * L.activation.scale, along);
   });
   if (out.size() != 1)

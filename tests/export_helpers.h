@@ -1,0 +1,59 @@
+// What the export tests share: running a shell command, linking a C program in a directory with an
+// exported object and the AOT runtime (libfluxion_aot_rt.a), reading the numbers it prints.
+#pragma once
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace export_helpers {
+
+/// The command's stdout and stderr; *status is its exit status as pclose gives it.
+inline std::string run_command(const std::string& cmd, int* status) {
+  std::string out;
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return "";
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  *status = ::pclose(p);
+  return out;
+}
+
+/// Links `main` (a C file in `dir`) with `obj` and the AOT runtime (and `libs`) into `prog`;
+/// REQUIREs success.
+inline void link_c_program(const std::filesystem::path& dir, const std::string& obj, const std::string& prog,
+                           const std::string& libs = "", const std::string& main = "main.c") {
+  int status = 0;
+  std::string log = run_command("cd " + dir.string() + " && cc -O2 -std=c11 " + main + " " + obj + " " +
+                                    FLUXION_AOT_RUNTIME + " -lstdc++ -lm -lmvec -lpthread -ldl" + libs + " -o " + prog,
+                                &status);
+  INFO(log);
+  REQUIRE(status == 0);
+}
+
+/// Runs `prog`, which prints one number per line (%a for floats), and returns them; REQUIREs that
+/// it exits 0.
+inline std::vector<double> program_numbers(const std::string& prog) {
+  int status = 0;
+  const std::string text = run_command(prog, &status);
+  INFO(text);
+  REQUIRE(status == 0);
+  std::istringstream out(text);
+  std::vector<double> got;
+  for (std::string line; std::getline(out, line);) got.push_back(std::strtod(line.c_str(), nullptr));
+  return got;
+}
+
+/// Runs `prog` and checks what it prints against `want` (relative 1e-5).
+inline void check_program_output(const std::string& prog, const std::vector<float>& want) {
+  const std::vector<double> got = program_numbers(prog);
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) CHECK(float(got[i]) == doctest::Approx(want[i]).epsilon(1e-5));
+}
+
+}  // namespace export_helpers
