@@ -49,8 +49,17 @@ TEST_CASE("FLUXION_LOG_COMPILES: each compile is one line with the function, the
   CHECK(stderr_of([&] { f(fx::ones({3})); }).empty());  // a cached call compiles nothing
   const std::string second = stderr_of([&] { f(fx::ones({4, 2})); });
   CHECK_MESSAGE(contains(second, "compiled for (f32[4,2]) on the CPU: new argument types (it compiled 1 signature "
-                                 "before; the last: (f32[3]))"),
+                                 "before; the last: (f32[3]); changed: argument 1 f32[3] -> f32[4,2])"),
                 second);
+  // Many arguments: the count, the first three and the last two, and which ones changed.
+  auto g = fx::jit([](const std::vector<fx::Array>& xs) { return xs[0] + xs[9]; });
+  std::vector<fx::Array> xs(10, fx::ones({2}));
+  stderr_of([&] { g(xs); });
+  xs[4] = fx::ones({3});
+  xs[9] = fx::ones({2}, fx::float64);
+  const std::string many = stderr_of([&] { g(xs); });
+  CHECK_MESSAGE(contains(many, "compiled for (10 arguments: f32[2], f32[2], f32[2], ..., f32[2], f64[2]) on the CPU"), many);
+  CHECK_MESSAGE(contains(many, "changed: argument 5 f32[2] -> f32[3], argument 10 f32[2] -> f64[2])"), many);
   const test_helpers::ScopedEnv off("FLUXION_LOG_COMPILES", "0");
   CHECK(stderr_of([&] { f(fx::ones({5})); }).empty());
 }

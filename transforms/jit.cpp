@@ -111,28 +111,58 @@ bool log_compiles() {
   }
 }
 
+// A signature as the log shows it: every type when there are few; else the count, the first three
+// and the last two (a ResNet step has 160 leaves: the line would be 6 KB).
+std::string shown_signature(const std::vector<std::string>& types) {
+  auto join = [&](size_t begin, size_t end) {
+    std::string s;
+    for (size_t i = begin; i < end; ++i) s += (s.empty() ? "" : ", ") + types[i];
+    return s;
+  };
+  if (types.size() <= 8) return "(" + join(0, types.size()) + ")";
+  return "(" + std::to_string(types.size()) + " arguments: " + join(0, 3) + ", ..., " + join(types.size() - 2, types.size()) +
+         ")";
+}
+
+// What changed from the last signature: the arguments whose types differ (at most three named).
+std::string signature_change(const std::vector<std::string>& last, const std::vector<std::string>& now) {
+  if (last.size() != now.size())
+    return std::to_string(now.size()) + " arguments instead of " + std::to_string(last.size());
+  std::string out;
+  size_t changed = 0;
+  for (size_t i = 0; i < now.size(); ++i)
+    if (now[i] != last[i] && ++changed <= 3)
+      out += (out.empty() ? "argument " : ", argument ") + std::to_string(i + 1) + " " + last[i] + " -> " + now[i];
+  if (changed > 3) out += " and " + std::to_string(changed - 3) + " more";
+  return out;
+}
+
 void log_compile(JitCache& cache, SourceLoc loc, std::span<const Array> leaves, const Compiled& c,
                  const std::optional<runtime::RunOn>& on, double trace_ms, double total_ms) {
-  std::string types;
-  for (const Array& x : leaves) types += (types.empty() ? "" : ", ") + x.aval().str();
-  std::vector<std::string> before;
+  std::vector<std::string> now;
+  for (const Array& x : leaves) now.push_back(x.aval().str());
+  size_t compiled_before = 0;
+  std::vector<std::string> last;
   {
     std::lock_guard<std::mutex> lock(cache.mutex);
-    before = cache.signatures;
-    cache.signatures.push_back(types);
+    compiled_before = cache.signatures.size();
+    if (compiled_before > 0) last = cache.signatures.back();
+    cache.signatures.push_back(now);
   }
-  std::string why = before.empty() ? "its first compile" : "new argument types (it compiled " +
-                                                               std::to_string(before.size()) + " signature" +
-                                                               (before.size() == 1 ? "" : "s") + " before; the last: (" +
-                                                               before.back() + "))";
+  std::string why = "its first compile";
+  if (compiled_before > 0) {
+    why = "new argument types (it compiled " + std::to_string(compiled_before) + " signature" +
+          (compiled_before == 1 ? "" : "s") + " before; the last: " + shown_signature(last) + "; changed: " +
+          signature_change(last, now) + ")";
+  }
   const runtime::Executable& e = *c.executable;
   std::string where = on ? on->device.str() : std::string("the CPU");
   std::string backend = e.from_disk_cache() ? "from the disk cache" : "lower " + fmt_ms(e.lower_ms()) + ", MLIR " +
                                                                          fmt_ms(e.passes_ms()) + ", LLVM " +
                                                                          fmt_ms(e.llvm_ms()) + ", link " +
                                                                          fmt_ms(e.link_ms());
-  std::fprintf(stderr, "fluxion: jit(%s) at %s compiled for (%s) on %s: %s; %s in all (trace %s; %s)\n",
-               c.stem.c_str(), loc.str().c_str(), types.c_str(), where.c_str(), why.c_str(), fmt_ms(total_ms).c_str(),
+  std::fprintf(stderr, "fluxion: jit(%s) at %s compiled for %s on %s: %s; %s in all (trace %s; %s)\n",
+               c.stem.c_str(), loc.str().c_str(), shown_signature(now).c_str(), where.c_str(), why.c_str(), fmt_ms(total_ms).c_str(),
                fmt_ms(trace_ms).c_str(), backend.c_str());
 }
 

@@ -139,7 +139,7 @@ struct Compiled {
 struct JitCache {
   std::mutex mutex;
   std::unordered_map<std::string, std::shared_ptr<const Compiled>> entries;
-  std::vector<std::string> signatures;  // the argument types of each compile, as FLUXION_LOG_COMPILES prints them
+  std::vector<std::vector<std::string>> signatures;  // the argument types of each compile (FLUXION_LOG_COMPILES)
   int64_t compilations = 0;
   int64_t count() {
     std::lock_guard<std::mutex> lock(mutex);
