@@ -191,13 +191,20 @@ class Parser {
     return v;
   }
 
-  // A dim of a type: a non-negative integer, or a symbolic one ("b", "2*b + 1", "max(b, 4)":
-  // everything up to the next ',' or ']' outside parentheses).
+  // Where a dim expression starting at pos_ ends: the next ',' or `closer` outside parentheses
+  // (a type's dims end at ']', a param tuple's at ')'; "max(b, 4)" has a comma of its own).
+  size_t expression_end(char closer) const {
+    size_t end = pos_;
+    for (int depth = 0; end < text_.size() && text_[end] != '\n' && (depth > 0 || (text_[end] != ',' && text_[end] != closer));
+         ++end)
+      depth += text_[end] == '(' ? 1 : text_[end] == ')' ? -1 : 0;
+    return end;
+  }
+
+  // A dim of a type: a non-negative integer, or a symbolic one ("b", "2*b + 1", "max(b, 4)").
   int64_t dim() {
     size_t dim_pos = pos_;
-    size_t end = pos_;
-    for (int depth = 0; end < text_.size() && text_[end] != '\n' && (depth > 0 || (text_[end] != ',' && text_[end] != ']')); ++end)
-      depth += text_[end] == '(' ? 1 : text_[end] == ')' ? -1 : 0;
+    const size_t end = expression_end(']');
     std::string_view whole = text_.substr(pos_, end - pos_);
     if (whole.find_first_not_of("0123456789") != std::string_view::npos) {  // "b", "2*b + 1": an expression
       pos_ = end;
@@ -439,14 +446,11 @@ class Parser {
   }
 
   // An int of a tuple, or a symbolic dim in a param (a reshape's sizes, a broadcast's shape):
-  // "b", "2*b + 1", "max(b, 4)" -- everything up to the next ',' or ')' outside parentheses.
+  // "b", "2*b + 1", "max(b, 4)".
   int64_t tuple_int() {
     const size_t start = pos_;
     if (!at_end() && (std::isalpha(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '(')) {
-      size_t end = pos_;
-      for (int depth = 0; end < text_.size() && text_[end] != '\n' && (depth > 0 || (text_[end] != ',' && text_[end] != ')'));
-           ++end)
-        depth += text_[end] == '(' ? 1 : text_[end] == ')' ? -1 : 0;
+      const size_t end = expression_end(')');
       pos_ = end;
       try {
         const DimExpr e = DimExpr::parse(text_.substr(start, end - start));

@@ -184,9 +184,10 @@ class CpuPipeline : PipelineState {
   }
 
   // A polymorphic program: the row plans need static sizes, so only the per-op plans run -- they
-  // tile, thread and vectorize the ops of static extent (a weight update) and the batch rows of
-  // ops whose only dynamic loop is the batch (tiling.cpp, planning_ranges); other dynamic ops go
-  // to LLVM. If the script fails, nothing is tiled.
+  // tile, thread and vectorize the ops of static extent (a weight update), and the ops whose
+  // dynamic loops are all parallel and outside their static loops one step of those at a time
+  // (tiling.cpp, planning_ranges); ops with a dynamic inner loop go to LLVM. If the script fails,
+  // nothing is tiled.
   void tile_polymorphic() {
     const std::string script = tile_and_vectorize_script(*module_, threads_);
     if (!script.empty() && try_script(script, "tiling-failed.mlir")) dump_module("vectorized.mlir");
