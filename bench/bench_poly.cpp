@@ -29,6 +29,31 @@ bool want(int argc, char** argv, const char* section) {
   return false;
 }
 
+const char* kHeader = "%6s %12s %12s %8s %14s %14s %10s\n";
+
+void print_header(const char* size_name) {
+  std::printf(kHeader, size_name, "fixed ms", "poly ms", "ratio", "fixed compile", "poly 1st call", "max |diff|");
+}
+
+// One row: `fixed()` and `poly()` each return the array the two compiles must agree on; the first
+// call of each is its compile (the polymorphic one compiles on the first size only).
+template <class Fixed, class Poly>
+void compare_row(int64_t size, int repeats, Fixed fixed, Poly poly) {
+  auto t = Clock::now();
+  const fx::Array a = fixed();
+  a.block_until_ready();
+  const double fixed_compile = ms_since(t);
+  t = Clock::now();
+  const fx::Array b = poly();
+  b.block_until_ready();
+  const double poly_first = ms_since(t);
+  const double diff = fx::max(fx::abs(a - b)).item<float>();
+  const double f = fluxion_bench::best_ms([&] { fixed().block_until_ready(); }, repeats);
+  const double q = fluxion_bench::best_ms([&] { poly().block_until_ready(); }, repeats);
+  std::printf("%6lld %12.3f %12.3f %7.2fx %11.1f ms %11.1f ms %10.2g\n", (long long)size, f, q, f / q, fixed_compile,
+              poly_first, diff);
+}
+
 void mlp_rows(int repeats) {
   const bench::MlpData data;
   const bench::Mlp p = data.p;
@@ -39,20 +64,12 @@ void mlp_rows(int repeats) {
   auto poly = fx::jit(step, fx::polymorphic_shapes("b, 784", "b, 10"));
   const char* threads = std::getenv("FLUXION_NUM_THREADS");
   std::printf("MLP step 784-512-10, best of %d, FLUXION_NUM_THREADS=%s\n", repeats, threads ? threads : "(default)");
-  std::printf("%6s %12s %12s %8s %14s %14s\n", "batch", "fixed ms", "poly ms", "ratio", "fixed compile", "poly 1st call");
+  print_header("batch");
   for (int64_t b : {1, 7, 64, 256, 1000}) {
     const fx::Array x = fx::random::normal(fx::random::key(uint32_t(b)), {b, 784});
     const fx::Array y = fx::nn::one_hot(fx::random::randint(fx::random::key(7), {b}, 0, 10), 10);
     auto fixed = fx::jit(step);
-    auto t = Clock::now();
-    fixed(x, y).first.block_until_ready();
-    const double fixed_compile = ms_since(t);
-    t = Clock::now();
-    poly(x, y).first.block_until_ready();
-    const double poly_first = ms_since(t);  // compiles on the first batch only
-    const double f = fluxion_bench::best_ms([&] { fixed(x, y).first.block_until_ready(); }, repeats);
-    const double q = fluxion_bench::best_ms([&] { poly(x, y).first.block_until_ready(); }, repeats);
-    std::printf("%6lld %12.3f %12.3f %7.2fx %11.1f ms %11.1f ms\n", (long long)b, f, q, f / q, fixed_compile, poly_first);
+    compare_row(b, repeats, [&] { return fixed(x, y).second.w1; }, [&] { return poly(x, y).second.w1; });
   }
   std::printf("polymorphic compilations: %lld (one for every batch)\n\n", (long long)poly.compilations());
 }
@@ -90,23 +107,11 @@ void transformer_rows(int repeats) {
   auto poly = fx::jit(f, fx::polymorphic_shapes("8, t, 256"));
   std::printf("transformer block d=%lld, 4 heads, MLP %lld, batch %lld, best of %d\n", (long long)d, (long long)hidden,
               (long long)batch, repeats);
-  std::printf("%6s %12s %12s %8s %14s %14s %10s\n", "t", "fixed ms", "poly ms", "ratio", "fixed compile", "poly 1st call",
-              "max |diff|");
+  print_header("t");
   for (int64_t t : {16, 64, 128, 256, 512}) {
     const fx::Array x = fx::random::normal(fx::random::key(uint32_t(t)), {batch, t, d});
     auto fixed = fx::jit(f);
-    auto t0 = Clock::now();
-    fixed(x).block_until_ready();
-    const double fixed_compile = ms_since(t0);
-    t0 = Clock::now();
-    const fx::Array y = poly(x);
-    y.block_until_ready();
-    const double poly_first = ms_since(t0);
-    const double diff = fx::max(fx::abs(y - fixed(x))).item<float>();  // the two compiles agree
-    const double a = fluxion_bench::best_ms([&] { fixed(x).block_until_ready(); }, repeats);
-    const double b = fluxion_bench::best_ms([&] { poly(x).block_until_ready(); }, repeats);
-    std::printf("%6lld %12.3f %12.3f %7.2fx %11.1f ms %11.1f ms %10.2g\n", (long long)t, a, b, a / b, fixed_compile,
-                poly_first, diff);
+    compare_row(t, repeats, [&] { return fixed(x); }, [&] { return poly(x); });
   }
   std::printf("polymorphic compilations: %lld (one for every length)\n", (long long)poly.compilations());
 }
