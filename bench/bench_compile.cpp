@@ -110,8 +110,8 @@ fx::Program resnet_program(bool bf16) {
   const int64_t n = 128;
   const fx::Array images = fx::random::uniform(fx::random::key(7), {n, 3, 32, 32}, fx::float32, -1.0, 1.0);
   const fx::Array labels = fx::astype(fx::arange(n) % 10, fx::int32);
-  const auto opt = fx::optim::chain(fx::optim::add_decayed_weights(5e-4, fx::optim::matrices_only()), fx::optim::sgd(0.1, 0.9));
-  const auto policy = fx::mixed_precision::policy(bf16 ? "params=float32,compute=bfloat16" : "params=float32,compute=float32");
+  const auto opt = benchmark_optimizer();
+  const auto policy = benchmark_policy(bf16);
   auto [model, bn] = init(fx::random::key(0), 3, config(18));
   const fx::optim::State state = opt.init(model);
   return fx::make_ir([&](const ResNet& m, const ResNetState& s, const fx::optim::State& os, const fx::Array& x,

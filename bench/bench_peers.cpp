@@ -262,11 +262,11 @@ void resnet_rows(bool f32, bool bf16_too) {
   std::vector<int32_t> ids(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) ids[size_t(i)] = int32_t((i * 7) % 10);
   const fx::Array labels = fx::array(ids, fx::Shape{n});
-  const auto opt = fx::optim::chain(fx::optim::add_decayed_weights(5e-4, fx::optim::matrices_only()), fx::optim::sgd(0.1, 0.9));
+  const auto opt = benchmark_optimizer();
   for (const char* precision : {"f32", "bf16"}) {
     const bool bf16 = std::string(precision) == "bf16";
     if (!(bf16 ? bf16_too : f32)) continue;
-    const auto policy = fx::mixed_precision::policy(bf16 ? "params=float32,compute=bfloat16" : "params=float32,compute=float32");
+    const auto policy = benchmark_policy(bf16);
     auto [model, bn] = init(fx::random::key(0), 3, config(18));
     fx::optim::State state = opt.init(model);
     auto step = fx::jit([&](const ResNet& m, const ResNetState& s, const fx::optim::State& os, const fx::Array& x,

@@ -109,6 +109,16 @@ inline std::pair<fx::Array, ResNetState> forward(const ResNet& m, const ResNetSt
 }
 
 
+// The benchmarked step's optimizer (bench_peers' resnet rows, bench_compile's resnet section): SGD
+// with momentum 0.9, learning rate 0.1 and weight decay 5e-4 on the conv and dense weights; and its
+// precision policy: float32 master weights, computing in float32 or bfloat16.
+inline fx::optim::GradientTransformation benchmark_optimizer() {
+  return fx::optim::chain(fx::optim::add_decayed_weights(5e-4, fx::optim::matrices_only()), fx::optim::sgd(0.1, 0.9));
+}
+inline fx::mixed_precision::Policy benchmark_policy(bool bf16) {
+  return fx::mixed_precision::policy(bf16 ? "params=float32,compute=bfloat16" : "params=float32,compute=float32");
+}
+
 // One training step of the classifier: the mean softmax cross-entropy of the logits in the policy's
 // compute dtype (float32 master weights cast on the way in), its gradients and the optimizer's
 // update. Returns the new parameters, batch statistics, optimizer state and the loss.
