@@ -161,7 +161,7 @@ void served_from_disk(const char* self, const std::string& name, const fx::Progr
     if (f) pclose(f);
     if (!hit) std::printf("  (the child's compile missed the disk cache)\n");
     child_ms.push_back(compile);
-    if (i == 0) std::printf("  new process: trace + value_and_grad %.1f ms, link %.1f ms\n", trace, link);
+    if (i == 0) std::printf("  new process: make the program %.1f ms, link %.1f ms\n", trace, link);
   }
   std::sort(child_ms.begin(), child_ms.end());
   char what[96];
@@ -194,7 +194,7 @@ void bench_resnet(const char* self) {
   for (const char* name : {"resnet_f32", "resnet_bf16"}) {
     auto t = Clock::now();
     const fx::Program prog = workload_program(name);
-    std::printf("  %-44s %8.1f ms  (%zu eqns)\n", (std::string(name) + ": trace + value_and_grad").c_str(), ms_since(t),
+    std::printf("  %-44s %8.1f ms  (%zu eqns)\n", (std::string(name) + ": init params, trace, value_and_grad").c_str(), ms_since(t),
                 prog.eqns.size());
     print_split((std::string(name) + ": cold compile (target <= 2 s)").c_str(), compile_fresh(prog));
     served_from_disk(self, name, prog, 3, "<= 50 ms");
