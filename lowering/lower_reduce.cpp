@@ -120,7 +120,10 @@ Merged merge_dims(const Shape& s, const IntList& axes) {
   for (int i = 0; i < s.rank(); ++i) {
     const bool r = std::find(axes.begin(), axes.end(), int64_t(i)) != axes.end();
     if (i > 0 && r == prev_reduced) {
-      m.shape[size_t(m.shape.rank() - 1)] *= s[size_t(i)];
+      // A symbolic dim's code is no size: a merged dim with one keeps a symbolic code (only
+      // its axes are used then: reduce_rule does not reshape a symbolic operand).
+      int64_t& last = m.shape[size_t(m.shape.rank() - 1)];
+      last = is_symbolic_dim(last) ? last : is_symbolic_dim(s[size_t(i)]) ? s[size_t(i)] : last * s[size_t(i)];
     } else {
       m.shape.push_back(s[size_t(i)]);
       if (r) m.axes.push_back(m.shape.rank() - 1);
