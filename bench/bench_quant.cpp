@@ -6,19 +6,29 @@
 //     integer loops every int8 product took before);
 //  2. one int8 dot_general 1024^3 (int32 out), and the MLP's first layer's, jitted against the
 //     direct kernels/gemm_int8 call on the same path: the overhead of the library call;
-//  3. an int8 convolution jitted (im2col + the int8 GEMM) against float32 and the reference kernel.
+//  3. an int8 convolution jitted (im2col + the int8 GEMM) against float32 and the reference kernel;
+//  4. the peer: the Fashion-MNIST convnet (examples/fashion_mnist_model.h, batch 256) quantized,
+//     exported to ONNX in QDQ form and run by onnxruntime on as many threads -- the same model
+//     file in both -- against the Quantized jitted here; the float32 model both ways for
+//     reference. onnxruntime is optional: the python of FLUXION_TEST_PYTHON (scripts/onnxruntime.sh
+//     installs it into build/onnxruntime-venv), else python3; the row is skipped without it.
 // Usage: fluxion_bench_quant [threads] [repeats] [size]
 #include <fluxion.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <random>
 #include <source_location>
 #include <vector>
 
+#include <unistd.h>
+
 #include "bench/timing.h"
+#include "examples/fashion_mnist_model.h"
 #include "kernels/gemm_int8.h"
 #include "prims/isa_level.h"
 
@@ -130,6 +140,78 @@ void convolution(const rt::CompileTarget& t, int repeats) {
   std::printf("  %-34s %8.3f ms  %.2fx float32\n", "int8 -> int32 eager (reference, before)", ms_ref, ms_f32 / ms_ref);
 }
 
+std::string peer_python() {
+  const char* p = std::getenv("FLUXION_TEST_PYTHON");
+  return p && *p ? p : "python3";
+}
+
+// Runs bench/peers/ort_time.py: the best time in ms and the kernels onnxruntime chose (a line), or
+// a negative time when it fails; its output y written to `out_file`.
+std::pair<double, std::string> onnxruntime_ms(const std::string& model, const fx::Array& x, int threads, int repeats,
+                                              const std::string& out_file) {
+  const std::string in_file = model + ".in.bin";
+  std::ofstream(in_file, std::ios::binary).write(static_cast<const char*>(x.data()), std::streamsize(x.aval().nbytes()));
+  std::string shape;
+  for (int64_t d : x.shape()) shape += (shape.empty() ? "" : ",") + std::to_string(d);
+  const std::string cmd = "cd " FLUXION_SOURCE_DIR "/bench/peers && " + peer_python() + " ort_time.py " + model + " " +
+                          in_file + " " + shape + " " + std::to_string(threads) + " " + std::to_string(repeats) + " " +
+                          out_file + " 2>" + model + ".log";
+  std::string text;
+  if (FILE* f = popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    while (size_t n = fread(buf, 1, sizeof buf, f)) text.append(buf, n);
+    if (pclose(f) == 0) return {std::atof(text.c_str()), text.substr(text.find(';') + 2)};
+  }
+  return {-1, text};
+}
+
+void onnxruntime_peer(const rt::CompileTarget& t, int repeats) {
+  if (std::system((peer_python() + " -c 'import onnxruntime, numpy' >/dev/null 2>&1").c_str()) != 0) {
+    std::printf("onnxruntime peer: skipped (no onnxruntime for %s; scripts/onnxruntime.sh installs it)\n",
+                peer_python().c_str());
+    return;
+  }
+  using example::Cnn;
+  const Cnn cnn = Cnn::init(fx::random::key(3));
+  auto forward = [](const Cnn& m, const fx::Array& images) { return Cnn::logits(m, images); };
+  // Images as float32 pixel values (0-255): ONNX's input is float32, as the tests feed it.
+  auto images = [](uint32_t seed) { return fx::floor(fx::random::uniform(fx::random::key(seed), {256, 28, 28}) * 256.f); };
+  std::vector<fx::Array> calib;
+  for (uint32_t i = 0; i < 2; ++i) calib.push_back(images(200 + i));
+  const fx::quant::Quantized q = fx::quant::quantize(forward, cnn, fx::quant::calibrate(forward, cnn, calib));
+  const fx::Array x = images(7);
+  const std::string dir = std::filesystem::temp_directory_path() / ("fluxion-bench-quant-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string qdq = dir + "/cnn_int8.onnx", f32_model = dir + "/cnn_f32.onnx";
+  auto f32 = [&cnn](const fx::Array& a) { return Cnn::logits(cnn, a); };
+  fx::onnx::export_(q, x, qdq);
+  fx::onnx::export_(f32, x, f32_model);
+  const Compiled ours_int8 = compiled(fx::make_ir(q)(x), t, {x});
+  const Compiled ours_f32 = compiled(fx::make_ir(f32)(x), t, {x});
+  const double ms_int8 = run_ms(ours_int8, repeats), ms_f32 = run_ms(ours_f32, repeats);
+  const auto [ort_int8, kernels_int8] = onnxruntime_ms(qdq, x, t.num_threads, repeats, dir + "/y_int8.bin");
+  const auto [ort_f32, kernels_f32] = onnxruntime_ms(f32_model, x, t.num_threads, repeats, dir + "/y_f32.bin");
+  // The two int8 results agree up to float rounding (tests/test_onnx.cpp): check, so a fast wrong
+  // row cannot pass for a fast right one.
+  std::vector<float> y_ort(size_t(256 * 10));
+  std::ifstream(dir + "/y_int8.bin", std::ios::binary).read(reinterpret_cast<char*>(y_ort.data()), std::streamsize(y_ort.size() * 4));
+  const std::vector<float> y = ours_int8.run()[0].to_vector<float>();
+  double diff = 0, top = 0;
+  for (size_t i = 0; i < y.size(); ++i) diff = std::max(diff, double(std::abs(y[i] - y_ort[i]))), top = std::max(top, double(std::abs(y[i])));
+  std::filesystem::remove_all(dir);
+  std::printf("%s, batch 256, one ONNX file run by both:\n", Cnn::name);
+  std::printf("  %-34s %8.3f ms\n", "Fluxion float32 jitted", ms_f32);
+  std::printf("  %-34s %8.3f ms  %.2fx Fluxion float32\n", "Fluxion int8 (Quantized) jitted", ms_int8, ms_f32 / ms_int8);
+  if (ort_f32 < 0 || ort_int8 < 0) {
+    std::printf("  onnxruntime failed (its log: %s.log)\n%s%s\n", qdq.c_str(), kernels_f32.c_str(), kernels_int8.c_str());
+    return;
+  }
+  std::printf("  %-34s %8.3f ms  Fluxion float32 is %.2fx it\n", "onnxruntime float32", ort_f32, ort_f32 / ms_f32);
+  std::printf("  %-34s %8.3f ms  Fluxion int8 is %.2fx it  (max |diff| %.2g of max |y| %.3g)\n", "onnxruntime int8 (QDQ)",
+              ort_int8, ort_int8 / ms_int8, diff, top);
+  std::printf("  the QDQ model in %s", kernels_int8.c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -143,4 +225,5 @@ int main(int argc, char** argv) {
   product(t, std::max(3, repeats / 4), n, n, n);
   product(t, repeats, 256, 784, 512);  // the MLP's first layer
   convolution(t, repeats);
+  onnxruntime_peer(t, repeats);
 }

@@ -9,6 +9,7 @@
 #include "prims/conv_geometry.h"
 #include "interpreters/jit_passes.h"
 #include "transforms/onnx_proto.h"
+#include "transforms/quant.h"
 
 namespace fluxion::onnx {
 
@@ -113,19 +114,33 @@ Message value_info(const std::string& name, const AbstractArray& a) {
                                                                 Message().message(proto::type::tensor_type, tensor));
 }
 
+// A quantized function's program (fx::quant::Quantized::program): its first `param_leaves` invars
+// are parameters, written as initializers (the float ones; a weight only quantized layers read has
+// no float form), and the equations in `layers` are written in QDQ form.
+struct Qdq {
+  size_t param_leaves = 0;
+  const std::vector<Array>* params = nullptr;
+  std::map<size_t, const quant::Quantized::Layer*> layers;
+};
+
 // Builds the graph of one program, eqn by eqn.
 class GraphWriter {
  public:
-  explicit GraphWriter(const Program& p) : p_(p), names_(p.types.size()) {}
+  explicit GraphWriter(const Program& p, const Qdq* qdq = nullptr) : p_(p), names_(p.types.size()), qdq_(qdq) {}
 
   Message graph() {
-    for (size_t i = 0; i < p_.invars.size(); ++i) {
-      names_[size_t(p_.invars[i])] = "in" + std::to_string(i);
+    const size_t params = qdq_ ? qdq_->param_leaves : 0;
+    for (size_t i = 0; i < params; ++i) {
+      const Array& v = (*qdq_->params)[i];
+      if (v.valid()) names_[size_t(p_.invars[i])] = initializer(v.aval(), v.data());
+    }
+    for (size_t i = params; i < p_.invars.size(); ++i) {
+      names_[size_t(p_.invars[i])] = "in" + std::to_string(i - params);
       graph_.message(proto::graph::input, value_info(names_[size_t(p_.invars[i])], p_.type(p_.invars[i])));
     }
     for (size_t i = 0; i < p_.constvars.size(); ++i)
       names_[size_t(p_.constvars[i])] = initializer(p_.consts[i].aval(), p_.consts[i].data());
-    for (const Eqn& e : p_.eqns) eqn(e);
+    for (size_t k = 0; k < p_.eqns.size(); ++k) eqn(k, p_.eqns[k]);
     for (size_t i = 0; i < p_.outvars.size(); ++i) {
       const std::string out = "out" + std::to_string(i);
       node("Identity", {atom(p_.outvars[i])}, {out});
@@ -196,8 +211,9 @@ class GraphWriter {
     graph_.message(proto::graph::node, n);
   }
 
-  void eqn(const Eqn& e);
+  void eqn(size_t k, const Eqn& e);
   std::string einsum(const Eqn& e);
+  void quantized_operands(const quant::Quantized::Layer& L, std::vector<std::string>& in);
   bool conv(const Eqn& e, const std::vector<std::string>& in, const std::vector<std::string>& out);
   bool pool(const Eqn& e, const std::vector<std::string>& in, const std::vector<std::string>& out);
   std::string transposed(const std::string& x, const IntList& perm) {
@@ -210,6 +226,7 @@ class GraphWriter {
   const Program& p_;
   std::vector<std::string> names_;
   std::map<int64_t, std::string> symbol_sizes_;  // symbolic dim code -> its int64[1] size tensor
+  const Qdq* qdq_;
   Message graph_;
   int next_ = 0, nodes_ = 0;
 };
@@ -295,9 +312,38 @@ bool GraphWriter::pool(const Eqn& e, const std::vector<std::string>& in, const s
   return true;
 }
 
-void GraphWriter::eqn(const Eqn& e) {
+// A quantized layer in QDQ form, as onnxruntime's own quantizer writes it: the activation through
+// QuantizeLinear and DequantizeLinear (per tensor, affine: round half to even and saturation, as
+// quant::quantize_array), the int8 weight an initializer through DequantizeLinear along its output
+// channels (symmetric), and the product itself in float. Its value is the integer path's, (acc -
+// zero point x the weight's sums) x both scales, up to float rounding; a runtime may fuse the
+// pattern into an integer kernel. Padding with 0.0 pads with the dequantized zero point.
+void GraphWriter::quantized_operands(const quant::Quantized::Layer& L, std::vector<std::string>& in) {
+  const std::string scale = scalar(L.activation.scale, DType::float32);
+  const int8_t zp = int8_t(L.activation.zero_point);
+  const std::string zero_point = initializer(AbstractArray{Shape{}, DType::int8, false}, &zp);
+  const std::string q = fresh(), x = fresh();
+  node("QuantizeLinear", {in[0], scale, zero_point}, {q});
+  node("DequantizeLinear", {q, scale, zero_point}, {x});
+  const int64_t channels = L.weight_scale.shape()[0];
+  const std::vector<int8_t> zeros(size_t(channels), 0);
+  const std::string w = fresh();
+  node("DequantizeLinear",
+       {initializer(L.weight.aval(), L.weight.data()), initializer(L.weight_scale.aval(), L.weight_scale.data()),
+        initializer(AbstractArray{Shape{channels}, DType::int8, false}, zeros.data())},
+       {w}, {int_attr("axis", L.weight_channel_axis)});
+  in[0] = x, in[1] = w;
+}
+
+void GraphWriter::eqn(size_t k, const Eqn& e) {
   std::vector<std::string> in;
   for (const Atom& a : e.inputs) in.push_back(atom(a));
+  if (qdq_)
+    if (auto it = qdq_->layers.find(k); it != qdq_->layers.end()) quantized_operands(*it->second, in);
+  for (size_t j = 0; j < in.size(); ++j)
+    if (in[j].empty())  // quantize() keeps every parameter an unquantized equation reads
+      throw CompileError("CompileError: fx::onnx::export_: operand " + std::to_string(j) + " of " +
+                         std::string(prim_name(e.prim)) + " is a quantized function's parameter with no float value");
   std::vector<std::string> out;
   for (int32_t v : e.outputs) out.push_back(names_[size_t(v)] = fresh());
   if (const char* op = elementwise_op(e.prim)) return node(op, in, out);
@@ -369,20 +415,37 @@ void GraphWriter::eqn(const Eqn& e) {
            "fx::onnx::export_: this primitive (with these params) has no ONNX form");
 }
 
+void write_model(const Message& graph, const std::string& path) {
+  Message model;
+  model.varint(proto::model::ir_version, 8).bytes(proto::model::producer_name, "fluxion");
+  model.message(proto::model::opset_import, Message().bytes(proto::opset::domain, "").varint(proto::opset::version, 17));
+  model.message(proto::model::graph, graph);
+  std::ofstream out(path, std::ios::binary);
+  out << model.str();
+  out.close();
+  if (!out) throw ValueError("ValueError: fx::onnx::export_: cannot write " + path);
+}
+
 }  // namespace
 
 void export_program(Program p, const std::string& path) {
   if (is_tracing()) throw ValueError("ValueError: fx::onnx::export_ was called inside a transformation");
   const std::string stem = jit_dump_stem(p);
   p = jit_passes(std::move(p), stem);
-  Message model;
-  model.varint(proto::model::ir_version, 8).bytes(proto::model::producer_name, "fluxion");
-  model.message(proto::model::opset_import, Message().bytes(proto::opset::domain, "").varint(proto::opset::version, 17));
-  model.message(proto::model::graph, GraphWriter(p).graph());
-  std::ofstream out(path, std::ios::binary);
-  out << model.str();
-  out.close();
-  if (!out) throw ValueError("ValueError: fx::onnx::export_: cannot write " + path);
+  write_model(GraphWriter(p).graph(), path);
+}
+
+void export_quantized(const quant::Quantized& q, const AbstractArray& x, const std::string& path) {
+  if (is_tracing()) throw ValueError("ValueError: fx::onnx::export_ was called inside a transformation");
+  Program p = q.program(x);
+  const std::string stem = jit_dump_stem(p);
+  p = jit_passes(std::move(p), stem);
+  Qdq qdq{q.param_leaves(), &q.float_params(), q.layers_in(p)};
+  if (qdq.layers.size() != q.layer_count())
+    throw CompileError("CompileError: fx::onnx::export_ of a quantized function: " + std::to_string(qdq.layers.size()) +
+                       " of its " + std::to_string(q.layer_count()) +
+                       " quantized layers are in the program after the jit's passes; the rest cannot be written");
+  write_model(GraphWriter(p, &qdq).graph(), path);
 }
 
 }  // namespace fluxion::onnx

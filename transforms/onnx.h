@@ -10,6 +10,10 @@
 // comparisons, Where, Cast, MatMul or Einsum for dot_general, Reduce*, Reshape, Expand,
 // Transpose, Squeeze, Concat, Slice, Gather); any other is a CompileError naming it and the
 // user's line. See docs/export.md.
+//
+// A quantized function (fx::quant::Quantized) is written in QDQ form: each quantized product's
+// activation through QuantizeLinear/DequantizeLinear, its int8 weight through DequantizeLinear
+// (per output channel), the rest as above (docs/quantization.md, "ONNX").
 #pragma once
 #include <string>
 #include <tuple>
@@ -19,10 +23,16 @@
 #include "ir/program.h"
 #include "transforms/export.h"
 
+namespace fluxion::quant {
+class Quantized;
+}
+
 namespace fluxion::onnx {
 
 /// Writes `p` as an ONNX model file.
 void export_program(Program p, const std::string& path);
+/// Writes a quantized function for an input of type x, in QDQ form.
+void export_quantized(const quant::Quantized& q, const AbstractArray& x, const std::string& path);
 
 /// export_(f, examples..., path).
 template <class F, class... Args>
@@ -31,9 +41,14 @@ void export_(const F& f, const Args&... args_then_path) {
   constexpr size_t n = sizeof...(Args) - 1;
   auto all = std::forward_as_tuple(args_then_path...);
   const std::string path = std::get<n>(all);
-  [&]<size_t... I>(std::index_sequence<I...>) {
-    export_program(detail::trace_to_program(f, export_detail::example(std::get<I>(all))...).first, path);
-  }(std::make_index_sequence<n>{});
+  if constexpr (std::is_same_v<F, quant::Quantized>) {
+    static_assert(n == 1, "fx::onnx::export_(quantized, x_example, path): a quantized function takes one array");
+    export_quantized(f, export_detail::example(std::get<0>(all)).aval(), path);
+  } else {
+    [&]<size_t... I>(std::index_sequence<I...>) {
+      export_program(detail::trace_to_program(f, export_detail::example(std::get<I>(all))...).first, path);
+    }(std::make_index_sequence<n>{});
+  }
 }
 
 /// export_(f, fx::polymorphic_shapes("b, 784"), path): symbolic dims become ONNX dim_params, and
@@ -42,7 +57,10 @@ void export_(const F& f, const Args&... args_then_path) {
 template <class F, class P>
   requires std::is_convertible_v<P, std::string>
 void export_(const F& f, const PolymorphicShapes& shapes, const P& path) {
-  export_program(export_detail::trace_on_specs<1>(f, export_detail::spec_avals(shapes)), std::string(path));
+  if constexpr (std::is_same_v<F, quant::Quantized>)
+    export_quantized(f, export_detail::spec_avals(shapes).at(0), std::string(path));
+  else
+    export_program(export_detail::trace_on_specs<1>(f, export_detail::spec_avals(shapes)), std::string(path));
 }
 
 }  // namespace fluxion::onnx

@@ -88,7 +88,8 @@ class Quantized {
     Array weight_scale;    // float32, one per output channel
     Array correction;      // float32: zero_point x the products of a ones input with the weight
     Affine activation;     // the input's per-tensor parameters
-    int64_t out_channel_axis = 0;  // of the equation's output
+    int64_t weight_channel_axis = 0;  // of the weight: its output channels (the scales' axis)
+    int64_t out_channel_axis = 0;     // of the equation's output
     // A convolution whose int8 input is padded with the zero point before it (its own padding then
     // 0): the correction is one value per output channel, not one per output position.
     bool pads_zero_point = false;
@@ -106,7 +107,20 @@ class Quantized {
   };
   explicit Quantized(std::shared_ptr<const State> s) : s_(std::move(s)) {}
 
+  /// forward's float program for an input of type x: the parameters' leaves are its first invars,
+  /// then x's. What a call interprets, and what fx::onnx::export_ writes in QDQ form.
+  Program program(const AbstractArray& x) const { return *traced(x); }
+  /// The quantized layers of such a program (or of it after the jit's passes), by equation index:
+  /// the k-th quantizable equation is calibration's k-th. ValueError where a weight's shape is not
+  /// the one calibrated.
+  std::map<size_t, const Layer*> layers_in(const Program& p) const;
+  size_t layer_count() const { return s_->layers.size(); }
+  size_t param_leaves() const { return s_->param_leaves; }
+  /// The parameters' leaves that stay float (an empty Array where only quantized layers read one).
+  const std::vector<Array>& float_params() const { return s_->params; }
+
  private:
+  std::shared_ptr<const Program> traced(const AbstractArray& x) const;
   std::shared_ptr<const State> s_;
 };
 
@@ -139,7 +153,13 @@ Stats calibrate(F forward, const P& params, const std::vector<Array>& batches, O
 /// The int8 version of forward(params, .) with the activation ranges `stats` observed.
 template <class F, class P>
 Quantized quantize(F forward, const P& params, const Stats& stats) {
-  auto trace = [forward, params](const AbstractArray& x) { return make_ir(forward)(params, zeros(x.shape, x.dtype)); };
+  // Traced on types, not example arrays: x may have symbolic dims (a polymorphic export).
+  auto trace = [forward, params](const AbstractArray& x) {
+    std::vector<AbstractArray> avals;
+    for (const Array& leaf : tree::leaves(params)) avals.push_back(leaf.aval());
+    avals.push_back(x);
+    return fluxion::detail::trace_with_avals(forward, avals, params, Array()).first;
+  };
   return detail::quantize(stats, tree::leaves(params), std::move(trace));
 }
 

@@ -174,6 +174,7 @@ Quantized quantize(const Stats& stats, const std::vector<Array>& param_values,
     L.activation = affine_for_range(lo, hi);
     const Array w = param_values[size_t(param_index(p, stats.param_leaves, e.inputs[1]))];
     const auto [w_axis, out_axis] = channel_axes(p, e);
+    L.weight_channel_axis = w_axis;
     L.out_channel_axis = out_axis;
     std::vector<int64_t> others;
     for (int64_t d = 0; d < w.ndim(); ++d)
@@ -209,32 +210,42 @@ Quantized quantize(const Stats& stats, const std::vector<Array>& param_values,
 
 }  // namespace detail
 
+std::shared_ptr<const Program> Quantized::traced(const AbstractArray& x) const {
+  const State& s = *s_;
+  std::lock_guard<std::mutex> lock(s.mu);
+  std::shared_ptr<const Program>& slot = s.programs[x.str()];
+  if (!slot) slot = std::make_shared<const Program>(s.trace(x));
+  return slot;
+}
+
+std::map<size_t, const Quantized::Layer*> Quantized::layers_in(const Program& p) const {
+  std::map<size_t, const Layer*> found;
+  for (size_t k = 0, n = 0; k < p.eqns.size(); ++k) {
+    const Eqn& e = p.eqns[k];
+    std::string why;
+    if (!quantizable(p, s_->param_leaves, e, &why)) continue;
+    auto it = s_->layers.find(n++);
+    if (it == s_->layers.end()) continue;
+    const AbstractArray w = p.aval(e.inputs[1]);
+    if (!(w.shape == it->second.weight.shape()) || channel_axes(p, e).first != it->second.weight_channel_axis)
+      throw ValueError("ValueError: quant::Quantized: the weight of " + std::string(prim_name(e.prim)) + " is " +
+                       w.str() + " here, " + it->second.weight.aval().str() + " at calibration");
+    found.emplace(k, &it->second);
+  }
+  return found;
+}
+
 Array Quantized::operator()(const Array& x) const {
   const State& s = *s_;
-  std::shared_ptr<const Program> program;
-  {
-    std::lock_guard<std::mutex> lock(s.mu);
-    std::shared_ptr<const Program>& slot = s.programs[x.aval().str()];
-    if (!slot) slot = std::make_shared<const Program>(s.trace(x.aval()));
-    program = slot;
-  }
+  const std::shared_ptr<const Program> program = traced(x.aval());
   const Program& p = *program;
-  // Quantizable equations by order: the k-th of this program is the k-th of calibration's.
-  std::map<size_t, size_t> ordinal_of;
-  for (size_t k = 0, n = 0; k < p.eqns.size(); ++k) {
-    std::string why;
-    if (quantizable(p, s.param_leaves, p.eqns[k], &why)) ordinal_of[k] = n++;
-  }
+  const std::map<size_t, const Layer*> layers = layers_in(p);
   std::vector<Array> args = s.params;
   args.push_back(x);
   std::vector<Array> out = interpret(p, args, [&](size_t k, const Eqn& e, const std::vector<Array>& ins) -> std::optional<Array> {
-    auto o = ordinal_of.find(k);
-    auto it = o == ordinal_of.end() ? s.layers.end() : s.layers.find(o->second);
-    if (it == s.layers.end()) return std::nullopt;
-    const Layer& L = it->second;
-    if (ins[1].valid() && !(ins[1].shape() == L.weight.shape()))
-      throw ValueError("ValueError: quant::Quantized: the weight of " + std::string(prim_name(e.prim)) + " is " +
-                       ins[1].aval().str() + " here, " + L.weight.aval().str() + " at calibration");
+    auto it = layers.find(k);
+    if (it == layers.end()) return std::nullopt;
+    const Layer& L = *it->second;
     Array qa = quantize_array(ins[0], L.activation.scale, float(L.activation.zero_point), int8, std::nullopt, e.loc);
     Params wide = e.params;
     if (L.pads_zero_point) std::tie(qa, wide) = padded_with_zero_point(qa, e.params, L.activation.zero_point, e.loc);
