@@ -96,8 +96,10 @@ std::mutex& planner_mutex() {
 }
 template <class R>
 std::map<PlanKey, typename Fftw<R>::plan>& plans() {
-  static std::map<PlanKey, typename Fftw<R>::plan> cache;
-  return cache;
+  // Plans live as long as the process, and so does the map: destroyed at exit, it would drop the
+  // only pointers to FFTW's plans while FFTW still holds them (LeakSanitizer's report, issue 35).
+  static auto* cache = new std::map<PlanKey, typename Fftw<R>::plan>;
+  return *cache;
 }
 
 template <class R>

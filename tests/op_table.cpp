@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 namespace optable {
@@ -233,7 +234,10 @@ fx::Array to_array(const HostArray& h, fx::DType dtype) {
   std::vector<uint8_t> bytes(h.data.size() * fx::itemsize(dtype) + 1);
   for (size_t i = 0; i < h.data.size(); ++i) {
     double v = h.data[i];
-    fx::Literal l = fx::is_float(dtype) ? fx::Literal::of_double(v, dtype) : fx::Literal::of_int(int64_t(v), dtype);
+    // A float sample (NaN, inf) as an integer: INT64_MIN, what x86's conversion gives, without the
+    // undefined behaviour of converting it (UBSan's float-cast-overflow).
+    const int64_t as_int = std::isfinite(v) && std::abs(v) < 9.2e18 ? int64_t(v) : std::numeric_limits<int64_t>::min();
+    fx::Literal l = fx::is_float(dtype) ? fx::Literal::of_double(v, dtype) : fx::Literal::of_int(as_int, dtype);
     l.store(bytes.data() + i * fx::itemsize(dtype));
   }
   return fx::make_concrete(fx::AbstractArray{h.shape, dtype, false}, bytes.data());
