@@ -367,6 +367,8 @@ void add_fft(std::vector<OpInfo>& t) {
         odd ? "fft.irfft_odd" : "fft.irfft",
         [odd](const std::vector<fx::Array>& x) {
           const int64_t m = x[0].shape()[size_t(x[0].ndim() - 1)];
+          // A symbolic m (the polymorphic table) is a code, not a count: 2m - 2 would overflow it.
+          if (fx::is_symbolic_dim(m)) throw fx::ShapeError("ShapeError: irfft's length 2m - 2 needs a concrete m here");
           return fx::fft::irfft(fx::complex(x[0], x[1]), odd ? 2 * m - 1 : 2 * m - 2);
         },
         [odd](const std::vector<HostArray>& x, fx::DType) {
