@@ -7,6 +7,7 @@
 #include "api/operands.h"
 #include "api/reductions.h"
 #include "api/shape_ops.h"
+#include "ir/dim_expr.h"
 
 namespace fluxion {
 namespace {
@@ -52,6 +53,12 @@ Array diagonal(const Array& x, int64_t offset, int64_t axis1, int64_t axis2, Sou
   perm.push_back(a1);
   perm.push_back(a2);
   const int64_t n = x.shape()[size_t(a1)], m = x.shape()[size_t(a2)];
+  if (is_symbolic_dim(n) || is_symbolic_dim(m)) {  // the slice below is laid out from the sizes
+    AbstractArray a = x.aval();
+    op_error(ErrorKind::Shape, "diagonal", std::span<const AbstractArray>(&a, 1), loc,
+             "the matrix axes " + std::to_string(a1) + " and " + std::to_string(a2) +
+                 " need concrete sizes: a symbolic one is not served (docs/shape_polymorphism.md)");
+  }
   const int64_t len = std::max<int64_t>(0, offset >= 0 ? std::min(n, m - offset) : std::min(n + offset, m));
   Shape flat_shape = rest;
   flat_shape.push_back(n * m);
