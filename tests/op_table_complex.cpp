@@ -360,15 +360,14 @@ void add_fft(std::vector<OpInfo>& t) {
         return stacked(resized(dft(z, last, -1, 1), last, z.shape[size_t(last)] / 2 + 1));
       },
       {operands({8}, 1, 71), operands({3, 7}, 1, 73), operands({2, 2, 6}, 1, 75)}));
-  // irfft of n = 2m - 2 (even) and 2m - 1 (odd) points: the Hermitian extension of the m bins,
-  // whose DC (and even-n Nyquist) imaginary parts are ignored, inverted.
+  // irfft of n = 2m - 2 (even) and 2m - 1 (odd) points: the Hermitian extension of the m bins (DC's,
+  // and even n's Nyquist's, imaginary parts ignored), inverted.
   for (bool odd : {false, true}) {
     t.push_back(entry(
         odd ? "fft.irfft_odd" : "fft.irfft",
         [odd](const std::vector<fx::Array>& x) {
           const int64_t m = x[0].shape()[size_t(x[0].ndim() - 1)];
-          // A symbolic m (the polymorphic table) is a code, not a count: 2m - 2 would overflow it.
-          if (fx::is_symbolic_dim(m)) throw fx::ShapeError("ShapeError: irfft's length 2m - 2 needs a concrete m here");
+          if (fx::is_symbolic_dim(m)) throw fx::ShapeError("ShapeError: 2m - 2 of a symbolic m");  // a code, no count
           return fx::fft::irfft(fx::complex(x[0], x[1]), odd ? 2 * m - 1 : 2 * m - 2);
         },
         [odd](const std::vector<HostArray>& x, fx::DType) {
@@ -398,9 +397,7 @@ void add_fft(std::vector<OpInfo>& t) {
   }
   t.push_back(entry(
       "fft.fftn_s_axes",  // axes (0, 2), axis 0 padded to 4, axis 2 cut to 3, norm "forward"
-      [](const std::vector<fx::Array>& x) {
-        return stacked(fx::fft::fftn(fx::complex(x[0], x[1]), {4, 3}, {0, 2}, "forward"));
-      },
+      [](const std::vector<fx::Array>& x) { return stacked(fx::fft::fftn(fx::complex(x[0], x[1]), {4, 3}, {0, 2}, "forward")); },
       [](const std::vector<HostArray>& x, fx::DType) {
         CArray z = resized(resized(parts(x[0], x[1]), 0, 4), 2, 3);
         return stacked(dft(dft(z, 0, -1, 0.25), 2, -1, 1.0 / 3));
