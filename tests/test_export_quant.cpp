@@ -16,34 +16,16 @@
 #include <vector>
 
 #include "tests/export_helpers.h"
+#include "tests/quant_net.h"
 #include "tests/test_helpers.h"
 
 namespace fx = fluxion;
 
-// conv 3x3 (1 -> 8) relu, max pool 2, conv 3x3 (8 -> 16) relu, dense 16*4*4 -> 10: the Fashion-MNIST
-// convnet's layers at a small size.
-struct ExportNet {
-  fx::nn::Conv c1, c2;
-  fx::nn::Linear head;
-};
-FLUXION_TREE(ExportNet, c1, c2, head);
-
 namespace {
 
-fx::Array net_forward(const ExportNet& n, const fx::Array& x) {
-  fx::Array h = fx::nn::max_pool(fx::nn::relu(fx::nn::Conv::apply(n.c1, x, {1, 1}, "SAME")), {2, 2});
-  h = fx::nn::relu(fx::nn::Conv::apply(n.c2, h, {1, 1}, "SAME"));
-  return fx::nn::Linear::apply(n.head, fx::reshape(h, {x.shape()[0], 16 * 4 * 4}));
-}
-
-ExportNet net_init() {
-  const fx::Array key = fx::random::key(11);
-  return {fx::nn::Conv::init(fx::random::fold_in(key, 1), 1, 8, {3, 3}),
-          fx::nn::Conv::init(fx::random::fold_in(key, 2), 8, 16, {3, 3}),
-          fx::nn::Linear::init(fx::random::fold_in(key, 3), 16 * 4 * 4, 10)};
-}
-
-const fx::Shape kInput{6, 1, 8, 8};
+using quant_net::kInput;
+using quant_net::net_forward;
+using quant_net::net_init;
 
 // main.c: reads argv[2] floats from the file argv[1], runs net_forward, prints argv[3] outputs (%a).
 const char* kMain = R"(#include <stdio.h>

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/quant_net.h"
 #include "tests/test_helpers.h"
 
 namespace fx = fluxion;
@@ -91,37 +92,17 @@ std::string file_bytes(const std::string& path) {
 
 }  // namespace
 
-// conv 3x3 SAME (1 -> 8) relu, max pool 2, conv 3x3 VALID (8 -> 16) relu, dense 16*2*2 -> 10.
-struct QdqNet {
-  fx::nn::Conv c1, c2;
-  fx::nn::Linear head;
-};
-FLUXION_TREE(QdqNet, c1, c2, head);
-
-namespace {
-
-fx::Array qdq_forward(const QdqNet& n, const fx::Array& x) {
-  fx::Array h = fx::nn::max_pool(fx::nn::relu(fx::nn::Conv::apply(n.c1, x, {1, 1}, "SAME")), {2, 2});
-  h = fx::nn::relu(fx::nn::Conv::apply(n.c2, h, {1, 1}, "VALID"));
-  return fx::nn::Linear::apply(n.head, fx::reshape(h, {x.shape()[0], 16 * 2 * 2}));
-}
-
-}  // namespace
-
 TEST_CASE("onnx: a quantized convnet is written in QDQ form and runs in onnxruntime" * doctest::skip(!have_onnxruntime())) {
-  const fx::Array key = fx::random::key(5);
-  const QdqNet net{fx::nn::Conv::init(fx::random::fold_in(key, 1), 1, 8, {3, 3}),
-                   fx::nn::Conv::init(fx::random::fold_in(key, 2), 8, 16, {3, 3}),
-                   fx::nn::Linear::init(fx::random::fold_in(key, 3), 16 * 2 * 2, 10)};
+  const ExportNet net = quant_net::net_init();
   std::vector<fx::Array> calib;
-  for (uint32_t i = 0; i < 3; ++i) calib.push_back(fx::random::normal(fx::random::key(60 + i), fx::Shape{6, 1, 8, 8}));
-  const fx::quant::Quantized q = fx::quant::quantize(qdq_forward, net, fx::quant::calibrate(qdq_forward, net, calib));
+  for (uint32_t i = 0; i < 3; ++i) calib.push_back(fx::random::normal(fx::random::key(60 + i), quant_net::kInput));
+  const fx::quant::Quantized q = fx::quant::quantize(quant_net::net_forward, net, fx::quant::calibrate(quant_net::net_forward, net, calib));
   REQUIRE(q.layer_count() == 3);
   const auto dir = fresh_dir();
-  const fx::Array x = fx::random::normal(fx::random::key(70), fx::Shape{6, 1, 8, 8});
+  const fx::Array x = fx::random::normal(fx::random::key(70), quant_net::kInput);
   const std::string model = (dir / "qdq.onnx").string(), dense = (dir / "f32.onnx").string();
   fx::onnx::export_(q, x, model);
-  fx::onnx::export_([&](const fx::Array& a) { return qdq_forward(net, a); }, x, dense);
+  fx::onnx::export_([&](const fx::Array& a) { return quant_net::net_forward(net, a); }, x, dense);
   const std::string bytes = file_bytes(model);
   CHECK(bytes.find("QuantizeLinear") != std::string::npos);
   CHECK(bytes.find("DequantizeLinear") != std::string::npos);
@@ -130,7 +111,7 @@ TEST_CASE("onnx: a quantized convnet is written in QDQ form and runs in onnxrunt
   CHECK(double(bytes.size()) < 0.5 * double(file_bytes(dense).size()));
 
   const std::vector<float> got = run_onnxruntime(model, {x});
-  const std::vector<float> want = q(x).to_vector<float>(), f32 = qdq_forward(net, x).to_vector<float>();
+  const std::vector<float> want = q(x).to_vector<float>(), f32 = quant_net::net_forward(net, x).to_vector<float>();
   MESSAGE("QDQ in onnxruntime vs the Quantized: max |diff| " << max_abs_diff(got, want) << " of max |y| " << max_abs(want)
                                                              << "; vs float32 " << max_abs_diff(got, f32));
   // The same integers times the same scales, summed in float where the Quantized sums in int32: equal
