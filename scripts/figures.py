@@ -22,6 +22,8 @@ import matplotlib
 matplotlib.use("svg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from protobuf_wire import fields  # noqa: E402  (scripts/, the script's own directory)
+
 plt.rcParams.update({"svg.hashsalt": "fluxion", "svg.fonttype": "none", "font.size": 9})
 
 
@@ -142,38 +144,6 @@ def resnet_layers(results, out):
         ax.grid(axis="x", alpha=0.3)
         written.append(save(fig, out, f"resnet_layers_{what}.svg"))
     return written
-
-
-def varint(buf, i):
-    """A protobuf varint at buf[i]: (value, next index)."""
-    value = shift = 0
-    while True:
-        b = buf[i]
-        value |= (b & 0x7F) << shift
-        i, shift = i + 1, shift + 7
-        if b < 0x80:
-            return value, i
-
-
-def fields(buf):
-    """A protobuf message's (field number, value) pairs: ints for varints, bytes for the rest."""
-    i, out = 0, []
-    while i < len(buf):
-        key, i = varint(buf, i)
-        number, kind = key >> 3, key & 7
-        if kind == 0:
-            value, i = varint(buf, i)
-        elif kind == 1:
-            value, i = buf[i:i + 8], i + 8
-        elif kind == 5:
-            value, i = buf[i:i + 4], i + 4
-        elif kind == 2:
-            n, i = varint(buf, i)
-            value, i = buf[i:i + n], i + n
-        else:
-            raise ValueError(f"protobuf wire type {kind} in an event file")
-        out.append((number, value))
-    return out
 
 
 def scalars(path):
