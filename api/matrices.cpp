@@ -111,11 +111,7 @@ Array kron(const ArrayLike& a_in, const ArrayLike& b_in, SourceLoc loc) {
     const int64_t da = ia >= 0 ? a.shape()[size_t(ia)] : 1, db = ib >= 0 ? b.shape()[size_t(ib)] : 1;
     as.push_back(da), as.push_back(1);
     bs.push_back(1), bs.push_back(db);
-    // A symbolic dim's code is no size: b (symbolic) by 3 is the dim 3*b.
-    DimExpr ea, eb;
-    out.push_back(!is_symbolic_dim(da) && !is_symbolic_dim(db) ? da * db
-                  : decode_dim(da, ea) && decode_dim(db, eb)  ? encode_dim(ea * eb)
-                                                               : is_symbolic_dim(da) ? da : db);
+    out.push_back(mul_dims(da, db));
   }
   return reshape(multiply(reshape(a, as, loc), reshape(b, bs, loc), loc), out, loc);
 }

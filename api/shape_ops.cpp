@@ -260,11 +260,7 @@ Array tile(const Array& x, const IntList& reps, SourceLoc loc) {
     const int64_t size = d < rank - x.ndim() ? 1 : x.shape()[size_t(d - (rank - x.ndim()))];
     expanded.push_back(r[size_t(d)]);
     expanded.push_back(size);
-    // r copies of a symbolic dim b are the dim r*b (its code is no size to multiply).
-    DimExpr e;
-    merged.push_back(!is_symbolic_dim(size) ? r[size_t(d)] * size
-                     : decode_dim(size, e) ? encode_dim(e * DimExpr(r[size_t(d)]))
-                                           : size);
+    merged.push_back(mul_dims(r[size_t(d)], size));  // r copies of a symbolic b are the dim r*b
     if (d >= rank - x.ndim()) bdims.push_back(2 * d + 1);
   }
   Array b = bind1(Prim::broadcast_in_dim, {x}, Params{{"shape", expanded.dims()}, {"broadcast_dimensions", bdims}}, loc);

@@ -269,6 +269,14 @@ bool decode_dim(int64_t d, DimExpr& out) {
   return true;
 }
 
+int64_t mul_dims(int64_t a, int64_t b) {
+  if (!is_symbolic_dim(a) && !is_symbolic_dim(b)) return a * b;
+  DimExpr ea, eb;
+  if (!decode_dim(a, ea)) return a;
+  if (!decode_dim(b, eb)) return b;
+  return encode_dim(ea * eb);
+}
+
 std::string dim_str(int64_t d) {
   if (d >= 0) return std::to_string(d);
   DimExpr e;

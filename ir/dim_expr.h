@@ -88,6 +88,10 @@ int64_t encode_dim(const DimExpr& e);
 /// The expression an int64 dim stands for: a constant for a concrete dim. A code that was never
 /// interned (arithmetic on a code by a rule that needs a concrete value) returns false.
 bool decode_dim(int64_t d, DimExpr& out);
+/// The dim a*b for two dims of a Shape, either of them symbolic: concrete dims multiply; symbolic
+/// ones multiply as expressions (b by 3 is the dim 3*b -- a code is no size to multiply). A code
+/// that names nothing is kept, so the shape check reports it.
+int64_t mul_dims(int64_t a, int64_t b);
 /// "784" or "b" or "2*b": how a dim prints in a type ("?<code>" for a code that names nothing).
 std::string dim_str(int64_t d);
 /// shape_problem (ir/shape.h) for a type rather than an array: symbolic dims are allowed (bind's

@@ -1,9 +1,8 @@
-// fluxion_rt_windowed (kernels/conv.h): the operand types of a float convolution -- float32 and
+// fluxion_rt_conv (kernels/conv.h): the operand types of a float convolution -- float32 and
 // float64 as they are, bfloat16 on bfloat16 columns for the AVX512-BF16 GEMM, other 16-bit floats
 // widened to float32 and rounded once at the end -- handed to the GEMM forms of
-// kernels/conv_forms.h; int8 x int8 -> int32 to kernels/conv_int8.h; the reduce_window family to
-// kernels/pool.h; everything else (other integers, grouped int8, empty operands) to the
-// primitive's reference kernel.
+// kernels/conv_forms.h. (int8 x int8 -> int32: kernels/conv_int8.cpp; the reduce_window family:
+// kernels/pool.cpp; everything else: the reference kernel, kernels/library_calls.cpp.)
 #include "kernels/conv.h"
 
 #include <span>
@@ -13,9 +12,7 @@
 #include "prims/conv_geometry.h"
 #include "kernels/call_arrays.h"
 #include "kernels/conv_forms.h"
-#include "kernels/conv_int8.h"
 #include "kernels/matmul.h"
-#include "kernels/pool.h"
 #include "kernels/scratch.h"
 
 namespace fluxion::runtime {
@@ -96,19 +93,9 @@ bool fast_conv(std::span<const View> in, const View& out, const Params& params, 
 
 using namespace fluxion;
 
-extern "C" void fluxion_rt_windowed(int64_t* a) {
-  const Prim prim = Prim(a[0]);
-  const int64_t n_in = a[1], n_out = a[2];
-  const int isa = int(a[3] & 0xff), threads = int(a[4]);
-  const bool vnni512 = (a[3] & 256) != 0, vnni256 = (a[3] & 512) != 0;
-  const int64_t* p = a + 5;
-  const Params params = runtime::decode_window_params(prim, p);
-  const runtime::CallArrays arrays = runtime::read_call_arrays(p, n_in + n_out);
-  const std::vector<View>& views = arrays.views;
-  const std::span<const View> ins(views.data(), size_t(n_in)), outs(views.data() + n_in, size_t(n_out));
-  if (prim == Prim::conv_general_dilated && runtime::fast_conv(ins, outs[0], params, isa, threads)) return;
-  if (prim == Prim::conv_general_dilated && runtime::int8_conv(ins, outs[0], params, isa, vnni512, vnni256, threads)) return;
-  if (prim == Prim::conv_general_dilated) runtime::count_conv_run(runtime::ConvAlgorithm::reference);
-  else if (runtime::fast_window(prim, ins, outs, params, threads)) return;
-  runtime::windowed_reference(prim, ins, outs, params);
+extern "C" void fluxion_rt_conv(int64_t* a) {
+  const runtime::WindowedCall c = runtime::read_windowed_call(a);
+  if (runtime::fast_conv(c.in, c.out[0], c.params, c.isa, c.threads)) return;
+  runtime::count_conv_run(runtime::ConvAlgorithm::reference);  // empty after all (a symbolic dim of 0)
+  runtime::windowed_reference(c.prim, c.in, c.out, c.params);
 }

@@ -1,6 +1,6 @@
 // The jit's library call for the windowed primitives (conv_general_dilated and the reduce_window
 // family, prims/conv.cpp and prims/reduce_window.cpp): lowering/lower_conv.cpp encodes the eqn's
-// params and buffers into one int64 array, and fluxion_rt_windowed runs it -- a float32/float64
+// params and buffers into one int64 array, and an entry per family runs it -- a float32/float64
 // convolution as im2col + the ISA-dispatched GEMM of kernels/matmul.h on the kernel's threads,
 // bfloat16 on bfloat16 columns into the AVX512-BF16 GEMM where the target has it, float16 (and
 // bfloat16 elsewhere) in float32 the same way, the reduce_window family and the max-pool derivatives
@@ -9,34 +9,64 @@
 #pragma once
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
+
+#include "kernels/call_arrays.h"
 
 #include "ir/params.h"
 #include "ir/primitive.h"
 #include "ir/shape.h"
 
 extern "C" {
-/// Layout: [prim, n_in, n_out, isa_level (plus 256 if the target has AVX512-VNNI, 512 if AVX-VNNI:
-/// the int8 convolution's GEMM path), threads, the params (encode_window_params), then per array
-/// (inputs, then outputs): dtype, rank, dims..., address].
+/// The windowed library calls, one entry per family so that an exported program links only the
+/// kernels its equations reach (the AOT runtime's archive members are pulled in per entry). Every
+/// entry takes one layout: [prim, n_in, n_out, isa_level (plus 256 if the target has AVX512-VNNI,
+/// 512 if AVX-VNNI: the int8 convolution's GEMM path), threads, the params (encode_window_params),
+/// then per array (inputs, then outputs): dtype, rank, dims..., address]. windowed_entry says which
+/// an equation calls; each falls back to the reference kernel for what its kernel declines at run
+/// time (a symbolic dim that turns out empty).
+/// A float convolution (kernels/conv.cpp).
+void fluxion_rt_conv(int64_t* args);
+/// An int8 x int8 -> int32 convolution without groups (kernels/conv_int8.cpp).
+void fluxion_rt_conv_int8(int64_t* args);
+/// The reduce_window family and the max-pool derivatives on float32 (kernels/pool_f32.cpp) and on
+/// any other dtype (kernels/pool.cpp).
+void fluxion_rt_pool_f32(int64_t* args);
+void fluxion_rt_pool(int64_t* args);
+/// The reference kernel, for what none of the above takes (kernels/library_calls.cpp: libfluxion
+/// only; the AOT runtime has no reference kernels, and fx::export_ refuses programs calling it).
 void fluxion_rt_windowed(int64_t* args);
-}
-
-namespace fluxion {
-struct View;  // ir/eval_rules.h
 }
 
 namespace fluxion::runtime {
 
-/// Whether `p` travels through fluxion_rt_windowed.
+/// Whether `p` travels through the windowed library calls.
 bool is_windowed(Prim p);
-/// Whether fluxion_rt_windowed runs an equation of these types with a kernel of this folder rather
-/// than the primitive's reference kernel: a float convolution, an int8 x int8 -> int32 one without
-/// groups, the reduce_window family on numbers (the selections on floats); nothing empty (a
-/// symbolic dim counts as non-empty). The AOT runtime carries only these kernels, so fx::export_
-/// refuses the others (docs/export.md).
-bool windowed_has_kernel(Prim p, std::span<const AbstractArray> in, std::span<const AbstractArray> out,
-                         const Params& params);
+/// The entry an equation of a windowed primitive calls: a kernel of this folder -- a float
+/// convolution, an int8 x int8 -> int32 one without groups, the reduce_window family on numbers (the
+/// selections on floats), nothing empty (a symbolic dim counts as non-empty) -- or else
+/// "fluxion_rt_windowed", the reference kernel.
+const char* windowed_entry(Prim p, std::span<const AbstractArray> in, std::span<const AbstractArray> out,
+                           const Params& params);
+/// Whether a kernel of this folder runs the equation. The AOT runtime carries only these kernels, so
+/// fx::export_ refuses the others (docs/export.md).
+inline bool windowed_has_kernel(Prim p, std::span<const AbstractArray> in, std::span<const AbstractArray> out,
+                                const Params& params) {
+  return std::string_view(windowed_entry(p, in, out, params)) != "fluxion_rt_windowed";
+}
+
+/// A windowed call's arguments read back: the target's facts, the params and the arrays (`in` and
+/// `out` view `arrays`).
+struct WindowedCall {
+  Prim prim;
+  int isa, threads;
+  bool avx512_vnni, avx_vnni;
+  Params params;
+  CallArrays arrays;
+  std::span<const View> in, out;
+};
+WindowedCall read_windowed_call(const int64_t* args);
 /// The reference kernel of a windowed call none of this folder's kernels takes: eval_rules(p).kernel
 /// in libfluxion (kernels/library_calls.cpp); in the AOT runtime (kernels/aot_runtime.cpp), which has
 /// no reference kernels, a message and abort -- export_ refuses such programs before they get there.
@@ -58,6 +88,8 @@ Params decode_window_params(Prim p, const int64_t*& cursor);
 enum class ConvAlgorithm { reference, im2col, im2col_by_feature, col2im, im2col_int8 };
 /// How many convolutions took `a` in this process (tests check which path compiled code took).
 uint64_t conv_runs(ConvAlgorithm a);
+/// Counts a convolution that took `a`.
+void count_conv_run(ConvAlgorithm a);
 /// How many bfloat16 im2col products packed their right operand straight from the input
 /// (kernels/gemm_tiles.h, WindowRuns) instead of from gathered columns.
 uint64_t conv_products_from_input();

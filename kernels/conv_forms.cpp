@@ -47,7 +47,6 @@ namespace fluxion::runtime {
 
 namespace {
 
-std::atomic<uint64_t> g_runs[5];  // by ConvAlgorithm
 std::atomic<uint64_t> g_from_input;
 std::atomic<uint64_t> g_features_from_input;
 std::atomic<uint64_t> g_by_tap;
@@ -543,12 +542,10 @@ void run_form(const T* x, const T* w, Acc* y, const conv::ConvGeometry& g, int i
 
 }  // namespace
 
-uint64_t conv_runs(ConvAlgorithm a) { return g_runs[int(a)].load(std::memory_order_relaxed); }
 uint64_t conv_products_from_input() { return g_from_input.load(std::memory_order_relaxed); }
 uint64_t conv_features_from_input() { return g_features_from_input.load(std::memory_order_relaxed); }
 uint64_t conv_im2col_by_tap() { return g_by_tap.load(std::memory_order_relaxed); }
 uint64_t conv_rounded_as_stored() { return g_rounded_as_stored.load(std::memory_order_relaxed); }
-void count_conv_run(ConvAlgorithm a) { g_runs[int(a)].fetch_add(1, std::memory_order_relaxed); }
 
 void run_conv_form(const float* x, const float* w, float* y, const conv::ConvGeometry& g, int isa, int threads) {
   run_form(x, w, y, g, isa, threads);

@@ -25,7 +25,4 @@ void run_conv_form(const float* x, const float* w, DType out_dtype, void* out, c
 void run_conv_form(const uint16_t* x, const uint16_t* w, DType out_dtype, void* out, const conv::ConvGeometry& g, int isa,
                    int threads);
 
-/// Counts a convolution that took `a` (conv_runs reads the counts).
-void count_conv_run(ConvAlgorithm a);
-
 }  // namespace fluxion::runtime

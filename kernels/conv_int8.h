@@ -1,6 +1,6 @@
 // The int8 convolution of quantized inference (conv_general_dilated of int8 operands with
 // preferred_element_type int32) as im2col + the int8 GEMM of kernels/gemm_int8.h: what
-// fluxion_rt_windowed (kernels/conv.cpp) runs for it instead of the reference kernel.
+// fluxion_rt_conv_int8 (kernels/conv.h) runs for it instead of the reference kernel.
 #pragma once
 #include <span>
 

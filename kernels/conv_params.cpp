@@ -1,10 +1,8 @@
-// The windowed library call's params (kernels/conv.h): the fixed order in which lowering/lower_conv.cpp
-// encodes an eqn's params into the call's int64 array and fluxion_rt_windowed reads them back.
+// The windowed library calls' params (kernels/conv.h): the fixed order in which lowering/lower_conv.cpp
+// encodes an eqn's params into the call's int64 array and the entries read them back.
 #include "kernels/conv.h"
 
-#include <algorithm>
 #include <cstdint>
-#include <limits>
 #include <span>
 
 #include "ir/shape.h"
@@ -34,44 +32,7 @@ std::span<const CodedParam> coded_params(Prim p) {
   return std::span(kWindowParams).first(5);
 }
 
-// A dim of 0 (a symbolic dim is not known to be empty).
-bool known_empty(const AbstractArray& a) {
-  for (int64_t d : a.shape)
-    if (d == 0) return true;
-  return false;
-}
-// More elements than the pooling kernels' int32 offsets reach (only when every dim is known).
-bool beyond_int32(const AbstractArray& a) {
-  int64_t n = 1;
-  for (int64_t d : a.shape) {
-    if (d < 0) return false;  // symbolic
-    n = std::min<int64_t>(n * d, int64_t(1) << 40);
-  }
-  return n > std::numeric_limits<int32_t>::max();
-}
 }  // namespace
-
-bool windowed_has_kernel(Prim p, std::span<const AbstractArray> in, std::span<const AbstractArray> out,
-                         const Params& params) {
-  for (const AbstractArray& a : in)
-    if (known_empty(a)) return false;
-  if (out.empty() || known_empty(out[0])) return false;
-  if (p == Prim::conv_general_dilated) {  // kernels/conv.cpp's fast_conv, kernels/conv_int8.cpp
-    const DType x = in[0].dtype, w = in[1].dtype, y = out[0].dtype;
-    if (is_float(x) && is_float(y)) return true;
-    return x == DType::int8 && w == DType::int8 && y == DType::int32 && params.get_int("feature_group_count") == 1 &&
-           params.get_int("batch_group_count") == 1;
-  }
-  const AbstractArray& x = in.back();  // kernels/pool.cpp's fast_window
-  if (x.shape.rank() == 0 || beyond_int32(x) || is_bool(x.dtype) || is_complex(x.dtype)) return false;
-  if (p == Prim::select_and_gather_add || p == Prim::select_and_scatter_add) return is_float(x.dtype);
-  return is_windowed(p);
-}
-
-bool is_windowed(Prim p) {
-  return p == Prim::conv_general_dilated || p == Prim::reduce_window_sum || p == Prim::reduce_window_max ||
-         p == Prim::reduce_window_min || p == Prim::select_and_gather_add || p == Prim::select_and_scatter_add;
-}
 
 void encode_window_params(Prim p, const Params& params, std::vector<int64_t>& out) {
   for (const CodedParam& c : coded_params(p)) {

@@ -1,6 +1,6 @@
 // The jit's fast kernels for the reduce_window family and the max-pool derivatives
-// (prims/reduce_window.cpp): fluxion_rt_windowed (kernels/conv.h) calls them instead of the
-// reference kernels. Same results, bit for bit: the same window order (so the same first maximum)
+// (prims/reduce_window.cpp): fluxion_rt_pool and fluxion_rt_pool_f32 (kernels/conv.h) run them
+// instead of the reference kernels. Same results, bit for bit: the same window order (so the same first maximum)
 // and the same accumulation order and types.
 #pragma once
 #include <cstdint>
@@ -11,7 +11,7 @@
 
 namespace fluxion::runtime {
 
-/// Runs reduce_window_{sum,max,min}, select_and_gather_add or select_and_scatter_add on `threads`
+/// Runs reduce_window_{sum,max,min}, select_and_gather_add or select_and_scatter_add of any dtype on `threads`
 /// of the kernel's threads; false when the reference kernel must (a rank-0 operand, no elements,
 /// a dtype without an order).
 bool fast_window(Prim p, std::span<const View> in, std::span<const View> out, const Params& params, int threads);

@@ -1,7 +1,7 @@
 // Lowering of the windowed primitives (conv_general_dilated, the reduce_window family): one library
-// call of fluxion_rt_windowed (kernels/conv.h), which runs a float convolution as im2col + the GEMM
-// of the level this kernel is compiled for (FLUXION_CPU included) on the kernel's threads, and the
-// other cases through the reference kernel. docs/nn.md records the measurements behind the choice:
+// call of the entry kernels/conv.h's windowed_entry picks -- a float convolution as im2col + the GEMM
+// of the level this kernel is compiled for (FLUXION_CPU included) on the kernel's threads, an int8
+// one into the int8 GEMM, pooling as strided loops -- or of the reference kernel. docs/nn.md records the measurements behind the choice:
 // linalg's convolution op, tiled and vectorized by the pipeline, is kept below as a switch for
 // measuring it.
 #include <cstdlib>
@@ -72,7 +72,9 @@ std::vector<Value> windowed_rule(LowerCtx& c, const Eqn& e, std::span<const Oper
   const int64_t level = t.isa_level | (t.avx512vnni ? 256 : 0) | (t.avxvnni ? 512 : 0);
   std::vector<LibraryArg> layout{{int64_t(e.prim)}, {int64_t(in.size())}, {int64_t(out.size())}, {level}, {c.num_threads}};
   for (int64_t v : params) layout.push_back({v});
-  return call_on_arrays(c, "fluxion_rt_windowed", std::move(layout), in, out);
+  std::vector<AbstractArray> in_avals;
+  for (const Operand& o : in) in_avals.push_back(o.aval);
+  return call_on_arrays(c, runtime::windowed_entry(e.prim, in_avals, out, e.params), std::move(layout), in, out);
 }
 
 }  // namespace

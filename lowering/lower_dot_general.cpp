@@ -44,7 +44,7 @@ AffineMap operand_map(MLIRContext* ctx, int rank, const DimRoles& r, unsigned fr
 // A (batched) matrix product the runtime's library call can do: float32/float64 operands and
 // output (or bfloat16/float16 operands, output float32 or theirs, or int8 operands with an int32
 // output), batch dims leading and in order on both sides, one contracting dim, each operand of
-// rank batch+2 (either orientation). Fills the fluxion_rt_gemm layout (kernels/library_calls.h):
+// rank batch+2 (either orientation). Fills the fluxion_rt_gemm(_int8) layout (kernels/library_calls.h):
 // the call runs the Eigen build for the level this kernel is compiled for (FLUXION_CPU included)
 // on the kernel's threads, or for int8 the kernels/gemm_int8.h path that level and the target's
 // VNNI extensions allow. (uint8 x uint8 stays generated code: the int8 kernel's rhs is signed.)
@@ -102,7 +102,8 @@ std::vector<Value> dot_general_rule(LowerCtx& c, const Eqn& e, std::span<const O
          layout[2].value * layout[3].value * layout[4].value >= 32 * 32 * 32)) {
       Value ins[2] = {as_tensor(c, in[0]), as_tensor(c, in[1])};
       AbstractArray in_avals[2] = {in[0].aval, in[1].aval};
-      return library_call(c, "fluxion_rt_gemm", ins, in_avals, out, layout);
+      const bool int8 = in[0].aval.dtype == DType::int8;  // gemm_layout took it: int8 x int8 -> int32
+      return library_call(c, int8 ? "fluxion_rt_gemm_int8" : "fluxion_rt_gemm", ins, in_avals, out, layout);
     }
   }
   MLIRContext* ctx = b.getContext();

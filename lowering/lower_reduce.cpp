@@ -306,9 +306,9 @@ std::vector<Value> scan_rule(LowerCtx& c, const Eqn& e, std::span<const Operand>
   // [outer, len, inner] as dims: products of the operand's dims, symbolic ones included (a
   // polymorphic program's extents are then computed from its size arguments).
   auto product = [&](int64_t from, int64_t to) {
-    DimExpr p(1), f;
-    for (int64_t k = from; k < to; ++k) p = p * (decode_dim(x.shape[size_t(k)], f) ? f : DimExpr(x.shape[size_t(k)]));
-    return encode_dim(p);
+    int64_t p = 1;
+    for (int64_t k = from; k < to; ++k) p = mul_dims(p, x.shape[size_t(k)]);
+    return p;
   };
   const int64_t outer = product(0, axis), len = x.shape[size_t(axis)], inner = product(axis + 1, x.ndim());
   const DType d = x.dtype, acc_d = scan_accumulator(K, d);

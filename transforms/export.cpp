@@ -23,7 +23,7 @@ namespace {
 
 // Compiled code of these calls a reference kernel of libfluxion (kernels/library_calls.h), which
 // the AOT runtime does not carry: primitives lowered to fluxion_rt_call_prim, and windowed ones
-// (convolutions, pooling) of types fluxion_rt_windowed leaves to the reference kernel.
+// (convolutions, pooling) of types no kernel of kernels/conv.h takes (fluxion_rt_windowed).
 bool windowed_by_reference(const Program& p, const Eqn& e) {
   if (!runtime::is_windowed(e.prim)) return false;
   std::vector<AbstractArray> in, out;
