@@ -60,7 +60,7 @@ exclude=(
   "faults: an allocation*"
 )
 # The concurrency suites: what TSan is for (issue 35, item 1).
-tsan_cases="devices:*,pmap:*,data:*,*thread*,jit: the runtime cache*,jit: the on-disk cache*,threads:*"
+tsan_cases="devices:*,pmap:*,data:*,*thread*,jit: the runtime cache*,jit: the on-disk cache*,threads:*,shard_map:*,sharded jit:*,sharding:*,profiler:*"
 # The CI subset of ASan+UBSan: the parsers and readers of untrusted input, shapes, integer and
 # float edge cases, the jit's fusion regressions, errors, and one pass of the op table (eager).
 asan_ci_files="*test_bad_files*,*test_shape_limits*,*test_integer_division*,*test_float_edges*,*test_jit_fusion*,\
