@@ -67,6 +67,9 @@ struct WindowedCall {
   std::span<const View> in, out;
 };
 WindowedCall read_windowed_call(const int64_t* args);
+/// The reference kernel on a call's arrays (windowed_reference), counted as a reference convolution
+/// when it is one: what every entry does with what its kernel declines.
+void run_windowed_reference(const WindowedCall& c);
 /// The reference kernel of a windowed call none of this folder's kernels takes: eval_rules(p).kernel
 /// in libfluxion (kernels/library_calls.cpp); in the AOT runtime (kernels/aot_runtime.cpp), which has
 /// no reference kernels, a message and abort -- export_ refuses such programs before they get there.

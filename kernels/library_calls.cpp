@@ -81,9 +81,7 @@ extern "C" void fluxion_rt_call_prim(int64_t* a) {
 // The reference kernel of a windowed equation none of kernels/conv.h's kernels takes.
 extern "C" void fluxion_rt_windowed(int64_t* a) {
   try {
-    const runtime::WindowedCall c = runtime::read_windowed_call(a);
-    if (c.prim == Prim::conv_general_dilated) runtime::count_conv_run(runtime::ConvAlgorithm::reference);
-    runtime::windowed_reference(c.prim, c.in, c.out, c.params);
+    runtime::run_windowed_reference(runtime::read_windowed_call(a));
   } catch (...) {
     runtime::keep_library_call_error(std::current_exception());
   }

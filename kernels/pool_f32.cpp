@@ -8,6 +8,5 @@ using namespace fluxion;
 
 extern "C" void fluxion_rt_pool_f32(int64_t* a) {
   const runtime::WindowedCall c = runtime::read_windowed_call(a);
-  if (!runtime::pool::run_window<float>(c.prim, c.in, c.out, c.params, c.threads))
-    runtime::windowed_reference(c.prim, c.in, c.out, c.params);
+  if (!runtime::pool::run_window<float>(c.prim, c.in, c.out, c.params, c.threads)) runtime::run_windowed_reference(c);
 }

@@ -71,6 +71,11 @@ WindowedCall read_windowed_call(const int64_t* a) {
   return c;
 }
 
+void run_windowed_reference(const WindowedCall& c) {
+  if (c.prim == Prim::conv_general_dilated) count_conv_run(ConvAlgorithm::reference);
+  windowed_reference(c.prim, c.in, c.out, c.params);
+}
+
 uint64_t conv_runs(ConvAlgorithm a) { return g_runs[int(a)].load(std::memory_order_relaxed); }
 void count_conv_run(ConvAlgorithm a) { g_runs[int(a)].fetch_add(1, std::memory_order_relaxed); }
 
