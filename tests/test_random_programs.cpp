@@ -179,8 +179,11 @@ std::string first_disagreement(const RandomProgram& f, int64_t a, int64_t b) {
     if (std::fabs(fd - gv) > 1e-6 + 1e-5 * std::fabs(gv))
       return "fd: finite differences " + num(fd) + ", <grad, v> " + num(gv);
   }
+  // An absolute floor of 1e-13 (1e-9 of atol 1e-4): where tanh saturates, its derivative 1 - t*t is
+  // a difference of numbers near 1, so one ulp of t (compiled tanh is within 1.2 ulp, libm's 0.5)
+  // moves it by ~1e-16 absolute -- 1e-7 relative to a gradient of 1e-9 (seed 42482).
   try {
-    if (double e = max_rel_error(fx::jit(fx::grad(scalar))(d.x), g, 1e-9); e > 1e-9)
+    if (double e = max_rel_error(fx::jit(fx::grad(scalar))(d.x), g, 1e-4); e > 1e-9)
       return "jitgrad: relative error " + num(e);
   } catch (const fx::Error& e) {
     return std::string("jitgrad: raised ") + e.what();
