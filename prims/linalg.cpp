@@ -118,16 +118,24 @@ Array safe_reciprocal(const Array& x) {
 namespace {
 
 using BuildFn = void (*)(LinalgBlock&);
-// Index: the build's x86-64 level. Only the baseline build exists off x86-64, and level 2 (SSE4.2)
-// runs level 1's (runtime/meson.build): kBuildFor.
+// The Eigen builds of one family of ops, indexed by x86-64 level, and the build each level runs
+// (kernels/meson.build): only the baseline exists off x86-64; level 2 (SSE4.2) runs level 1's, and
+// eigh and svd at level 4 run level 3's (docs/architecture.md, "How long a fresh build takes").
+struct Builds {
+  BuildFn at[5];
+  int for_level[5];
+};
 #if defined(__x86_64__)
-constexpr BuildFn kBuilds[] = {nullptr, &linalg_eigen_level1, nullptr, &linalg_eigen_level3, &linalg_eigen_level4};
-constexpr int kBuildFor[] = {0, 1, 1, 3, 4};
+constexpr Builds kFactorizations = {{nullptr, &linalg_eigen_level1, nullptr, &linalg_eigen_level3, &linalg_eigen_level4},
+                                    {0, 1, 1, 3, 4}};
+constexpr Builds kSpectral = {{nullptr, &linalg_spectral_level1, nullptr, &linalg_spectral_level3, nullptr}, {0, 1, 1, 3, 3}};
+constexpr int kTopLevel = 4;
 #else
-constexpr BuildFn kBuilds[] = {nullptr, &linalg_eigen_level1};
-constexpr int kBuildFor[] = {0, 1};
+constexpr Builds kFactorizations = {{nullptr, &linalg_eigen_level1}, {0, 1}};
+constexpr Builds kSpectral = {{nullptr, &linalg_spectral_level1}, {0, 1}};
+constexpr int kTopLevel = 1;
 #endif
-constexpr int kTopLevel = int(sizeof kBuilds / sizeof kBuilds[0]) - 1;
+const Builds& builds_of(LinalgOp op) { return op == LinalgOp::eigh || op == LinalgOp::svd ? kSpectral : kFactorizations; }
 std::atomic<uint64_t> g_blocks[kTopLevel + 1];
 std::atomic<uint64_t> g_lapack_blocks;
 
@@ -193,8 +201,8 @@ void run_linalg(LinalgBlock& b) {
     g_lapack_blocks.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  const int level = linalg_eigen_build(kernel_isa_level());
-  kBuilds[level](b);
+  const int level = linalg_eigen_build(b.op, kernel_isa_level());
+  builds_of(b.op).at[level](b);
   g_blocks[level].fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -230,7 +238,7 @@ void run_each_matrix(LinalgBlock& blk, int64_t count, std::span<const View> in, 
   for (int64_t k = 0; k < count; ++k) one(k);
 }
 
-int linalg_eigen_build(int level) { return kBuildFor[std::clamp(level, 1, kTopLevel)]; }
+int linalg_eigen_build(LinalgOp op, int level) { return builds_of(op).for_level[std::clamp(level, 1, kTopLevel)]; }
 
 uint64_t linalg_blocks_computed(int level) {
   return level >= 1 && level <= kTopLevel ? g_blocks[level].load(std::memory_order_relaxed) : 0;

@@ -48,9 +48,10 @@ void run_linalg(LinalgBlock& b);
 /// decompositions run on one thread each); LAPACK's run one after another, each on OpenBLAS's threads.
 void run_each_matrix(LinalgBlock& blk, int64_t count, std::span<const View> in, std::initializer_list<int64_t> in_elements,
                      std::span<const View> out, std::initializer_list<int64_t> out_elements);
-/// The level of the Eigen build that runs at x86-64 `level`: the level itself, but level 1's at
-/// level 2 (no SSE4.2 build: runtime/meson.build) and 1 off x86-64.
-int linalg_eigen_build(int level);
+/// The level of the Eigen build that runs `op` at x86-64 `level` (prims/linalg_block.h): the level
+/// itself, but level 1's at level 2 (no SSE4.2 build), level 3's for eigh and svd at level 4, and
+/// 1 off x86-64.
+int linalg_eigen_build(LinalgOp op, int level);
 /// How many matrices the Eigen build of `level` (1, 3 or 4), or LAPACK, has computed in this
 /// process (for tests).
 uint64_t linalg_blocks_computed(int level);

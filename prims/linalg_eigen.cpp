@@ -1,31 +1,18 @@
 // The matrix kernels of the linear-algebra primitives for one x86-64 level (prims/linalg_block.h):
-// Eigen's LLT, triangular solves, PartialPivLU, HouseholderQR, SelfAdjointEigenSolver and BDCSVD
-// on one matrix, and cholesky's derivative map. runtime/meson.build compiles this file once per level with that level's -march and
-// FLUXION_ISA_LEVEL set, and Eigen's namespace is renamed per level (prims/eigen_level.h).
+// Eigen's LLT, triangular solves, PartialPivLU and HouseholderQR on one matrix, and cholesky's
+// derivative map. kernels/meson.build compiles this file once per level with that level's -march
+// and FLUXION_ISA_LEVEL set, and Eigen's namespace is renamed per level (prims/eigen_level.h).
+// eigh and svd are prims/linalg_eigen_spectral.cpp's, built for fewer levels.
 #include "prims/eigen_level.h"
-#include "prims/linalg_block.h"
 
 #include <Eigen/Dense>
 #include <limits>
 
+#include "prims/linalg_eigen_maps.h"
+
 namespace {
 
-using fluxion::linalg_rules::LinalgBlock;
 using fluxion::linalg_rules::LinalgOp;
-
-template <class T>
-using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-template <class T>
-using Map = Eigen::Map<Matrix<T>>;
-template <class T>
-using ConstMap = Eigen::Map<const Matrix<T>>;
-template <class T>
-using VectorMap = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>>;
-
-template <class T>
-T* out(LinalgBlock& b, int i) {
-  return static_cast<T*>(b.out[i]);
-}
 
 // Factored in place in the output: no copy of the factor, no temporary.
 template <class T>
@@ -84,25 +71,6 @@ void qr(LinalgBlock& b) {
   Map<T>(out<T>(b, 1), k, b.n) = f.matrixQR().topRows(k).template triangularView<Eigen::Upper>();
 }
 
-template <class T>
-void eigh(LinalgBlock& b) {
-  const ConstMap<T> a(static_cast<const T*>(b.a), b.n, b.n);
-  Eigen::SelfAdjointEigenSolver<Matrix<T>> es(Matrix<T>((a + a.transpose()) * T(0.5)));
-  Map<T>(out<T>(b, 0), b.n, b.n) = es.eigenvectors();
-  VectorMap<T>(out<T>(b, 1), b.n) = es.eigenvalues();
-}
-
-template <class T>
-void svd(LinalgBlock& b) {
-  const int64_t k = b.m < b.n ? b.m : b.n;
-  const unsigned options =
-      b.full_matrices ? Eigen::ComputeFullU | Eigen::ComputeFullV : Eigen::ComputeThinU | Eigen::ComputeThinV;
-  Eigen::BDCSVD<Matrix<T>> f(Matrix<T>(ConstMap<T>(static_cast<const T*>(b.a), b.m, b.n)), options);
-  Map<T>(out<T>(b, 0), b.m, b.cols) = f.matrixU();
-  VectorMap<T>(out<T>(b, 1), k) = f.singularValues();
-  Map<T>(out<T>(b, 2), b.rows, b.n) = f.matrixV().transpose();
-}
-
 // cholesky's derivative at L as a linear map (prims/linalg_block.h), by its closed form: two
 // triangular solves and a triangular product. Small matrices only (large ones take OpenBLAS's
 // blocked kernel, prims/linalg_lapack.cpp), so the temporaries are cheap.
@@ -138,8 +106,7 @@ void run(LinalgBlock& b) {
     case LinalgOp::triangular_solve: return triangular_solve<T>(b);
     case LinalgOp::lu: return lu<T>(b);
     case LinalgOp::qr: return qr<T>(b);
-    case LinalgOp::eigh: return eigh<T>(b);
-    case LinalgOp::svd: return svd<T>(b);
+    case LinalgOp::eigh: case LinalgOp::svd: break;  // linalg_spectral_level (prims/linalg.cpp's dispatch)
     case LinalgOp::cholesky_linear: return cholesky_linear<T>(b);
   }
 }

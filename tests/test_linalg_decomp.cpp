@@ -158,9 +158,21 @@ TEST_CASE("linalg levels: every small matrix runs the Eigen build for kernel_isa
   // 3 matrices, twice, on Eigen's build for the level -- or on LAPACK when FLUXION_LINALG=lapack.
   // Level 2 runs level 1's build; every other level its own.
   const bool lapack = rules::linalg_kernels() == rules::LinalgKernels::lapack;
-  const int build = rules::linalg_eigen_build(level);
+  const int build = rules::linalg_eigen_build(rules::LinalgOp::cholesky, level);
   CHECK(build == (level == 2 ? 1 : level));
   for (int l = 1; l <= 4; ++l)
     CHECK(rules::linalg_blocks_computed(l) - before[l] == (l == build && !lapack ? 6u : 0u));
   CHECK(rules::linalg_lapack_blocks_computed() - lapack_before == (lapack ? 6u : 0u));
+
+  // eigh and svd have builds for levels 1 and 3 only (kernels/meson.build): level 4 runs level 3's.
+  const int spectral = rules::linalg_eigen_build(rules::LinalgOp::eigh, level);
+  CHECK(spectral == (level == 2 ? 1 : level == 4 ? 3 : level));
+  CHECK(rules::linalg_eigen_build(rules::LinalgOp::svd, level) == spectral);
+  for (int l = 1; l <= 4; ++l) before[l] = rules::linalg_blocks_computed(l);
+  auto [w, v] = la::eigh(spd);
+  auto [u, s, vt] = la::svd(x);
+  CHECK(max_abs_diff(fx::matmul(v * fx::expand_dims(w, -2), fx::swapaxes(v, -1, -2)), spd) < 1e-11);
+  CHECK(max_abs_diff(fx::matmul(u * fx::expand_dims(s, -2), vt), x) < 1e-12);
+  for (int l = 1; l <= 4; ++l)
+    CHECK(rules::linalg_blocks_computed(l) - before[l] == (l == spectral && !lapack ? 6u : 0u));
 }
