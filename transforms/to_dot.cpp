@@ -11,8 +11,9 @@
 namespace fluxion {
 namespace {
 
-/// Text for a double-quoted dot string: quotes and backslashes escaped, newlines as \n.
-std::string quoted(std::string_view s) {
+/// Text for a double-quoted dot string: quotes and backslashes escaped, newlines as \n. (Not named
+/// `quoted`: an unqualified call with a std::string argument would find std::quoted by ADL.)
+std::string dot_string(std::string_view s) {
   std::string out = "\"";
   for (char c : s) {
     if (c == '"' || c == '\\') out += '\\';
@@ -95,7 +96,7 @@ class DotWriter {
 
  private:
   void node(const std::string& indent, const std::string& id, const std::string& label, const std::string& attrs) {
-    os_ << indent << id << " [label=" << quoted(label) << ", " << attrs << "];\n";
+    os_ << indent << id << " [label=" << dot_string(label) << ", " << attrs << "];\n";
   }
 
   /// One edge for one use of an operand: from the node that makes it (a literal gets its own node).
@@ -108,7 +109,7 @@ class DotWriter {
     } else {
       from = producer[size_t(a.var)];
     }
-    os_ << indent << from << " -> " << to << " [label=" << quoted(p.aval(a).str()) << "];\n";
+    os_ << indent << from << " -> " << to << " [label=" << dot_string(p.aval(a).str()) << "];\n";
   }
 
   void sub_programs(const Eqn& e, const std::string& eqn_id, const std::string& indent) {
@@ -125,7 +126,7 @@ class DotWriter {
     std::string id = "p" + std::to_string(++programs_);
     os_ << indent << "subgraph cluster_" << id << " {\n";
     std::string inner = indent + "  ";
-    os_ << inner << "label=" << quoted(title) << "; style=dashed; color=\"#808080\";\n";
+    os_ << inner << "label=" << dot_string(title) << "; style=dashed; color=\"#808080\";\n";
     node(inner, id + "_anchor", "", "shape=point, width=0.05");
     program(q, id, inner);
     os_ << indent << "}\n";
@@ -140,7 +141,7 @@ class DotWriter {
 
 std::string to_dot(const Program& program, const std::string& name) {
   std::ostringstream os;
-  os << "digraph " << quoted(name) << " {\n"
+  os << "digraph " << dot_string(name) << " {\n"
      << "  compound=true; rankdir=TB;\n"
      << "  graph [fontname=\"Helvetica\", fontsize=11];\n"
      << "  node [fontname=\"Helvetica\", fontsize=10];\n"
