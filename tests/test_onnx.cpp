@@ -225,6 +225,28 @@ TEST_CASE("onnx: a polymorphic export has dim_param b and runs in onnxruntime at
   std::filesystem::remove_all(dir);
 }
 
+// ONNX's operators that Fluxion writes are real-only: a model with complex values would not load.
+TEST_CASE("onnx: complex arguments and values are a CompileError naming the argument or the user's line") {
+  auto square = [](const fx::Array& a) { return a * a; };
+  try {
+    fx::onnx::export_(square, fx::astype(fx::ones({4}), fx::complex64), "/tmp/never.onnx");
+    FAIL("no error");
+  } catch (const fx::CompileError& e) {
+    CHECK(std::string(e.what()).find("argument 0 is c64[4]") != std::string::npos);
+  }
+  auto through_complex = [](const fx::Array& a) {
+    const fx::Array c = fx::astype(a, fx::complex64);
+    return fx::real(c * c);
+  };
+  try {
+    fx::onnx::export_(through_complex, fx::ones({4}), "/tmp/never.onnx");
+    FAIL("no error");
+  } catch (const fx::CompileError& e) {
+    CHECK(std::string(e.what()).find("complex") != std::string::npos);
+    CHECK(std::string(e.what()).find("test_onnx.cpp") != std::string::npos);
+  }
+}
+
 TEST_CASE("onnx: a primitive without an ONNX form is a CompileError naming it") {
   auto sorts = [](const fx::Array& a) { return fx::sort(a); };
   try {
