@@ -1,11 +1,14 @@
 // What the export tests share: running a shell command, linking a C program in a directory with an
-// exported object and the AOT runtime (libfluxion_aot_rt.a), reading the numbers it prints.
+// exported object and the AOT runtime (libfluxion_aot_rt.a), reading the numbers it prints; and
+// the complex-refusal check both exporters' tests make (tests/test_export.cpp, test_onnx.cpp).
 #pragma once
 #include <doctest/doctest.h>
+#include <fluxion.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -54,6 +57,32 @@ inline void check_program_output(const std::string& prog, const std::vector<floa
   const std::vector<double> got = program_numbers(prog);
   REQUIRE(got.size() == want.size());
   for (size_t i = 0; i < got.size(); ++i) CHECK(float(got[i]) == doctest::Approx(want[i]).epsilon(1e-5));
+}
+
+/// export_one(f, x) exports f at x. A complex argument is a CompileError naming it; a real
+/// argument whose program goes through complex values is one naming the user's line (the test file).
+inline void check_complex_refused(
+    const std::function<void(const std::function<fluxion::Array(const fluxion::Array&)>&, const fluxion::Array&)>& export_one,
+    const std::string& test_file) {
+  namespace fx = fluxion;
+  auto square = [](const fx::Array& a) { return a * a; };
+  try {
+    export_one(square, fx::astype(fx::ones({4}), fx::complex64));
+    FAIL("no error");
+  } catch (const fx::CompileError& e) {
+    CHECK(std::string(e.what()).find("argument 0 is c64[4]") != std::string::npos);
+  }
+  auto through_complex = [](const fx::Array& a) {
+    const fx::Array c = fx::astype(a, fx::complex64);
+    return fx::real(c * c);
+  };
+  try {
+    export_one(through_complex, fx::ones({4}));
+    FAIL("no error");
+  } catch (const fx::CompileError& e) {
+    CHECK(std::string(e.what()).find("complex") != std::string::npos);
+    CHECK(std::string(e.what()).find(test_file) != std::string::npos);
+  }
 }
 
 }  // namespace export_helpers

@@ -151,24 +151,9 @@ TEST_CASE("export: errors name what cannot be exported") {
 // The header declares buffers by C element type, and complex has none there: refused, not
 // declared as uint8_t (what the header said before 2026-11-29).
 TEST_CASE("export: complex arguments and values are a CompileError naming the argument or the user's line") {
-  auto square = [](const fx::Array& a) { return a * a; };
-  try {
-    (void)fx::export_(square, fx::astype(fx::ones({4}), fx::complex64));
-    FAIL("no error");
-  } catch (const fx::CompileError& e) {
-    CHECK(std::string(e.what()).find("argument 0 is c64[4]") != std::string::npos);
-  }
-  auto through_complex = [](const fx::Array& a) {
-    const fx::Array c = fx::astype(a, fx::complex64);
-    return fx::real(c * c);
-  };
-  try {
-    (void)fx::export_(through_complex, fx::ones({4}));
-    FAIL("no error");
-  } catch (const fx::CompileError& e) {
-    CHECK(std::string(e.what()).find("complex") != std::string::npos);
-    CHECK(std::string(e.what()).find("test_export.cpp") != std::string::npos);
-  }
+  export_helpers::check_complex_refused(
+      [](const std::function<fx::Array(const fx::Array&)>& f, const fx::Array& x) { (void)fx::export_(f, x); },
+      "export_helpers.h");
 }
 
 TEST_CASE("serialize: a program and its constants round-trip through text") {

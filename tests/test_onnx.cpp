@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/export_helpers.h"
 #include "tests/quant_net.h"
 #include "tests/test_helpers.h"
 
@@ -227,24 +228,11 @@ TEST_CASE("onnx: a polymorphic export has dim_param b and runs in onnxruntime at
 
 // ONNX's operators that Fluxion writes are real-only: a model with complex values would not load.
 TEST_CASE("onnx: complex arguments and values are a CompileError naming the argument or the user's line") {
-  auto square = [](const fx::Array& a) { return a * a; };
-  try {
-    fx::onnx::export_(square, fx::astype(fx::ones({4}), fx::complex64), "/tmp/never.onnx");
-    FAIL("no error");
-  } catch (const fx::CompileError& e) {
-    CHECK(std::string(e.what()).find("argument 0 is c64[4]") != std::string::npos);
-  }
-  auto through_complex = [](const fx::Array& a) {
-    const fx::Array c = fx::astype(a, fx::complex64);
-    return fx::real(c * c);
-  };
-  try {
-    fx::onnx::export_(through_complex, fx::ones({4}), "/tmp/never.onnx");
-    FAIL("no error");
-  } catch (const fx::CompileError& e) {
-    CHECK(std::string(e.what()).find("complex") != std::string::npos);
-    CHECK(std::string(e.what()).find("test_onnx.cpp") != std::string::npos);
-  }
+  export_helpers::check_complex_refused(
+      [](const std::function<fx::Array(const fx::Array&)>& f, const fx::Array& x) {
+        fx::onnx::export_(f, x, "/tmp/never.onnx");
+      },
+      "export_helpers.h");
 }
 
 TEST_CASE("onnx: a primitive without an ONNX form is a CompileError naming it") {

@@ -16,6 +16,7 @@
 #include "lowering/compile.h"
 #include "lowering/target.h"
 #include "interpreters/jit_passes.h"
+#include "transforms/refuse_complex.h"
 
 namespace fluxion {
 
@@ -30,28 +31,6 @@ bool windowed_by_reference(const Program& p, const Eqn& e) {
   for (const Atom& a : e.inputs) in.push_back(p.aval(a));
   for (int32_t v : e.outputs) out.push_back(p.type(v));
   return !runtime::windowed_has_kernel(e.prim, in, out, e.params);
-}
-
-// Complex values have no C type in the generated header (which declares every buffer by its
-// element type): refused, naming the first equation that makes or reads one, or the argument.
-void refuse_complex(const Program& p) {
-  for (size_t i = 0; i < p.invars.size(); ++i)
-    if (is_complex(p.type(p.invars[i]).dtype))
-      throw CompileError("CompileError: export: argument " + std::to_string(i) + " is " + p.type(p.invars[i]).str() +
-                         "; complex arrays have no C type in the exported header (pass real and imaginary parts)");
-  for (const Eqn& e : p.eqns) {
-    std::vector<AbstractArray> types;
-    bool complex = false;
-    for (const Atom& a : e.inputs) types.push_back(p.aval(a)), complex = complex || is_complex(types.back().dtype);
-    for (int32_t v : e.outputs) complex = complex || is_complex(p.type(v).dtype);
-    if (complex)
-      op_error(ErrorKind::Compile, prim_name(e.prim), types, e.loc,
-               "export: complex values cannot be exported (the AOT runtime and the C header are real-only)");
-    any_sub_program(e, [](const Program& q) {
-      refuse_complex(q);
-      return false;
-    });
-  }
 }
 
 void refuse_library_calls(const Program& p) {
@@ -85,7 +64,7 @@ const char* c_type(DType d) {
     case DType::float16: case DType::bfloat16: return "uint16_t";
     case DType::float32: return "float";
     case DType::float64: return "double";
-    case DType::complex64: case DType::complex128: break;  // refused by refuse_complex
+    case DType::complex64: case DType::complex128: break;  // refused before (transforms/refuse_complex.h)
   }
   throw CompileError("CompileError: export: no C type for " + std::string(dtype_name(d)));
 }
@@ -205,7 +184,9 @@ std::vector<AbstractArray> spec_avals(const PolymorphicShapes& ps) {
 Exported::Exported(Program program) {
   const std::string stem = jit_dump_stem(program);
   program_ = jit_passes(std::move(program), stem);
-  refuse_complex(program_);
+  refuse_complex(program_, "export",
+                 "complex values have no C type in the exported header, and the AOT runtime is real-only "
+                 "(pass real and imaginary parts)");
   refuse_library_calls(program_);
   char hex[32];
   std::snprintf(hex, sizeof hex, "%016zx", std::hash<std::string>{}(serialize(program_)));

@@ -9,6 +9,7 @@
 #include "prims/conv_geometry.h"
 #include "interpreters/jit_passes.h"
 #include "transforms/onnx_proto.h"
+#include "transforms/refuse_complex.h"
 #include "transforms/quant.h"
 
 namespace fluxion::onnx {
@@ -29,32 +30,9 @@ int onnx_dtype(DType d) {
     case DType::bfloat16: return proto::dtype::bfloat16;
     case DType::float32: return proto::dtype::float_;
     case DType::float64: return proto::dtype::double_;
-    case DType::complex64: case DType::complex128: break;  // refused by refuse_complex
+    case DType::complex64: case DType::complex128: break;  // refused before (transforms/refuse_complex.h)
   }
   throw CompileError("CompileError: fx::onnx::export_: no ONNX type for " + std::string(dtype_name(d)));
-}
-
-// Complex values: ONNX has the types, but none of the operators Fluxion writes takes them (Mul,
-// Add, MatMul, ... are real-only), so a model with them would not load. Refused, naming the first
-// equation that makes or reads one, or the argument.
-void refuse_complex(const Program& p) {
-  for (size_t i = 0; i < p.invars.size(); ++i)
-    if (is_complex(p.type(p.invars[i]).dtype))
-      throw CompileError("CompileError: fx::onnx::export_: argument " + std::to_string(i) + " is " +
-                         p.type(p.invars[i]).str() + "; complex arrays have no ONNX form Fluxion writes");
-  for (const Eqn& e : p.eqns) {
-    std::vector<AbstractArray> types;
-    bool complex = false;
-    for (const Atom& a : e.inputs) types.push_back(p.aval(a)), complex = complex || is_complex(types.back().dtype);
-    for (int32_t v : e.outputs) complex = complex || is_complex(p.type(v).dtype);
-    if (complex)
-      op_error(ErrorKind::Compile, prim_name(e.prim), types, e.loc,
-               "fx::onnx::export_: complex values have no ONNX form Fluxion writes");
-    any_sub_program(e, [](const Program& q) {
-      refuse_complex(q);
-      return false;
-    });
-  }
 }
 
 // The ONNX operator computing the primitive elementwise with the same operands, or nullptr.
@@ -456,7 +434,8 @@ void export_program(Program p, const std::string& path) {
   if (is_tracing()) throw ValueError("ValueError: fx::onnx::export_ was called inside a transformation");
   const std::string stem = jit_dump_stem(p);
   p = jit_passes(std::move(p), stem);
-  refuse_complex(p);
+  // ONNX has complex types, but none of the operators written here takes them: such a model would not load.
+  refuse_complex(p, "fx::onnx::export_", "complex values have no ONNX form Fluxion writes");
   write_model(GraphWriter(p).graph(), path);
 }
 
@@ -465,6 +444,7 @@ void export_quantized(const quant::Quantized& q, const AbstractArray& x, const s
   Program p = q.program(x);
   const std::string stem = jit_dump_stem(p);
   p = jit_passes(std::move(p), stem);
+  refuse_complex(p, "fx::onnx::export_", "complex values have no ONNX form Fluxion writes");
   Qdq qdq{q.param_leaves(), &q.float_params(), q.layers_in(p)};
   if (qdq.layers.size() != q.layer_count())
     throw CompileError("CompileError: fx::onnx::export_ of a quantized function: " + std::to_string(qdq.layers.size()) +
