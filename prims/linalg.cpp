@@ -118,24 +118,20 @@ Array safe_reciprocal(const Array& x) {
 namespace {
 
 using BuildFn = void (*)(LinalgBlock&);
-// The Eigen builds of one family of ops, indexed by x86-64 level, and the build each level runs
-// (kernels/meson.build): only the baseline exists off x86-64; level 2 (SSE4.2) runs level 1's, and
-// eigh and svd at level 4 run level 3's (docs/architecture.md, "How long a fresh build takes").
-struct Builds {
-  BuildFn at[5];
-  int for_level[5];
-};
+// The Eigen builds of one family of ops, indexed by x86-64 level (kernels/meson.build); a level
+// without its own build runs the nearest one below it: only the baseline exists off x86-64; level
+// 2 (SSE4.2) runs level 1's, and eigh and svd at level 4 run level 3's (docs/architecture.md, "How
+// long a fresh build takes").
 #if defined(__x86_64__)
-constexpr Builds kFactorizations = {{nullptr, &linalg_eigen_level1, nullptr, &linalg_eigen_level3, &linalg_eigen_level4},
-                                    {0, 1, 1, 3, 4}};
-constexpr Builds kSpectral = {{nullptr, &linalg_spectral_level1, nullptr, &linalg_spectral_level3, nullptr}, {0, 1, 1, 3, 3}};
 constexpr int kTopLevel = 4;
+constexpr BuildFn kFactorizations[] = {nullptr, &linalg_eigen_level1, nullptr, &linalg_eigen_level3, &linalg_eigen_level4};
+constexpr BuildFn kSpectral[] = {nullptr, &linalg_spectral_level1, nullptr, &linalg_spectral_level3, nullptr};
 #else
-constexpr Builds kFactorizations = {{nullptr, &linalg_eigen_level1}, {0, 1}};
-constexpr Builds kSpectral = {{nullptr, &linalg_spectral_level1}, {0, 1}};
 constexpr int kTopLevel = 1;
+constexpr BuildFn kFactorizations[] = {nullptr, &linalg_eigen_level1};
+constexpr BuildFn kSpectral[] = {nullptr, &linalg_spectral_level1};
 #endif
-const Builds& builds_of(LinalgOp op) { return op == LinalgOp::eigh || op == LinalgOp::svd ? kSpectral : kFactorizations; }
+const BuildFn* builds_of(LinalgOp op) { return op == LinalgOp::eigh || op == LinalgOp::svd ? kSpectral : kFactorizations; }
 std::atomic<uint64_t> g_blocks[kTopLevel + 1];
 std::atomic<uint64_t> g_lapack_blocks;
 
@@ -202,7 +198,7 @@ void run_linalg(LinalgBlock& b) {
     return;
   }
   const int level = linalg_eigen_build(b.op, kernel_isa_level());
-  builds_of(b.op).at[level](b);
+  builds_of(b.op)[level](b);
   g_blocks[level].fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -238,7 +234,12 @@ void run_each_matrix(LinalgBlock& blk, int64_t count, std::span<const View> in, 
   for (int64_t k = 0; k < count; ++k) one(k);
 }
 
-int linalg_eigen_build(LinalgOp op, int level) { return builds_of(op).for_level[std::clamp(level, 1, kTopLevel)]; }
+int linalg_eigen_build(LinalgOp op, int level) {
+  const BuildFn* builds = builds_of(op);
+  int l = std::clamp(level, 1, kTopLevel);
+  while (!builds[l]) --l;  // level 1 always has a build
+  return l;
+}
 
 uint64_t linalg_blocks_computed(int level) {
   return level >= 1 && level <= kTopLevel ? g_blocks[level].load(std::memory_order_relaxed) : 0;
