@@ -21,7 +21,7 @@ struct CpuTarget {
   /// 3 (AVX2, FMA, F16C, BMI2), 4 (AVX-512 F/BW/CD/DQ/VL). 0 on other architectures.
   int isa_level = 0;
   int vector_bits = 128;  // widest vector register the target has: 128, 256 or 512
-  bool avx512bf16 = false;  // native f32 -> bf16 conversion (else the runtime's builtin is called)
+  bool avx512bf16 = false;  // the CPU has AVX512-BF16: the library's bf16 GEMM may run (code generation turns it off)
   bool f16c = false;        // native f16 <-> f32 conversion
   bool avx512vnni = false;  // vpdpbusd on 512-bit registers: the int8 GEMM's widest path
   bool avxvnni = false;     // vpdpbusd (VEX) on 256-bit registers
