@@ -1,6 +1,7 @@
 // What the export tests share: running a shell command, linking a C program in a directory with an
 // exported object and the AOT runtime (libfluxion_aot_rt.a), reading the numbers it prints; and
-// the complex-refusal check both exporters' tests make (tests/test_export.cpp, test_onnx.cpp).
+// the complex-refusal check both exporters' tests make (tests/test_export.cpp, test_onnx.cpp); the
+// Python interpreter that has onnxruntime (tests/test_onnx.cpp, test_onnx_random.cpp).
 #pragma once
 #include <doctest/doctest.h>
 #include <fluxion.h>
@@ -14,6 +15,19 @@
 #include <vector>
 
 namespace export_helpers {
+
+/// The interpreter scripts/onnxruntime.sh installed onnxruntime into ($FLUXION_TEST_PYTHON), else
+/// python3.
+inline std::string python() {
+  const char* p = std::getenv("FLUXION_TEST_PYTHON");
+  return p && *p ? p : "python3";
+}
+
+/// Whether that interpreter imports onnxruntime and numpy (the ONNX tests are skipped where not).
+inline bool have_onnxruntime() {
+  static const bool have = std::system((python() + " -c 'import onnxruntime, numpy' >/dev/null 2>&1").c_str()) == 0;
+  return have;
+}
 
 /// The command's stdout and stderr; *status is its exit status as pclose gives it.
 inline std::string run_command(const std::string& cmd, int* status) {

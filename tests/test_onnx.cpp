@@ -19,15 +19,8 @@ namespace fx = fluxion;
 
 namespace {
 
-std::string python() {
-  const char* p = std::getenv("FLUXION_TEST_PYTHON");
-  return p && *p ? p : "python3";
-}
-
-bool have_onnxruntime() {
-  static const bool have = std::system((python() + " -c 'import onnxruntime, numpy' >/dev/null 2>&1").c_str()) == 0;
-  return have;
-}
+using export_helpers::have_onnxruntime;
+using export_helpers::python;
 
 // Runs `model` with onnxruntime on float32 inputs; returns out0 as floats (empty on failure).
 std::vector<float> run_onnxruntime(const std::string& model, const std::vector<fx::Array>& inputs) {

@@ -1,18 +1,21 @@
-// The random-program fuzzer (issue 35, item 2): a seeded generator composes well-typed programs
-// over x:[A,B], y:[B], z:[A,1] from about thirty ops -- elementwise (smooth and not), broadcasting
-// binaries, reductions, logsumexp, transpose, flip, cumsum, sort, matmul and an outer product,
-// slices, concatenation, reshape, broadcast_to, integer_pow (0 included), cond, fori_loop, scan --
-// and checks each:
+// The random-program fuzzer (issue 35, item 2): programs from the generator in
+// tests/random_program.h (about thirty ops, cond, fori_loop, scan and a bounded while_loop among
+// them), each checked:
 //   jit     jit(f) against f run eagerly (float32);
 //   vmap    vmap(f) over a batch of 3 against a loop of f, and with in_axes(2, none, 0);
 //   jvp     the jvp's tangent against <grad f, v> (forward against reverse mode, float64);
 //   fd      <grad f, v> against central finite differences (float64; programs of smooth ops only);
-//   jitgrad jit(grad f) against grad f (float64).
+//   jitgrad jit(grad f) against grad f (float64);
+// in float16 and bfloat16, jit against eager (continuous ops only, a tolerance of the type's
+// rounding); and integer programs (five dtypes, unbounded while_loops with data-dependent trip
+// counts among their steps) bit for bit under jit and vmap.
 // The first disagreement is shrunk to the fewest steps that still disagree and reported as the
 // program's IR text. The suite runs FLUXION_TEST_RANDOM_PROGRAMS programs (40 by default) from
 // seed FLUXION_TEST_RANDOM_SEED (1); a long run sets them (docs/reliability.md has the figures).
 #include <doctest/doctest.h>
 #include <fluxion.h>
+
+#include "tests/random_program.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -26,119 +29,7 @@ namespace fx = fluxion;
 
 namespace {
 
-bool broadcastable(const fx::Shape& a, const fx::Shape& b) {
-  for (size_t i = 1; i <= std::min(a.size(), b.size()); ++i) {
-    const int64_t p = a[a.size() - i], q = b[b.size() - i];
-    if (p != q && p != 1 && q != 1) return false;
-  }
-  return true;
-}
-
-struct RandomProgram {
-  uint64_t seed;
-  int steps;
-  bool* smooth = nullptr;  // set false where a step is not differentiable everywhere
-
-  // One step on operand x (and a partner y that broadcasts with it): the op `kind` picks.
-  fx::Array step(int kind, const fx::Array& x, const fx::Array& y, std::mt19937_64& rng) const {
-    const int64_t nd = x.ndim(), axis = nd > 0 ? int64_t(rng() % uint64_t(nd)) : 0;
-    auto rough = [&] { if (smooth) *smooth = false; };
-    switch (kind) {
-      case 0: return fx::sin(x);
-      case 1: return fx::cos(x) * 0.5f;
-      case 2: return fx::tanh(x * 1.5f);
-      case 3: return fx::nn::sigmoid(x);
-      case 4: return fx::square(x) * 0.25f;
-      case 5: return fx::log(x * x + 1.f);
-      case 6: return fx::sqrt(x * x + 1.f) - 1.f;
-      case 7: return fx::exp(-x * x);
-      case 8: return x + y;
-      case 9: return x - y * 0.5f;
-      case 10: return x * y;
-      case 11: return x / (y * y + 1.f);
-      case 12: return rough(), fx::maximum(x, y);
-      case 13: return rough(), fx::where(x > y, x, y * 0.5f);
-      case 14: return nd > 0 ? fx::sum(x, {axis}, rng() % 2 == 0) * 0.1f : x * 0.9f;
-      case 15: return rough(), nd > 0 ? fx::max(x, {axis}, rng() % 2 == 0) : -x;
-      case 16: return nd > 0 ? fx::logsumexp(x, {axis}) : fx::tanh(x);
-      case 17: return nd == 2 ? fx::transpose(x) : fx::sin(x * 0.5f);
-      case 18: return nd > 0 ? fx::flip(x, {axis}) : x * 1.1f;
-      case 19: return nd > 0 ? fx::cumsum(x, axis) * 0.1f : x;
-      case 20: return rough(), nd > 0 ? fx::sort(x, axis) : x;
-      case 21: return nd == 2 ? fx::matmul(x, fx::transpose(x)) * 0.1f : nd == 1 ? fx::dot(x, x) * 0.1f : x * x;
-      case 22: return nd == 1 ? fx::matmul(fx::expand_dims(x, 1), fx::expand_dims(x, 0)) * 0.1f : fx::cos(x);
-      case 23: return nd > 0 && x.shape()[0] > 1 ? x[fx::Slice(1, x.shape()[0])] : x * 0.5f;
-      case 24: return nd > 0 ? fx::concatenate({x, fx::tanh(x)}, axis) : x;
-      case 25: return fx::reshape(x, {-1});
-      case 26: return nd == 1 ? fx::broadcast_to(x, {2, x.shape()[0]}) : x - 0.25f;
-      case 27: return fx::integer_pow(fx::tanh(x), int64_t(rng() % 4));
-      case 28:
-        rough();
-        return fx::cond(fx::sum(x) > 0.f, [&] { return x * 2.f - 1.f; }, [&] { return fx::sin(x); });
-      case 29:  // a loop of static length: recorded as a scan, differentiable
-        return fx::fori_loop(0, 3, [](const fx::Array&, fx::Array c) { return fx::sin(c) * 0.9f + 0.1f; }, x);
-      case 30: {
-        if (nd == 0) return x * 0.7f;
-        auto body = [](fx::Array c, fx::Array xi) { return std::pair{c * 0.5f + xi, fx::tanh(c)}; };
-        auto [carry, ys] = fx::scan(body, fx::zeros_like(x[0]), x);
-        return ys + fx::sum(carry) * 0.1f;
-      }
-      default: return fx::mean(x) + x * 0.5f;
-    }
-  }
-
-  fx::Array operator()(const fx::Array& x, const fx::Array& y, const fx::Array& z) const {
-    std::mt19937_64 rng(seed);
-    std::vector<fx::Array> pool{x, y, z};
-    for (int s = 0; s < steps; ++s) {
-      const fx::Array& a = pool[rng() % pool.size()];
-      std::vector<const fx::Array*> partners;
-      for (const fx::Array& p : pool)
-        if (broadcastable(a.shape(), p.shape())) partners.push_back(&p);
-      const fx::Array& b = *partners[rng() % partners.size()];
-      fx::Array r = step(int(rng() % 32), a, b, rng);
-      if (r.size() > 4096) r = fx::sin(a);  // keep programs small
-      pool.push_back(r);
-    }
-    return pool.back() + fx::sum(pool[pool.size() - 2]) * 0.1f;
-  }
-};
-
-struct Inputs {
-  fx::Array x, y, z;
-};
-Inputs inputs(uint64_t seed, int64_t a, int64_t b, fx::DType dtype, int batch = 0) {
-  std::mt19937_64 g(seed * 977 + 13);
-  std::uniform_real_distribution<double> u(-2, 2);
-  auto make = [&](fx::Shape s) {
-    if (batch) s.insert(0, batch);
-    std::vector<double> v(size_t(fx::Shape(s).numel()));
-    for (double& e : v) e = u(g);
-    return fx::astype(fx::array(v, s), dtype);
-  };
-  Inputs in;
-  in.x = make({a, b}), in.y = make({b}), in.z = make({a, 1});
-  return in;
-}
-
-double max_rel_error(const fx::Array& got, const fx::Array& want, double atol) {
-  const std::vector<double> g = fx::astype(got, fx::float64).to_vector<double>();
-  const std::vector<double> w = fx::astype(want, fx::float64).to_vector<double>();
-  if (g.size() != w.size()) return INFINITY;
-  double worst = 0;
-  for (size_t i = 0; i < g.size(); ++i) {
-    if (std::isnan(g[i]) != std::isnan(w[i])) return INFINITY;
-    if (!std::isnan(g[i])) worst = std::max(worst, std::fabs(g[i] - w[i]) / (atol + std::fabs(w[i])));
-  }
-  return worst;
-}
-
-std::string num(double v) {
-  std::ostringstream out;
-  out.precision(17);
-  out << v;
-  return out.str();
-}
+using namespace random_program;
 
 // The first check the program fails ("" when it passes all), with what was measured.
 std::string first_disagreement(const RandomProgram& f, int64_t a, int64_t b) {
@@ -191,16 +82,6 @@ std::string first_disagreement(const RandomProgram& f, int64_t a, int64_t b) {
   return "";
 }
 
-struct Case {
-  uint64_t seed;
-  int steps;
-  int64_t a, b;
-};
-Case case_of(uint64_t seed) {
-  std::mt19937_64 g(seed * 31 + 7);
-  return {seed, 2 + int(g() % 15), 1 + int64_t(g() % 5), 1 + int64_t(g() % 6)};
-}
-
 std::string run(const Case& c, bool* smooth) {
   *smooth = true;
   try {
@@ -233,14 +114,11 @@ std::string report(Case c, const std::string& what) {
   return out.str();
 }
 
-uint64_t env_or(const char* name, uint64_t fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::strtoull(v, nullptr, 10) : fallback;
-}
-
 // Integer programs (int8, int32, int64, uint8, uint32): wrapping arithmetic, floor division and
 // remainder by any divisor (0 and -1 included, on the type's extremes), bitwise ops, comparisons,
-// reductions, cumsum, sort, flip -- jit and vmap must agree with eager bit for bit.
+// reductions, cumsum, sort, flip, while_loops (one whose trip count depends on the data, so that
+// vmap batches its predicate; one counted, with a pair carry) -- jit and vmap must agree with eager
+// bit for bit.
 struct IntProgram {
   uint64_t seed;
   int steps;
@@ -253,7 +131,7 @@ struct IntProgram {
       const fx::Array& b = pool[rng() % pool.size()];  // x and y share a shape, as does every step
       const int64_t axis = int64_t(rng() % 2);
       fx::Array r;
-      switch (rng() % 16) {
+      switch (rng() % 18) {
         case 0: r = a + b; break;
         case 1: r = a - b; break;
         case 2: r = a * b; break;
@@ -269,7 +147,24 @@ struct IntProgram {
         case 12: r = fx::sort(a, axis); break;
         case 13: r = fx::flip(a, {axis}); break;
         case 14: r = a + fx::sum(b, {axis}, true); break;
-        default: r = fx::integer_pow(a, int64_t(rng() % 4)); break;
+        case 15: r = fx::integer_pow(a, int64_t(rng() % 4)); break;
+        case 16:  // +7 while the largest element is in (-50, 100): at most 22 steps, never wraps
+          r = fx::while_loop(
+              [](const fx::Array& c) {
+                const fx::Array m = fx::max(c);
+                return fx::logical_and(m < 100, m > -50);
+              },
+              [](const fx::Array& c) { return c + 7; }, a);
+          break;
+        default: {  // k steps of c * 3 + b (wrapping), k drawn from 0 to 3
+          const int k = int(rng() % 4);
+          using Carry = std::pair<fx::Array, fx::Array>;
+          r = fx::while_loop([k](const Carry& c) { return c.first < k; },
+                             [&b](const Carry& c) { return Carry{c.first + 1, c.second * 3 + b}; },
+                             Carry{fx::array(0), a})
+                  .second;
+          break;
+        }
       }
       pool.push_back(fx::astype(r, x.dtype()));  // sums of small types widen: back to the type
     }
@@ -346,4 +241,69 @@ TEST_CASE("random programs: integer programs agree bit for bit under jit and vma
     }
   }
   CHECK(failures == 0);
+}
+
+namespace {
+
+// float16 and bfloat16 programs, jit against eager. Both compute each op in float32 and round its
+// result to the type, but jit fuses ops into one loop and may keep an intermediate in float32 where
+// eager rounds it, so they may differ by a few roundings of the type, amplified by what follows:
+// the measure is max |jit - eager| / (1 + max |eager|), against `tolerance` (eps of the type times
+// a factor measured over many programs, docs/reliability.md). Continuous ops only: a step that
+// jumps (where, cond, a data-dependent loop) turns one rounding into any difference at all.
+std::string half_disagreement(uint64_t seed, fx::DType dt, double tolerance, double* error) {
+  const Case c = case_of(seed);
+  const RandomProgram f{c.seed, c.steps, nullptr, OpSet::continuous};
+  const Inputs in = inputs(c.seed, c.a, c.b, dt);
+  const fx::Array want = f(in.x, in.y, in.z);
+  const std::string where = std::string(fx::dtype_name(dt)) + ", seed " + std::to_string(seed) + ":\n" +
+                            fx::make_ir(f)(in.x, in.y, in.z).str();
+  fx::Array got;
+  try {
+    got = fx::jit(f)(in.x, in.y, in.z);
+  } catch (const fx::Error& e) {
+    return "jit raised " + std::string(e.what()) + ", " + where;
+  }
+  if (got.dtype() != want.dtype() || got.shape() != want.shape())
+    return "jit gives " + got.aval().str() + ", eager " + want.aval().str() + ", " + where;
+  const std::vector<double> g = fx::astype(got, fx::float64).to_vector<double>();
+  const std::vector<double> w = fx::astype(want, fx::float64).to_vector<double>();
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (std::isnan(g[i]) != std::isnan(w[i]) || std::isinf(g[i]) != std::isinf(w[i]))
+      return "jit " + num(g[i]) + ", eager " + num(w[i]) + " at element " + std::to_string(i) + ", " + where;
+    if (std::isfinite(w[i])) diff = std::max(diff, std::fabs(g[i] - w[i])), scale = std::max(scale, std::fabs(w[i]));
+  }
+  *error = diff / (1 + scale);
+  if (*error > tolerance) return "jit against eager: error " + num(*error) + " (tolerance " + num(tolerance) + "), " + where;
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("random programs: float16 and bfloat16 programs under jit agree with eager within the type's rounding") {
+  const uint64_t count = env_or("FLUXION_TEST_RANDOM_PROGRAMS", 40), first = env_or("FLUXION_TEST_RANDOM_SEED", 1);
+  const std::pair<fx::DType, double> types[] = {{fx::float16, 0.004}, {fx::bfloat16, 0.03}};
+  for (const auto& [dt, tolerance] : types) {
+    int failures = 0;
+    double worst = 0;
+    for (uint64_t seed = first; seed < first + count && failures < 3; ++seed) {
+      std::string what;
+      double error = 0;
+      try {
+        what = half_disagreement(seed, dt, tolerance, &error);
+      } catch (const std::exception& e) {
+        what = std::string(fx::dtype_name(dt)) + ", seed " + std::to_string(seed) + " raised: " + e.what();
+      }
+      worst = std::max(worst, error);
+      if (const char* log = std::getenv("FLUXION_TEST_HALF_ERRORS"); log && *log)
+        std::printf("%s %llu %.3g\n", fx::dtype_name(dt).data(), (unsigned long long)seed, error);
+      if (!what.empty()) {
+        ++failures;
+        FAIL_CHECK(what);
+      }
+    }
+    MESSAGE(count << " " << fx::dtype_name(dt) << " programs: largest error " << worst << " (tolerance " << tolerance << ")");
+    CHECK(failures == 0);
+  }
 }

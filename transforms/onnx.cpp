@@ -216,6 +216,8 @@ class GraphWriter {
   void eqn(size_t k, const Eqn& e);
   std::string einsum(const Eqn& e);
   void quantized_operands(const quant::Quantized::Layer& L, std::vector<std::string>& in);
+  bool elementwise(const Eqn& e, const std::vector<std::string>& in, const std::vector<std::string>& out);
+  bool structural(const Eqn& e, const std::vector<std::string>& in, const std::vector<std::string>& out);
   bool conv(const Eqn& e, const std::vector<std::string>& in, const std::vector<std::string>& out);
   bool pool(const Eqn& e, const std::vector<std::string>& in, const std::vector<std::string>& out);
   std::string transposed(const std::string& x, const IntList& perm) {
@@ -348,23 +350,52 @@ void GraphWriter::eqn(size_t k, const Eqn& e) {
                          std::string(prim_name(e.prim)) + " is a quantized function's parameter with no float value");
   std::vector<std::string> out;
   for (int32_t v : e.outputs) out.push_back(names_[size_t(v)] = fresh());
-  if (const char* op = elementwise_op(e.prim)) return node(op, in, out);
+  if (!elementwise(e, in, out) && !structural(e, in, out)) {
+    std::vector<AbstractArray> types;
+    for (const Atom& a : e.inputs) types.push_back(p_.aval(a));
+    op_error(ErrorKind::Compile, prim_name(e.prim), types, e.loc,
+             "fx::onnx::export_: this primitive (with these params) has no ONNX form");
+  }
+}
+
+// Elementwise primitives: one ONNX operator of the same meaning, or a few.
+bool GraphWriter::elementwise(const Eqn& e, const std::vector<std::string>& in, const std::vector<std::string>& out) {
+  // ONNX's Not/And/Or/Xor take bools only (the Bitwise* forms are opset 18): integers are refused
+  // instead of making a model no runtime loads.
+  const bool logical = e.prim == Prim::not_ || e.prim == Prim::and_ || e.prim == Prim::or_ || e.prim == Prim::xor_;
+  const char* op = elementwise_op(e.prim);
+  if (op && !(logical && p_.aval(e.inputs[0]).dtype != DType::bool_)) return node(op, in, out), true;
   const Params& ps = e.params;
   switch (e.prim) {
     case Prim::rsqrt: {
       const std::string t = fresh();
       node("Sqrt", in, {t});
-      return node("Reciprocal", {t}, out);
+      return node("Reciprocal", {t}, out), true;
+    }
+    case Prim::is_finite: {  // neither infinite nor NaN
+      const std::string inf = fresh(), nan = fresh(), either = fresh();
+      node("IsInf", in, {inf});
+      node("IsNaN", in, {nan});
+      node("Or", {inf, nan}, {either});
+      return node("Not", {either}, out), true;
     }
     case Prim::ne: {
       const std::string t = fresh();
       node("Equal", in, {t});
-      return node("Not", {t}, out);
+      return node("Not", {t}, out), true;
     }
-    case Prim::rem: return node("Mod", in, out, {int_attr("fmod", 1)});
+    case Prim::rem: return node("Mod", in, out, {int_attr("fmod", 1)}), true;
     case Prim::integer_pow:
-      return node("Pow", {in[0], scalar(double(ps.get_int("y")), p_.aval(e.inputs[0]).dtype)}, out);
-    case Prim::convert_element_type: return node("Cast", in, out, {int_attr("to", onnx_dtype(ps.get<DType>("new_dtype")))});
+      return node("Pow", {in[0], scalar(double(ps.get_int("y")), p_.aval(e.inputs[0]).dtype)}, out), true;
+    case Prim::convert_element_type: return node("Cast", in, out, {int_attr("to", onnx_dtype(ps.get<DType>("new_dtype")))}), true;
+    default: return false;
+  }
+}
+
+// Shapes, reductions, products, indexing, convolution and pooling.
+bool GraphWriter::structural(const Eqn& e, const std::vector<std::string>& in, const std::vector<std::string>& out) {
+  const Params& ps = e.params;
+  switch (e.prim) {
     case Prim::broadcast_in_dim: {
       const IntList& shape = ps.get_ints("shape");
       const IntList& bdims = ps.get_ints("broadcast_dimensions");
@@ -372,49 +403,52 @@ void GraphWriter::eqn(size_t k, const Eqn& e) {
       for (size_t k = 0; k < bdims.size(); ++k) ones[size_t(bdims[k])] = p_.aval(e.inputs[0]).shape[k];
       const std::string t = fresh();
       node("Reshape", {in[0], ints(ones)}, {t});
-      return node("Expand", {t, ints(shape)}, out);
+      return node("Expand", {t, ints(shape)}, out), true;
     }
-    case Prim::reshape: return node("Reshape", {in[0], ints(ps.get_ints("new_sizes"))}, out);
-    case Prim::squeeze: return node("Squeeze", {in[0], ints(ps.get_ints("dimensions"))}, out);
-    case Prim::transpose: return node("Transpose", in, out, {ints_attr("perm", ps.get_ints("permutation"))});
+    case Prim::reshape: return node("Reshape", {in[0], ints(ps.get_ints("new_sizes"))}, out), true;
+    case Prim::squeeze: return node("Squeeze", {in[0], ints(ps.get_ints("dimensions"))}, out), true;
+    case Prim::transpose: return node("Transpose", in, out, {ints_attr("perm", ps.get_ints("permutation"))}), true;
     case Prim::reduce_sum:
-      return node("ReduceSum", {in[0], ints(ps.get_ints("axes"))}, out, {int_attr("keepdims", 0)});
+      return node("ReduceSum", {in[0], ints(ps.get_ints("axes"))}, out, {int_attr("keepdims", 0)}), true;
     case Prim::reduce_max: case Prim::reduce_min: case Prim::reduce_prod:
       return node(e.prim == Prim::reduce_max ? "ReduceMax" : e.prim == Prim::reduce_min ? "ReduceMin" : "ReduceProd", in, out,
-                  {ints_attr("axes", ps.get_ints("axes")), int_attr("keepdims", 0)});
-    case Prim::concatenate: return node("Concat", in, out, {int_attr("axis", ps.get_int("dimension"))});
+                  {ints_attr("axes", ps.get_ints("axes")), int_attr("keepdims", 0)}), true;
+    case Prim::concatenate: return node("Concat", in, out, {int_attr("axis", ps.get_int("dimension"))}), true;
     case Prim::slice: {
       const int64_t rank = p_.aval(e.inputs[0]).ndim();
       IntList axes, steps = ps.has("strides") ? ps.get_ints("strides") : IntList(size_t(rank), 1);
       for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
-      return node("Slice", {in[0], ints(ps.get_ints("start_indices")), ints(ps.get_ints("limit_indices")), ints(axes), ints(steps)}, out);
+      return node("Slice", {in[0], ints(ps.get_ints("start_indices")), ints(ps.get_ints("limit_indices")), ints(axes), ints(steps)}, out), true;
     }
+    case Prim::rev: {  // a slice with step -1 from the last element past the first, on each axis
+      // Any end below -size means "past the first element" (ONNX clamps it); not INT64_MIN, which
+      // ints() would read as a symbolic dim's code.
+      const int64_t past_first = -(int64_t(1) << 61);
+      const IntList& dims = ps.get_ints("dimensions");
+      const IntList starts(dims.size(), -1), ends(dims.size(), past_first), steps(dims.size(), -1);
+      return node("Slice", {in[0], ints(starts), ints(ends), ints(dims), ints(steps)}, out), true;
+    }
+    case Prim::cumsum:  // CumSum's axis is a 0-d tensor; `reverse` runs it from the end, as ours
+      return node("CumSum", {in[0], scalar(double(ps.get_int("axis")), DType::int64)}, out,
+                  {int_attr("reverse", ps.get_bool("reverse") ? 1 : 0)}), true;
     case Prim::gather:
-      if (ps.has("batch_dims") && ps.get_int("batch_dims") != 0) break;
-      return node("Gather", in, out, {int_attr("axis", ps.get_int("axis"))});
+      if (ps.has("batch_dims") && ps.get_int("batch_dims") != 0) return false;
+      return node("Gather", in, out, {int_attr("axis", ps.get_int("axis"))}), true;
     case Prim::dot_general: {
       const bool plain = ps.get_ints("lhs_batch").empty() && p_.aval(e.inputs[0]).ndim() == 2 && p_.aval(e.inputs[1]).ndim() == 2 &&
                          ps.get_ints("lhs_contracting") == IntList{1} && ps.get_ints("rhs_contracting") == IntList{0};
-      if (plain) return node("MatMul", in, out);
-      return node("Einsum", in, out, {string_attr("equation", einsum(e))});
+      if (plain) return node("MatMul", in, out), true;
+      return node("Einsum", in, out, {string_attr("equation", einsum(e))}), true;
     }
     case Prim::iota: {  // a constant: computed now
       const Array v = bind1(Prim::iota, std::span<const Array>{}, ps, e.loc);
       const std::string t = initializer(v.aval(), v.data());
-      return node("Identity", {t}, out);
+      return node("Identity", {t}, out), true;
     }
-    case Prim::conv_general_dilated:
-      if (conv(e, in, out)) return;
-      break;
-    case Prim::reduce_window_max: case Prim::reduce_window_sum:
-      if (pool(e, in, out)) return;
-      break;
-    default: break;
+    case Prim::conv_general_dilated: return conv(e, in, out);
+    case Prim::reduce_window_max: case Prim::reduce_window_sum: return pool(e, in, out);
+    default: return false;
   }
-  std::vector<AbstractArray> types;
-  for (const Atom& a : e.inputs) types.push_back(p_.aval(a));
-  op_error(ErrorKind::Compile, prim_name(e.prim), types, e.loc,
-           "fx::onnx::export_: this primitive (with these params) has no ONNX form");
 }
 
 void write_model(const Message& graph, const std::string& path) {

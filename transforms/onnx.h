@@ -8,8 +8,8 @@
 // jit's Program-level passes (custom derivatives inlined); closed-over arrays become initializers.
 // Primitives map to ONNX operators one to one where ONNX has them (elementwise math and
 // comparisons, Where, Cast, MatMul or Einsum for dot_general, Reduce*, Reshape, Expand,
-// Transpose, Squeeze, Concat, Slice, Gather); any other is a CompileError naming it and the
-// user's line. See docs/export.md.
+// Transpose, Squeeze, Concat, Slice (rev too, with step -1), Gather, CumSum); any other is a
+// CompileError naming it and the user's line. See docs/export.md.
 //
 // A quantized function (fx::quant::Quantized) is written in QDQ form: each quantized product's
 // activation through QuantizeLinear/DequantizeLinear, its int8 weight through DequantizeLinear
