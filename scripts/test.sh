@@ -8,8 +8,8 @@ cd "$(dirname "$0")/.."
 summary() { echo "$1 passed, $2 failed"; [ "$2" -eq 0 ]; exit $?; }
 source scripts/progress.sh
 
-step "checking what is installed (scripts/setup.sh: apt-get for what is missing, then meson setup)"
-scripts/setup.sh || { echo "setup failed"; summary 0 1; }
+step "checking what is installed (scripts/setup.sh --tests: apt-get for what is missing, then meson setup)"
+scripts/setup.sh --tests || { echo "setup failed"; summary 0 1; }
 scripts/data.sh || { echo "data setup failed"; summary 0 1; }  # Fashion-MNIST for the examples' short runs
 step "building the library, the tests, the examples and the benchmarks"
 ninja_watched build/ninja.log || { tail -n 60 build/ninja.log; echo "build failed"; summary 0 1; }
