@@ -24,12 +24,14 @@ case "$kind" in
     # out of range are one of the classes issue 35 asks about.
     extra_args="-fsanitize=float-cast-overflow -fno-sanitize-recover=all"
     # allocator_may_return_null: a failed allocation is std::bad_alloc as without ASan (the tests of
-    # huge shapes ask for more than ASan's 1 TiB limit). Leaks are off by default: LeakSanitizer's
-    # tracer (GCC 12's) crashes reading the dynamic TLS of a process that loaded libomp's threads
-    # ("Tracer caught signal 11", DTLS ranges it misreads), which is most test files, and with
-    # use_tls=0 every thread_local buffer is a false report. FLUXION_DETECT_LEAKS=1 turns it on
-    # (docs/reliability.md: what it found where it ran).
-    export ASAN_OPTIONS="allocator_may_return_null=1:detect_leaks=${FLUXION_DETECT_LEAKS:-0}:abort_on_error=0:print_summary=1"
+    # huge shapes ask for more than ASan's 1 TiB limit). intercept_tls_get_addr=0: GCC 12's runtime
+    # (like LLVM's before 17) takes a dynamic TLS block whose address is 16 past a page boundary for
+    # glibc 2.19's header and reads a range from the two words before it; LeakSanitizer's tracer
+    # then scans that range and crashes ("Tracer caught signal 11") at the exit of a process whose
+    # threads -- libomp's workers -- have such blocks. Without the interception the tracer scans
+    # static TLS only, which holds libfluxion's thread_locals (the library is loaded at start).
+    # FLUXION_DETECT_LEAKS=0 turns leak checking off.
+    export ASAN_OPTIONS="allocator_may_return_null=1:detect_leaks=${FLUXION_DETECT_LEAKS:-1}:intercept_tls_get_addr=0:abort_on_error=0:print_summary=1"
     export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
     export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$supp/ubsan.supp"
     ;;
