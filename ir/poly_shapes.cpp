@@ -208,7 +208,7 @@ bool copies_dims(Prim p) {
     case Prim::reduce_sum: case Prim::reduce_max: case Prim::reduce_min: case Prim::reduce_prod:
     case Prim::argmax: case Prim::argmin: case Prim::reduce_and: case Prim::reduce_or:
     case Prim::cumsum: case Prim::cumprod: case Prim::cummax: case Prim::cummin:
-    case Prim::dot_general: case Prim::reshape:  // reshape: checked after its rule (below)
+    case Prim::dot_general: case Prim::reshape:  // reshape: its rule checks symbolic dims stay dims
     case Prim::scan:  // its length (a symbol when xs's leading dim is one) only compared and copied
     case Prim::cond: case Prim::while_:  // operands flow into the branches and the carry as they are
       return true;

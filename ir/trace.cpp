@@ -190,8 +190,6 @@ std::vector<AbstractArray> abstract_eval(Prim p, std::span<const AbstractArray> 
   } catch (const RuleError& e) {
     op_error(e.kind, prim_name(p), in, loc, e.detail);
   }
-  if (symbolic && p == Prim::reshape && !out.empty())
-    if (std::string why = symbolic_reshape_problem(in[0], out[0]); !why.empty()) op_error(ErrorKind::Shape, prim_name(p), in, loc, why);
   for (const AbstractArray& o : out)  // a result too large to count (issue 35): not a wrapped size
     if (std::string why = symbolic_shape_problem(o.shape, o.dtype); !why.empty()) op_error(ErrorKind::Shape, prim_name(p), in, loc, why);
   return out;

@@ -96,7 +96,9 @@
 
 namespace fluxion::lowering {
 
-void register_all_mlir(mlir::DialectRegistry& registry) {
+namespace {
+
+void register_dialects(mlir::DialectRegistry& registry) {
   using namespace mlir;
   registry.insert<affine::AffineDialect, arith::ArithDialect, bufferization::BufferizationDialect, cf::ControlFlowDialect,
                   complex::ComplexDialect, DLTIDialect, func::FuncDialect, gpu::GPUDialect, index::IndexDialect,
@@ -135,9 +137,12 @@ void register_all_mlir(mlir::DialectRegistry& registry) {
   vector::registerSubsetOpInterfaceExternalModels(registry);
   vector::registerValueBoundsOpInterfaceExternalModels(registry);
   NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+}
 
-  // The extensions registerAllExtensions registers for them: conversions to LLVM, the func
-  // dialect's inliner, and the transform ops tiling.cpp's scripts use.
+// The extensions registerAllExtensions registers for them: conversions to LLVM, the func dialect's
+// inliner, and the transform ops tiling.cpp's scripts use.
+void register_extensions(mlir::DialectRegistry& registry) {
+  using namespace mlir;
   arith::registerConvertArithToLLVMInterface(registry);
   registerConvertComplexToLLVMInterface(registry);
   cf::registerConvertControlFlowToLLVMInterface(registry);
@@ -158,9 +163,12 @@ void register_all_mlir(mlir::DialectRegistry& registry) {
   tensor::registerTransformDialectExtension(registry);
   transform::registerLoopExtension(registry);
   vector::registerTransformDialectExtension(registry);
+}
 
-  // The passes of those dialects, MLIR's general ones and the conversions (parsed by name from the
-  // pipelines' pass lists).
+// The passes of those dialects, MLIR's general ones and the conversions (parsed by name from the
+// pipelines' pass lists).
+void register_passes() {
+  using namespace mlir;
   registerTransformsPasses();
   registerConversionPasses();
   affine::registerAffinePasses();
@@ -178,6 +186,14 @@ void register_all_mlir(mlir::DialectRegistry& registry) {
   vector::registerVectorPasses();
   bufferization::registerBufferizationPipelines();
   gpu::registerGPUToNVVMPipeline();
+}
+
+}  // namespace
+
+void register_all_mlir(mlir::DialectRegistry& registry) {
+  register_dialects(registry);
+  register_extensions(registry);
+  register_passes();
 }
 
 }  // namespace fluxion::lowering

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "ir/dim_expr.h"
+#include "ir/poly_shapes.h"
 #include "lax/lax.h"
 #include "prims/registry.h"
 #include "prims/strides.h"
@@ -161,11 +162,15 @@ std::vector<AbstractArray> reshape_shape(std::span<const AbstractArray> in, cons
   const IntList& sizes = params.get_ints("new_sizes");
   for (int64_t s : sizes)
     if (s < 0 && !is_symbolic_dim(s)) rule_error(ErrorKind::Shape, "new_sizes " + ints_str(sizes) + " has a negative dimension");
-  Shape out(sizes);
-  if (out.numel() != in[0].size())
+  AbstractArray out{Shape(sizes), in[0].dtype, in[0].weak_type};
+  // Over symbolic dims a size is no number to compare: a symbolic dim must stay a dim of its own.
+  if (has_symbolic_dim(in) || has_symbolic_dim(std::span(&out, 1))) {
+    if (std::string why = symbolic_reshape_problem(in[0], out); !why.empty()) rule_error(ErrorKind::Shape, why);
+  } else if (out.size() != in[0].size()) {
     rule_error(ErrorKind::Shape, "cannot reshape " + std::to_string(in[0].size()) + " elements into new_sizes " +
-                                     ints_str(sizes) + " (" + std::to_string(out.numel()) + " elements)");
-  return {AbstractArray{std::move(out), in[0].dtype, in[0].weak_type}};
+                                     ints_str(sizes) + " (" + std::to_string(out.size()) + " elements)");
+  }
+  return {std::move(out)};
 }
 
 std::vector<Array> reshape_transpose(Arrays ct, LinearArgs a, const Params&, SourceLoc) {

@@ -202,6 +202,12 @@ TEST_CASE("shape poly: what the polymorphic trace cannot serve is a ShapeError n
   });
   CHECK(mentions(e, "concatenate"));
   CHECK(mentions(e, "symbolic dimension b"));
+  // tile merges a copy axis into b (f32[2,b,1,784] -> [2*b,784]): the reshape rule says so in
+  // dims, not in symbol codes and a wrapped element count as it did.
+  e = test_helpers::error_of<fx::ShapeError>([&] { fx::eval_shape([](const fx::Array& a) { return fx::tile(a, {2, 1}); }, ps)(x); });
+  CHECK(mentions(e, "reshape of f32[2,b,1,784] into f32[2*b,784]"));
+  CHECK(mentions(e, "must stay a dimension of its own"));
+  CHECK(!mentions(e, "-46116860"));
   // Under the trace zeros of a symbolic shape is a traced broadcast; eagerly it is refused.
   auto plus_zeros = [](const fx::Array& a) { return fx::add(a, fx::zeros(fx::Shape{a.shape()[0], 784})); };
   CHECK(fx::eval_shape(plus_zeros, ps)(x).str() == "f32[b,784]");
