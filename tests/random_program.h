@@ -2,7 +2,8 @@
 // over x:[A,B], y:[B], z:[A,1] composed of about thirty ops -- elementwise (smooth and not),
 // broadcasting binaries, reductions, logsumexp, transpose, flip, cumsum, sort, matmul and an outer
 // product, slices, concatenation, reshape, broadcast_to, integer_pow (0 included), cond, fori_loop,
-// scan, and a while_loop whose trip count depends on the data.
+// scan, and a while_loop whose trip count depends on the data (bounded, or unbounded for programs
+// only forward mode differentiates).
 //
 // An `OpSet` narrows the ops for a check that cannot take them all: `onnx` keeps what the ONNX
 // writer has a form for (no sort, cond, loops); `continuous` drops the steps whose result jumps
@@ -51,6 +52,9 @@ struct RandomProgram {
   int steps;
   bool* smooth = nullptr;  // set false where a step is not differentiable everywhere
   OpSet ops = OpSet::all;
+  // Whether the data-dependent loop is the bounded while_loop (reverse mode runs through it) or the
+  // unbounded one, which only forward mode differentiates (JAX's rule too).
+  bool reverse_mode = true;
 
   // One step on operand x (and a partner y that broadcasts with it): the op `kind` picks.
   fx::Array step(int kind, const fx::Array& x, const fx::Array& y, std::mt19937_64& rng) const {
@@ -97,10 +101,18 @@ struct RandomProgram {
         auto [carry, ys] = fx::scan(body, fx::zeros_like(x[0]), x);
         return ys + fx::sum(carry) * 0.1f;
       }
-      case 32:  // a while_loop whose trip count (0 to 4) depends on x: bounded, so reverse mode works
+      case 32:  // a while_loop whose trip count (0 to 4) depends on x
         rough();
-        return fx::while_loop([](const fx::Array& c) { return fx::sum(c * c) < 40.f; },
-                              [](const fx::Array& c) { return c * 1.25f + 0.25f; }, x, fx::max_steps(4));
+        if (reverse_mode)  // bounded: a scan, so reverse mode works
+          return fx::while_loop([](const fx::Array& c) { return fx::sum(c * c) < 40.f; },
+                                [](const fx::Array& c) { return c * 1.25f + 0.25f; }, x, fx::max_steps(4));
+        else {  // unbounded: the while primitive; the count in the carry ends it
+          using Carry = std::pair<fx::Array, fx::Array>;
+          return fx::while_loop([](const Carry& c) { return fx::logical_and(c.first < 4, fx::sum(c.second * c.second) < 40.f); },
+                                [](const Carry& c) { return Carry{c.first + 1, c.second * 1.25f + 0.25f}; },
+                                Carry{fx::array(0), x})
+              .second;
+        }
       default: return fx::mean(x) + x * 0.5f;
     }
   }

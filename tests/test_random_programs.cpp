@@ -7,8 +7,9 @@
 //   fd      <grad f, v> against central finite differences (float64; programs of smooth ops only);
 //   jitgrad jit(grad f) against grad f (float64);
 // in float16 and bfloat16, jit against eager (continuous ops only, a tolerance of the type's
-// rounding); and integer programs (five dtypes, unbounded while_loops with data-dependent trip
-// counts among their steps) bit for bit under jit and vmap.
+// rounding); with the unbounded while_loop, which only forward mode differentiates, jit, vmap and
+// jit(jvp) against eager; and integer programs (five dtypes, unbounded while_loops with
+// data-dependent trip counts among their steps) bit for bit under jit and vmap.
 // The first disagreement is shrunk to the fewest steps that still disagree and reported as the
 // program's IR text. The suite runs FLUXION_TEST_RANDOM_PROGRAMS programs (40 by default) from
 // seed FLUXION_TEST_RANDOM_SEED (1); a long run sets them (docs/reliability.md has the figures).
@@ -306,4 +307,59 @@ TEST_CASE("random programs: float16 and bfloat16 programs under jit agree with e
     MESSAGE(count << " " << fx::dtype_name(dt) << " programs: largest error " << worst << " (tolerance " << tolerance << ")");
     CHECK(failures == 0);
   }
+}
+
+namespace {
+
+// Programs with the unbounded while_loop (the while primitive, whose trip count depends on the
+// data): reverse mode refuses it, so these are checked forward only -- jit against eager, vmap
+// against a loop (the predicate batched: each lane runs until all are done), and jit(jvp) against
+// jvp in float64.
+std::string forward_disagreement(uint64_t seed) {
+  const Case c = case_of(seed);
+  RandomProgram f{c.seed, c.steps};
+  f.reverse_mode = false;
+  const Inputs in = inputs(c.seed, c.a, c.b, fx::float32);
+  const std::string where = "seed " + std::to_string(seed) + ":\n" + fx::make_ir(f)(in.x, in.y, in.z).str();
+  const fx::Array want = f(in.x, in.y, in.z);
+  try {
+    if (double e = max_rel_error(fx::jit(f)(in.x, in.y, in.z), want, 1e-3); e > 1e-3) return "jit: relative error " + num(e) + ", " + where;
+  } catch (const fx::Error& e) {
+    return "jit raised " + std::string(e.what()) + ", " + where;
+  }
+  const Inputs bt = inputs(c.seed + 1, c.a, c.b, fx::float32, 3);
+  std::vector<fx::Array> loop;
+  for (int64_t i = 0; i < 3; ++i) loop.push_back(f(bt.x[i], bt.y[i], bt.z[i]));
+  if (double e = max_rel_error(fx::vmap(f)(bt.x, bt.y, bt.z), fx::stack(loop), 1e-3); e > 1e-3)
+    return "vmap: relative error " + num(e) + ", " + where;
+  const Inputs d = inputs(c.seed, c.a, c.b, fx::float64);
+  const fx::Array v = inputs(c.seed + 2, c.a, c.b, fx::float64).x;
+  auto tangent = [&](const fx::Array& x, const fx::Array& t) { return fx::jvp([&](const fx::Array& u) { return f(u, d.y, d.z); }, std::tuple{x}, std::tuple{t}).second; };
+  try {
+    if (double e = max_rel_error(fx::jit(tangent)(d.x, v), tangent(d.x, v), 1e-6); e > 1e-9)
+      return "jit(jvp): relative error " + num(e) + ", " + where;
+  } catch (const fx::Error& e) {
+    return "jit(jvp) raised " + std::string(e.what()) + ", " + where;
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("random programs: unbounded while_loops under jit, vmap and jit(jvp) agree with eager") {
+  const uint64_t count = env_or("FLUXION_TEST_RANDOM_PROGRAMS", 40), first = env_or("FLUXION_TEST_RANDOM_SEED", 1);
+  int failures = 0;
+  for (uint64_t seed = first; seed < first + count && failures < 3; ++seed) {
+    std::string what;
+    try {
+      what = forward_disagreement(seed);
+    } catch (const std::exception& e) {
+      what = "seed " + std::to_string(seed) + " raised: " + e.what();
+    }
+    if (!what.empty()) {
+      ++failures;
+      FAIL_CHECK(what);
+    }
+  }
+  CHECK(failures == 0);
 }
