@@ -8,6 +8,7 @@
 #include "train/checkpoint.h"
 #include "train/file_io.h"
 #include "train/json.h"
+#include "train/safetensors_header.h"
 
 namespace fluxion::runtime::manifest {
 
@@ -129,28 +130,37 @@ json::Value parse_file(const std::string& path) {
   return v;
 }
 
-// Copies the box of extents `ext` at `soff` in a row-major array of shape `sshape` to `doff` in
-// one of shape `dshape` (elements of `item` bytes; a rank-0 box is one element).
-void copy_box(const char* src, const Shape& sshape, const std::vector<int64_t>& soff, char* dst, const Shape& dshape,
-              const std::vector<int64_t>& doff, const std::vector<int64_t>& ext, size_t item) {
+// Reads the box of extents `ext` at `soff` of a row-major array of shape `sshape` stored at byte
+// `offset` of `file` into `doff` of one of shape `dshape` (elements of `item` bytes; a rank-0 box is
+// one element): one read per run of contiguous bytes -- a row of the box, or several rows where
+// the box spans whole trailing dimensions of both arrays. Returns the bytes read.
+uint64_t read_box(const io::FileRanges& file, uint64_t offset, const Shape& sshape, const std::vector<int64_t>& soff,
+                  char* dst, const Shape& dshape, const std::vector<int64_t>& doff, const std::vector<int64_t>& ext,
+                  size_t item) {
   const size_t rank = ext.size();
-  if (rank == 0) return void(std::memcpy(dst, src, item));
+  if (rank == 0) return file.read(dst, item, offset), item;
+  // The run: the last dimension, and each one before it while every later one is spanned whole.
+  size_t first = rank - 1;
+  int64_t run = ext[rank - 1];
+  while (first > 0 && ext[first] == sshape[first] && ext[first] == dshape[first]) run *= ext[--first];
   std::vector<int64_t> ss(rank, 1), ds(rank, 1), i(rank, 0);
   for (size_t d = rank - 1; d > 0; --d) {
     ss[d - 1] = ss[d] * sshape[d];
     ds[d - 1] = ds[d] * dshape[d];
   }
-  const size_t row = size_t(ext[rank - 1]) * item;
+  const size_t bytes = size_t(run) * item;
+  uint64_t total = 0;
   while (true) {
     int64_t so = 0, dof = 0;
     for (size_t d = 0; d < rank; ++d) {
       so += (soff[d] + i[d]) * ss[d];
       dof += (doff[d] + i[d]) * ds[d];
     }
-    std::memcpy(dst + size_t(dof) * item, src + size_t(so) * item, row);
-    size_t d = rank - 1;  // the odometer over every dimension but the last
+    file.read(dst + size_t(dof) * item, bytes, offset + uint64_t(so) * item);
+    total += bytes;
+    size_t d = first;  // the odometer over the dimensions before the run
     while (d > 0 && ++i[d - 1] == ext[d - 1]) i[--d] = 0;
-    if (d == 0) return;
+    if (d == 0) return total;
   }
 }
 
@@ -176,20 +186,24 @@ int64_t generation(const std::string& dir) {
   }
 }
 
-const Array& BlockReader::block(const SavedBlock& b, DType dtype) {
-  const std::string path = join(dir_, b.file);
-  auto f = files_.find(b.file);
-  if (f == files_.end()) {
-    std::map<std::string, Array> tensors;
-    for (checkpoint_io::Entry& e : checkpoint_io::read_safetensors(path)) tensors.emplace(e.name, std::move(e.array));
-    f = files_.emplace(b.file, std::move(tensors)).first;
+struct BlockReader::File {
+  explicit File(const std::string& path) : ranges(path) {
+    for (checkpoint_io::SafetensorsTensor& t : checkpoint_io::read_safetensors_header(ranges)) {
+      const std::string name = t.name;
+      tensors.emplace(name, std::move(t));
+    }
   }
-  auto t = f->second.find(b.tensor);
-  if (t == f->second.end()) io::fail(path, "has no tensor '" + b.tensor + "', which the manifest says is there");
-  const AbstractArray want{b.shape, dtype};
-  if (t->second.dtype() != dtype || !(t->second.shape() == b.shape))
-    io::fail(path, "tensor '" + b.tensor + "' is " + t->second.aval().str() + ", the manifest says " + want.str());
-  return t->second;
+  io::FileRanges ranges;
+  std::map<std::string, checkpoint_io::SafetensorsTensor> tensors;
+};
+
+BlockReader::BlockReader(std::string dir) : dir_(std::move(dir)) {}
+BlockReader::~BlockReader() = default;
+
+const BlockReader::File& BlockReader::file(const std::string& name) {
+  std::unique_ptr<File>& f = files_[name];
+  if (!f) f = std::make_unique<File>(join(dir_, name));
+  return *f;
 }
 
 Array BlockReader::region(const SavedArray& a, const std::vector<int64_t>& start, const Shape& shape) {
@@ -206,8 +220,14 @@ Array BlockReader::region(const SavedArray& a, const std::vector<int64_t>& start
       meets = ext[d] > 0;
     }
     if (!meets) continue;
-    const Array& src = block(b, a.dtype);
-    copy_box(static_cast<const char*>(src.data()), b.shape, soff, out.data(), shape, doff, ext, item);
+    const File& f = file(b.file);
+    auto t = f.tensors.find(b.tensor);
+    const std::string path = join(dir_, b.file);
+    if (t == f.tensors.end()) io::fail(path, "has no tensor '" + b.tensor + "', which the manifest says is there");
+    const AbstractArray want{b.shape, a.dtype}, got{t->second.shape, t->second.dtype};
+    if (!got.same_type(want))
+      io::fail(path, "tensor '" + b.tensor + "' is " + got.str() + ", the manifest says " + want.str());
+    bytes_read_ += read_box(f.ranges, t->second.offset, b.shape, soff, out.data(), shape, doff, ext, item);
   }
   return detail::array_from_host(out.data(), a.dtype, shape, size_t(shape.numel()), {});
 }

@@ -2,6 +2,7 @@
 // checked, and the saved blocks read back and cut to any region of an array.
 #pragma once
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,18 +41,25 @@ Manifest read(const std::string& dir);
 /// The generation of `dir`'s manifest, or -1 where there is none that can be read.
 int64_t generation(const std::string& dir);
 
-/// Reads the saved blocks, each file once, and checks each against the manifest.
+/// Reads regions of the saved arrays: each file's header once, then from each saved block only
+/// the bytes the region needs (a run of contiguous bytes per row of the overlap, merged where the
+/// overlap spans whole rows), checking each block against the manifest.
 class BlockReader {
  public:
-  explicit BlockReader(std::string dir) : dir_(std::move(dir)) {}
+  explicit BlockReader(std::string dir);
+  ~BlockReader();
   /// The region [start, start + shape) of `a`, from the saved blocks that overlap it.
   Array region(const SavedArray& a, const std::vector<int64_t>& start, const Shape& shape);
   Array whole(const SavedArray& a) { return region(a, std::vector<int64_t>(a.shape.size(), 0), a.shape); }
+  /// The data bytes read so far (headers apart): what a test checks partial reads by.
+  uint64_t bytes_read() const { return bytes_read_; }
 
  private:
-  const Array& block(const SavedBlock& b, DType dtype);
+  struct File;
+  const File& file(const std::string& name);
   std::string dir_;
-  std::map<std::string, std::map<std::string, Array>> files_;
+  std::map<std::string, std::unique_ptr<File>> files_;
+  uint64_t bytes_read_ = 0;
 };
 
 }  // namespace fluxion::runtime::manifest

@@ -12,6 +12,7 @@
 #include "ir/error.h"
 #include "train/file_io.h"
 #include "train/json.h"
+#include "train/safetensors_header.h"
 #include "train/sharded_io.h"
 
 namespace fluxion::checkpoint_io {
@@ -160,16 +161,19 @@ void write_safetensors(const std::string& path, const Entries& entries) {
   f.commit();
 }
 
-Entries read_safetensors(const std::string& path) {
-  std::string bytes = io::read_file(path);
+// The header of a safetensors file: `bytes` holds at least its first 8 + header-length bytes, and
+// the file is `file_size` bytes long. Every tensor's dtype, shape and byte range, checked.
+std::vector<SafetensorsTensor> parse_safetensors_header(const std::string& path, std::string_view bytes,
+                                                        uint64_t file_size) {
   auto u = reinterpret_cast<const unsigned char*>(bytes.data());
-  if (bytes.size() < 8) io::fail(path, "too short for a safetensors file");
+  if (bytes.size() < 8 || file_size < 8) io::fail(path, "too short for a safetensors file");
   uint64_t hlen = io::get_le(u, 8);
-  if (hlen > bytes.size() - 8) io::fail(path, "the header length exceeds the file");
-  json::Value header = json::parse(std::string_view(bytes).substr(8, hlen), path);
+  if (hlen > file_size - 8) io::fail(path, "the header length exceeds the file");
+  if (hlen > bytes.size() - 8) io::fail(path, "the header length exceeds what was read of the file");
+  json::Value header = json::parse(bytes.substr(8, hlen), path);
   if (header.kind != json::Value::Kind::object) io::fail(path, "the header is not a JSON object");
-  const size_t data_start = 8 + hlen, data_size = bytes.size() - data_start;
-  Entries out;
+  const uint64_t data_start = 8 + hlen, data_size = file_size - data_start;
+  std::vector<SafetensorsTensor> out;
   for (const auto& [name, info] : header.object) {
     if (name == "__metadata__") continue;
     auto field = [&](const char* key) -> const json::Value& {
@@ -203,9 +207,28 @@ Entries read_safetensors(const std::string& path) {
       io::fail(path, "tensor '" + name + "': its bytes [" + std::to_string(b) + ", " + std::to_string(e) + ") after the " +
                          std::to_string(data_start) + "-byte header do not fit its shape " + shape.str() + " of " +
                          std::string(dtype_name(dtype)) + " or the file's " + std::to_string(data_size) + " data bytes");
-    out.push_back({name, detail::array_from_host(bytes.data() + data_start + b, dtype, shape, size_t(shape.numel()), {})});
+    out.push_back({name, dtype, shape, data_start + b});
   }
   return out;
+}
+
+Entries read_safetensors(const std::string& path) {
+  const std::string bytes = io::read_file(path);
+  Entries out;
+  for (const SafetensorsTensor& t : parse_safetensors_header(path, bytes, bytes.size()))
+    out.push_back({t.name, detail::array_from_host(bytes.data() + t.offset, t.dtype, t.shape, size_t(t.shape.numel()), {})});
+  return out;
+}
+
+std::vector<SafetensorsTensor> read_safetensors_header(const io::FileRanges& file) {
+  unsigned char len[8] = {};
+  if (file.size() < 8) io::fail(file.path(), "too short for a safetensors file");
+  file.read(len, 8, 0);
+  const uint64_t hlen = io::get_le(len, 8);
+  if (hlen > file.size() - 8) io::fail(file.path(), "the header length exceeds the file");
+  std::string bytes(size_t(8 + hlen), '\0');
+  file.read(bytes.data(), bytes.size(), 0);
+  return parse_safetensors_header(file.path(), bytes, file.size());
 }
 
 }  // namespace fluxion::checkpoint_io

@@ -93,6 +93,39 @@ static mode_t current_umask() {
   return 022;
 }
 
+FileRanges::FileRanges(std::string path) : path_(std::move(path)) {
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) fail(path_, std::string("cannot open: ") + std::strerror(errno));
+  struct stat st {};
+  unsigned char magic[2] = {0, 0};
+  if (::fstat(fd_, &st) != 0 || ::pread(fd_, magic, 2, 0) < 0) {
+    const int err = errno;
+    ::close(fd_);
+    fail(path_, std::string("cannot read: ") + std::strerror(err));
+  }
+  size_ = uint64_t(st.st_size);
+  if (magic[0] == 0x1f && magic[1] == 0x8b) {
+    ::close(fd_);
+    fail(path_, "is gzip-compressed: it cannot be read in parts");
+  }
+}
+
+FileRanges::~FileRanges() { ::close(fd_); }
+
+void FileRanges::read(void* dst, size_t n, uint64_t offset) const {
+  if (offset > size_ || n > size_ - offset)
+    fail(path_, "bytes [" + std::to_string(offset) + ", " + std::to_string(offset + n) + ") lie past its end (" +
+                    std::to_string(size_) + " bytes)");
+  auto* p = static_cast<char*>(dst);
+  while (n > 0) {
+    const ssize_t got = ::pread(fd_, p, n, off_t(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0)
+      fail(path_, "read failed at byte " + std::to_string(offset) + ": " + (got < 0 ? std::strerror(errno) : "the file ended"));
+    p += got, n -= size_t(got), offset += uint64_t(got);
+  }
+}
+
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
   std::string pattern = path_ + ".tmp.XXXXXX";
   std::vector<char> name(pattern.begin(), pattern.end());

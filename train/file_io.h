@@ -31,6 +31,26 @@ class AtomicFile {
   int fd_ = -1;
 };
 
+/// A file read in parts at byte offsets (pread), for a reader that needs a few ranges of a large
+/// file -- a sharded checkpoint's block cut to one device's region. Plain files only: a gzip file
+/// is an IOError (read_file decompresses it whole).
+class FileRanges {
+ public:
+  explicit FileRanges(std::string path);
+  FileRanges(const FileRanges&) = delete;
+  FileRanges& operator=(const FileRanges&) = delete;
+  ~FileRanges();
+  uint64_t size() const { return size_; }
+  /// Exactly n bytes from `offset`; an IOError naming the path, the range and the reason otherwise.
+  void read(void* dst, size_t n, uint64_t offset) const;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
+};
+
 [[noreturn]] void fail(const std::string& path, const std::string& what);
 
 /// A file that declares a shape no array can have (shape_problem: a negative dimension, a size past
