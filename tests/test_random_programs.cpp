@@ -226,22 +226,34 @@ TEST_CASE("random programs: jit, vmap, jvp, grad against finite differences and 
   CHECK(smooth_count > 0);
 }
 
-TEST_CASE("random programs: integer programs agree bit for bit under jit and vmap, every integer dtype") {
+namespace {
+
+// Runs `check` (the disagreement it finds, "" when none) on every seed of the run
+// (FLUXION_TEST_RANDOM_PROGRAMS seeds from FLUXION_TEST_RANDOM_SEED), failing the test case with the
+// first three (an exception names its seed); returns how many it reported.
+template <class Check>
+int report_disagreements(const std::string& what_runs, Check check) {
   const uint64_t count = env_or("FLUXION_TEST_RANDOM_PROGRAMS", 40), first = env_or("FLUXION_TEST_RANDOM_SEED", 1);
   int failures = 0;
   for (uint64_t seed = first; seed < first + count && failures < 3; ++seed) {
     std::string what;
     try {
-      what = int_disagreement(seed);
+      what = check(seed);
     } catch (const std::exception& e) {
-      what = "seed " + std::to_string(seed) + " raised: " + e.what();
+      what = what_runs + ", seed " + std::to_string(seed) + " raised: " + e.what();
     }
     if (!what.empty()) {
       ++failures;
       FAIL_CHECK(what);
     }
   }
-  CHECK(failures == 0);
+  return failures;
+}
+
+}  // namespace
+
+TEST_CASE("random programs: integer programs agree bit for bit under jit and vmap, every integer dtype") {
+  CHECK(report_disagreements("integer program", int_disagreement) == 0);
 }
 
 namespace {
@@ -283,28 +295,16 @@ std::string half_disagreement(uint64_t seed, fx::DType dt, double tolerance, dou
 }  // namespace
 
 TEST_CASE("random programs: float16 and bfloat16 programs under jit agree with eager within the type's rounding") {
-  const uint64_t count = env_or("FLUXION_TEST_RANDOM_PROGRAMS", 40), first = env_or("FLUXION_TEST_RANDOM_SEED", 1);
   const std::pair<fx::DType, double> types[] = {{fx::float16, 0.004}, {fx::bfloat16, 0.03}};
   for (const auto& [dt, tolerance] : types) {
-    int failures = 0;
     double worst = 0;
-    for (uint64_t seed = first; seed < first + count && failures < 3; ++seed) {
-      std::string what;
+    const int failures = report_disagreements(std::string(fx::dtype_name(dt)), [&, dt = dt, tolerance = tolerance](uint64_t seed) {
       double error = 0;
-      try {
-        what = half_disagreement(seed, dt, tolerance, &error);
-      } catch (const std::exception& e) {
-        what = std::string(fx::dtype_name(dt)) + ", seed " + std::to_string(seed) + " raised: " + e.what();
-      }
+      std::string what = half_disagreement(seed, dt, tolerance, &error);
       worst = std::max(worst, error);
-      if (const char* log = std::getenv("FLUXION_TEST_HALF_ERRORS"); log && *log)
-        std::printf("%s %llu %.3g\n", fx::dtype_name(dt).data(), (unsigned long long)seed, error);
-      if (!what.empty()) {
-        ++failures;
-        FAIL_CHECK(what);
-      }
-    }
-    MESSAGE(count << " " << fx::dtype_name(dt) << " programs: largest error " << worst << " (tolerance " << tolerance << ")");
+      return what;
+    });
+    MESSAGE(fx::dtype_name(dt) << " programs: largest error " << worst << " (tolerance " << tolerance << ")");
     CHECK(failures == 0);
   }
 }
@@ -347,19 +347,5 @@ std::string forward_disagreement(uint64_t seed) {
 }  // namespace
 
 TEST_CASE("random programs: unbounded while_loops under jit, vmap and jit(jvp) agree with eager") {
-  const uint64_t count = env_or("FLUXION_TEST_RANDOM_PROGRAMS", 40), first = env_or("FLUXION_TEST_RANDOM_SEED", 1);
-  int failures = 0;
-  for (uint64_t seed = first; seed < first + count && failures < 3; ++seed) {
-    std::string what;
-    try {
-      what = forward_disagreement(seed);
-    } catch (const std::exception& e) {
-      what = "seed " + std::to_string(seed) + " raised: " + e.what();
-    }
-    if (!what.empty()) {
-      ++failures;
-      FAIL_CHECK(what);
-    }
-  }
-  CHECK(failures == 0);
+  CHECK(report_disagreements("unbounded-while program", forward_disagreement) == 0);
 }
