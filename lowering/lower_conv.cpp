@@ -9,6 +9,8 @@
 
 #include "ir/error.h"
 #include "ir/settings.h"
+#include "lowering/gpu_lines.h"
+#include "lowering/gpu_windows.h"
 #include "lowering/library_arrays.h"
 #include "lowering/lower.h"
 #include "lowering/target.h"
@@ -64,6 +66,7 @@ Value linalg_conv(LowerCtx& c, const Eqn& e, std::span<const Operand> in, const 
 }
 
 std::vector<Value> windowed_rule(LowerCtx& c, const Eqn& e, std::span<const Operand> in, std::span<const AbstractArray> out) {
+  if (lowering_for_gpu(c)) return gpu_windowed(c, e, in, out);  // the library is host code
   if (e.prim == Prim::conv_general_dilated && linalg_requested() && plain_2d(e, in, out[0]))
     return {linalg_conv(c, e, in, out[0])};
   std::vector<int64_t> params;

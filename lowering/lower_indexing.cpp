@@ -13,6 +13,7 @@
 #include <mlir/Dialect/SCF/IR/SCF.h>
 
 #include "ir/error.h"
+#include "lowering/gpu_lines.h"
 #include "lowering/lower.h"
 #include "lowering/lower_complex.h"
 
@@ -69,9 +70,63 @@ SmallVector<OpFoldResult> index_attrs(OpBuilder& b, const Shape& s, int64_t fill
   return r;
 }
 
+// The GPU forms: the starts live in device memory, so a kernel reads them itself and the window
+// is index arithmetic in one linalg.generic over the result (a view at those starts would have to
+// be placed by the host). `first`: the first start operand; x is read by tensor.extract.
+Value gpu_window_copy(LowerCtx& c, std::span<const Operand> in, const AbstractArray& out, size_t first,
+                      const Shape& window, bool update) {
+  OpBuilder& b = c.b;
+  MLIRContext* ctx = b.getContext();
+  const unsigned rank = unsigned(out.ndim());
+  const Shape& xs = in[0].aval.shape;
+  SmallVector<Value> ins;
+  SmallVector<AffineMap> maps;
+  std::vector<int> slot(rank, -1);  // per dim: its start's block argument, or -1 (a literal)
+  if (update) {
+    ins.push_back(as_tensor(c, in[0]));
+    maps.push_back(b.getMultiDimIdentityMap(rank));
+  }
+  for (unsigned d = 0; d < rank; ++d) {
+    if (in[first + d].scalar) continue;
+    slot[d] = int(ins.size());
+    ins.push_back(in[first + d].value);
+    maps.push_back(AffineMap::get(rank, 0, ctx));
+  }
+  maps.push_back(b.getMultiDimIdentityMap(rank));
+  Value x = as_tensor(c, in[0]), u = update ? as_tensor(c, in[1]) : Value();
+  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+  auto g = b.create<linalg::GenericOp>(
+      c.loc, TypeRange{tensor_type(ctx, out)}, ins, ValueRange{empty(c, out)}, maps, iters,
+      [&](OpBuilder& nb, Location l, ValueRange args) {
+        SmallVector<Value> at;
+        Value inside = nb.create<arith::ConstantOp>(l, nb.getBoolAttr(true));
+        for (unsigned d = 0; d < rank; ++d) {
+          const Operand& o = in[first + d];
+          Value raw = slot[d] < 0 ? o.value : args[size_t(slot[d])];
+          Value start = clamp_i64(nb, l, to_i64(nb, l, raw, o.aval.dtype), 0, xs[d] - window[d]);
+          Value i = nb.create<arith::IndexCastOp>(l, nb.getI64Type(), nb.create<linalg::IndexOp>(l, uint64_t(d)));
+          if (!update) {
+            at.push_back(as_index(nb, l, nb.create<arith::AddIOp>(l, i, start)));
+            continue;
+          }
+          Value rel = nb.create<arith::SubIOp>(l, i, start);
+          inside = nb.create<arith::AndIOp>(
+              l, inside,
+              nb.create<arith::AndIOp>(l, nb.create<arith::CmpIOp>(l, arith::CmpIPredicate::sge, rel, i64c(nb, l, 0)),
+                                       nb.create<arith::CmpIOp>(l, arith::CmpIPredicate::slt, rel, i64c(nb, l, window[d]))));
+          at.push_back(as_index(nb, l, clamp_i64(nb, l, rel, 0, window[d] - 1)));
+        }
+        Value r = update ? Value(nb.create<arith::SelectOp>(l, inside, nb.create<tensor::ExtractOp>(l, u, at), args[0]))
+                         : Value(nb.create<tensor::ExtractOp>(l, x, at));
+        nb.create<linalg::YieldOp>(l, r);
+      });
+  return g.getResult(0);
+}
+
 std::vector<Value> dynamic_slice_rule(LowerCtx& c, const Eqn&, std::span<const Operand> in, std::span<const AbstractArray> out) {
   const AbstractArray& x = in[0].aval;
   if (out[0].size() == 0 || x.size() == 0) return {empty(c, out[0])};
+  if (lowering_for_gpu(c)) return {gpu_window_copy(c, in, out[0], 1, out[0].shape, false)};
   auto starts = clamped_starts(c, in, 1, x.shape, out[0].shape);
   auto type = tensor_type(c.b.getContext(), out[0]);
   return {c.b.create<tensor::ExtractSliceOp>(c.loc, type, as_tensor(c, in[0]), starts, index_attrs(c.b, out[0].shape),
@@ -83,6 +138,7 @@ std::vector<Value> dynamic_update_slice_rule(LowerCtx& c, const Eqn&, std::span<
   const AbstractArray &x = in[0].aval, &update = in[1].aval;
   if (x.size() == 0) return {empty(c, out[0])};
   if (update.size() == 0) return {as_tensor(c, in[0])};
+  if (lowering_for_gpu(c)) return {gpu_window_copy(c, in, out[0], 2, update.shape, true)};
   auto starts = clamped_starts(c, in, 2, x.shape, update.shape);
   return {c.b.create<tensor::InsertSliceOp>(c.loc, as_tensor(c, in[1]), as_tensor(c, in[0]), starts,
                                             index_attrs(c.b, update.shape), index_attrs(c.b, update.shape, 1))};
@@ -157,6 +213,34 @@ std::vector<Value> scatter_rule(LowerCtx& c, const Eqn& e, std::span<const Opera
   Location l = c.loc;
   auto cidx = [&](int64_t v) -> Value { return b.create<arith::ConstantIndexOp>(l, v); };
   Value zero = cidx(0), one = cidx(1);
+  if (lowering_for_gpu(c)) {
+    // A thread per line (o, k) of x (gpu_lines.h): every index in order, so the last duplicate
+    // wins and duplicates accumulate as in the reference; an index out of range writes back the
+    // element at the clamped one (no branch).
+    Value y3 = lines_in_parallel(c, x3, [&](OpBuilder& b1, Location l1, Value o, Value k, Value line) {
+      Value bi = b1.create<arith::DivUIOp>(l1, o, cidx(per_batch));
+      auto loop_j = b1.create<scf::ForOp>(l1, zero, cidx(m), one, ValueRange{line}, [&](OpBuilder& b2, Location l2, Value j, ValueRange acc) {
+        Value raw = to_i64(b2, l2, b2.create<tensor::ExtractOp>(l2, i1, ValueRange{bi, j}), idx.dtype);
+        Value in_range = b2.create<arith::AndIOp>(
+            l2, b2.create<arith::CmpIOp>(l2, arith::CmpIPredicate::sge, raw, i64c(b2, l2, 0)),
+            b2.create<arith::CmpIOp>(l2, arith::CmpIPredicate::slt, raw, i64c(b2, l2, n)));
+        Value i = as_index(b2, l2, clamp_i64(b2, l2, raw, 0, n - 1));
+        Value old = b2.create<tensor::ExtractOp>(l2, acc[0], ValueRange{i});
+        Value u = b2.create<tensor::ExtractOp>(l2, u3, ValueRange{o, j, k});
+        if constexpr (Add) {
+          if (d == DType::bool_) {
+            u = b2.create<arith::OrIOp>(l2, old, u);
+          } else {
+            u = from_compute(b2, l2, add_scalars(b2, l2, to_compute(b2, l2, old, d), to_compute(b2, l2, u, d), d), d);
+          }
+        }
+        u = b2.create<arith::SelectOp>(l2, in_range, u, old);
+        b2.create<scf::YieldOp>(l2, ValueRange{b2.create<tensor::InsertOp>(l2, u, acc[0], ValueRange{i}).getResult()});
+      });
+      return loop_j.getResult(0);
+    });
+    return {reshape_to(c, y3, Shape({outer, n, inner}), out[0])};
+  }
   auto loop_o = b.create<scf::ForOp>(l, zero, cidx(outer), one, ValueRange{x3}, [&](OpBuilder& b1, Location l1, Value o, ValueRange acc1) {
     Value bi = b1.create<arith::DivUIOp>(l1, o, cidx(per_batch));
     auto loop_j = b1.create<scf::ForOp>(l1, zero, cidx(m), one, acc1, [&](OpBuilder& b2, Location l2, Value j, ValueRange acc2) {

@@ -7,6 +7,7 @@
 // f64; XLA uses f32 -- vector partial sums keep the error small), integers in their own width
 // (wrapping, which equals the reference's uint64 accumulation modulo 2^bits).
 #include <cstdlib>
+#include <functional>
 #include <limits>
 #include <string>
 
@@ -15,6 +16,7 @@
 
 #include "ir/dim_expr.h"
 #include "ir/settings.h"
+#include "lowering/gpu_lines.h"
 #include "lowering/lower.h"
 #include "lowering/lower_complex.h"
 
@@ -315,7 +317,7 @@ std::vector<Value> scan_rule(LowerCtx& c, const Eqn& e, std::span<const Operand>
   const AbstractArray shape3{Shape({outer, len, inner}), d, false};
   Value x3 = reshape_to(c, as_tensor(c, in[0]), x.shape, shape3);
   const bool dynamic = is_symbolic(shape3.shape);
-  if (!dynamic && (d == DType::float32 || d == DType::float64 || d == DType::int32 || d == DType::int64)) {
+  if (!dynamic && !lowering_for_gpu(c) && (d == DType::float32 || d == DType::float64 || d == DType::int32 || d == DType::int64)) {
     // lanes: f32 sums and products run in f64 (32 x f64 = 4 zmm)
     int64_t w = std::min<int64_t>(inner, d == DType::float32 ? 32 : 16);
     while (w > 1 && inner % w != 0) --w;
@@ -325,19 +327,31 @@ std::vector<Value> scan_rule(LowerCtx& c, const Eqn& e, std::span<const Operand>
   Value zero = b.create<arith::ConstantIndexOp>(l, 0), one = b.create<arith::ConstantIndexOp>(l, 1);
   Value n_outer = dim_value(c, outer), n_inner = dim_value(c, inner), n_len = dim_value(c, len);
   Value last = b.create<arith::SubIOp>(l, n_len, one);
+  // One line (o, k) along the axis, in the reference's order, written into `into` at where(at).
+  auto scan_line = [&](OpBuilder& b2, Location l2, Value o, Value k, Value into,
+                       const std::function<SmallVector<Value>(Value)>& where) {
+    Value acc0 = identity(b2, l2, K, acc_d);
+    auto loop_j = b2.create<scf::ForOp>(l2, zero, n_len, one, ValueRange{acc0, into}, [&](OpBuilder& b3, Location l3, Value j, ValueRange r3) {
+      Value at = reverse ? Value(b3.create<arith::SubIOp>(l3, last, j)) : j;
+      Value v = to_compute(b3, l3, b3.create<tensor::ExtractOp>(l3, x3, ValueRange{o, at, k}), d);
+      v = convert_scalar(b3, l3, v, d, acc_d);
+      Value acc = combine(b3, l3, K, acc_d, v, r3[0]);
+      Value y = from_compute(b3, l3, convert_scalar(b3, l3, acc, acc_d, d), d);
+      Value r = b3.create<tensor::InsertOp>(l3, y, r3[1], where(at));
+      b3.create<scf::YieldOp>(l3, ValueRange{acc, r});
+    });
+    return loop_j.getResult(1);
+  };
+  if (lowering_for_gpu(c) && !dynamic) {  // a thread per line (gpu_lines.h)
+    Value y3 = lines_in_parallel(c, empty(c, shape3), [&](OpBuilder& b2, Location l2, Value o, Value k, Value line) {
+      return scan_line(b2, l2, o, k, line, [](Value at) { return SmallVector<Value>{at}; });
+    });
+    return {reshape_to(c, y3, shape3.shape, out[0])};
+  }
   auto loop_o = b.create<scf::ForOp>(l, zero, n_outer, one, ValueRange{empty(c, shape3)}, [&](OpBuilder& b1, Location l1, Value o, ValueRange r1) {
     auto loop_k = b1.create<scf::ForOp>(l1, zero, n_inner, one, r1, [&](OpBuilder& b2, Location l2, Value k, ValueRange r2) {
-      Value acc0 = identity(b2, l2, K, acc_d);
-      auto loop_j = b2.create<scf::ForOp>(l2, zero, n_len, one, ValueRange{acc0, r2[0]}, [&](OpBuilder& b3, Location l3, Value j, ValueRange r3) {
-        Value at = reverse ? Value(b3.create<arith::SubIOp>(l3, last, j)) : j;
-        Value v = to_compute(b3, l3, b3.create<tensor::ExtractOp>(l3, x3, ValueRange{o, at, k}), d);
-        v = convert_scalar(b3, l3, v, d, acc_d);
-        Value acc = combine(b3, l3, K, acc_d, v, r3[0]);
-        Value y = from_compute(b3, l3, convert_scalar(b3, l3, acc, acc_d, d), d);
-        Value r = b3.create<tensor::InsertOp>(l3, y, r3[1], ValueRange{o, at, k});
-        b3.create<scf::YieldOp>(l3, ValueRange{acc, r});
-      });
-      b2.create<scf::YieldOp>(l2, loop_j.getResult(1));
+      Value line = scan_line(b2, l2, o, k, r2[0], [&](Value at) { return SmallVector<Value>{o, at, k}; });
+      b2.create<scf::YieldOp>(l2, line);
     });
     b1.create<scf::YieldOp>(l1, loop_k.getResult(0));
   });

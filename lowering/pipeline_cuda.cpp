@@ -65,7 +65,9 @@ const char* kMapToGpu =
     "func.func(fx-gpu-constants),"
     "empty-tensor-to-alloc-tensor,"
     "one-shot-bufferize{allow-return-allocs-from-loops},"
+    "scf-forall-to-parallel,"  // lines in parallel (gpu_lines.h)
     "canonicalize,cse,"
+    "canonicalize,"  // a line's copy into itself, its two views one value after cse, folds away
     "func.func(fx-gpu-copies),"
     "func.func(fx-gpu-rows),"
     "func.func(fx-gpu-columns),"
@@ -76,6 +78,7 @@ const char* kMapToGpu =
     "canonicalize,cse,"
     "func.func(gpu-launch-sink-index-computations),"
     "gpu-kernel-outlining,"
+    "gpu.module(expand-strided-metadata),"  // a view made in a kernel (a line: gpu_lines.h)
     "lower-affine,canonicalize,cse";
 
 // The kernels to PTX for sm_90 (H100/H200), with libdevice from the toolkit for the math.

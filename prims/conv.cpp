@@ -270,6 +270,7 @@ const Registration conv_general_dilated_registration = PrimitiveRules{
     .transpose = &conv_transpose,
     .linear = {.operands = 0b11, .one_at_a_time = true},
     .batch = &conv_batch,
+    .gpu = GpuLowering::generic,
     .reads = Reads::whole,
 };
 

@@ -109,6 +109,7 @@ const Registration cumsum_registration = PrimitiveRules{
     .transpose = &cumsum_transpose,
     .linear = kLinear,
     .batch = &batch_rule<Prim::cumsum>,
+    .gpu = GpuLowering::generic,
 };
 
 // ---- cumprod -------------------------------------------------------------------------------------
@@ -146,6 +147,7 @@ const Registration cumprod_registration = PrimitiveRules{
     .kernel = &cumulative_kernel<Scan::prod>,
     .jvp = &cumprod_jvp,
     .batch = &batch_rule<Prim::cumprod>,
+    .gpu = GpuLowering::generic,
 };
 
 // ---- cummax, cummin --------------------------------------------------------------------------------
@@ -187,6 +189,7 @@ const Registration cummax_registration = PrimitiveRules{
     .kernel = &cumulative_kernel<Scan::max>,
     .jvp = &cumextremum_jvp,
     .batch = &batch_rule<Prim::cummax>,
+    .gpu = GpuLowering::generic,
 };
 const Registration cummin_registration = PrimitiveRules{
     .prim = Prim::cummin,
@@ -194,6 +197,7 @@ const Registration cummin_registration = PrimitiveRules{
     .kernel = &cumulative_kernel<Scan::min>,
     .jvp = &cumextremum_jvp,
     .batch = &batch_rule<Prim::cummin>,
+    .gpu = GpuLowering::generic,
 };
 
 }  // namespace

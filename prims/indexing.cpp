@@ -186,6 +186,7 @@ const Registration dynamic_slice_registration = PrimitiveRules{
     .transpose = &dynamic_slice_transpose,
     .linear = {.operands = 0b1},
     .batch = &dynamic_slice_batch,
+    .gpu = GpuLowering::generic,
 };
 
 // ---- dynamic_update_slice x update i0 i1 ...: linear in (x, update) jointly -------------------------
@@ -275,6 +276,7 @@ const Registration dynamic_update_slice_registration = PrimitiveRules{
     .transpose = &dynamic_update_slice_transpose,
     .linear = {.operands = 0b11},
     .batch = &dynamic_update_slice_batch,
+    .gpu = GpuLowering::generic,
 };
 
 // ---- gather, scatter, scatter_add: what take and x.at[...] need along one axis ------------------------
@@ -398,6 +400,7 @@ const Registration gather_registration = PrimitiveRules{
     .transpose = &gather_transpose,
     .linear = {.operands = 0b1},
     .batch = &gather_batch,
+    .gpu = GpuLowering::generic,
 };
 
 // ---- scatter, scatter_add (x, indices, updates): linear in (x, updates) jointly -----------------------
@@ -505,6 +508,7 @@ const Registration scatter_registration = PrimitiveRules{
     .transpose = &scatter_transpose,
     .linear = {.operands = 0b101},
     .batch = &scatter_batch<Prim::scatter>,
+    .gpu = GpuLowering::generic,
 };
 const Registration scatter_add_registration = PrimitiveRules{
     .prim = Prim::scatter_add,
@@ -514,6 +518,7 @@ const Registration scatter_add_registration = PrimitiveRules{
     .transpose = &scatter_add_transpose,
     .linear = {.operands = 0b101},
     .batch = &scatter_batch<Prim::scatter_add>,
+    .gpu = GpuLowering::generic,
 };
 
 }  // namespace

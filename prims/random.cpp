@@ -110,6 +110,7 @@ const Registration threefry2x32_registration = PrimitiveRules{
     .kernel = &threefry2x32_kernel,
     .zero_derivative = true,  // uint32 in, uint32 out
     .batch = &threefry2x32_batch,
+    .gpu = GpuLowering::generic,
 };
 
 }  // namespace

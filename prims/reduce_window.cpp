@@ -177,6 +177,7 @@ const Registration reduce_window_sum_registration = PrimitiveRules{
     .transpose = &window_sum_transpose,
     .linear = kLinear,
     .batch = &window_batch<Prim::reduce_window_sum>,
+    .gpu = GpuLowering::generic,
     .reads = Reads::whole,
 };
 
@@ -237,6 +238,7 @@ const Registration reduce_window_max_registration = PrimitiveRules{
     .kernel = &window_extremum_kernel<true>,
     .jvp = &window_extremum_jvp<true>,
     .batch = &window_batch<Prim::reduce_window_max>,
+    .gpu = GpuLowering::generic,
     .reads = Reads::whole,
 };
 
@@ -246,6 +248,7 @@ const Registration reduce_window_min_registration = PrimitiveRules{
     .kernel = &window_extremum_kernel<false>,
     .jvp = &window_extremum_jvp<false>,
     .batch = &window_batch<Prim::reduce_window_min>,
+    .gpu = GpuLowering::generic,
     .reads = Reads::whole,
 };
 
@@ -326,6 +329,7 @@ const Registration select_and_gather_add_registration = PrimitiveRules{
     .transpose = &select_transpose<Prim::select_and_scatter_add>,
     .linear = {.operands = 0b01},
     .batch = &window_batch<Prim::select_and_gather_add>,
+    .gpu = GpuLowering::generic,
     .reads = Reads::whole,
 };
 
@@ -337,6 +341,7 @@ const Registration select_and_scatter_add_registration = PrimitiveRules{
     .transpose = &select_transpose<Prim::select_and_gather_add>,
     .linear = {.operands = 0b01},
     .batch = &window_batch<Prim::select_and_scatter_add>,
+    .gpu = GpuLowering::generic,
     .reads = Reads::whole,
 };
 

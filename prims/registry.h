@@ -56,8 +56,9 @@ inline constexpr Linearity kLinearByParams{0, false, true};  // as the params sa
 /// on a GPU or the emulated one, checks every claim).
 enum class GpuLowering : uint8_t {
   none,     // it does not
-  generic,  // its CPU lowering -- linalg on tensors with arith/math bodies -- maps to blocks and
-            // threads as it is (lowering/gpu_passes.cpp)
+  generic,  // its lowering rule maps to blocks and threads (lowering/gpu_passes.cpp): the CPU's --
+            // linalg on tensors with arith/math bodies -- as it is, or the rule's GPU form where it
+            // has one (the scans and scatters: a thread per line, lowering/gpu_lines.h)
   library,  // its CPU lowering's library call becomes a step of the launch plan that a GPU library
             // does (runtime/gpu_library.h: dot_general's float GEMMs through cuBLAS); the cases
             // the CPU does not send to the library map as generic
