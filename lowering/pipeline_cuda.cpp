@@ -16,8 +16,8 @@
 //              after `map` (before NVVM), as host code registered under its PTX   .<module>.emu.mlir
 //              (gpu_emulation.h)
 //
-// What this does not do yet (docs/gpu.md): block reductions (a reduced row is one thread's loop),
-// vectorized loads, dot_general through cuBLAS, control flow, indexing, random bits.
+// What this does not do yet (docs/gpu.md): vectorized loads, control flow inside a program, sort,
+// the decompositions, fft; convolutions are a thread per output element (no tensor cores yet).
 #include <mlir/Dialect/Arith/IR/Arith.h>
 #include <mlir/Dialect/GPU/IR/GPUDialect.h>
 #include <mlir/Dialect/MemRef/IR/MemRef.h>
@@ -116,6 +116,7 @@ class CudaPipeline : PipelineState {
     dump_module("gpu.mlir");
     std::vector<EmulationSource> kernels;
     if (runtime::cuda::emulating()) kernels = copy_gpu_modules(*module_);
+    record_signatures();
     run(to_ptx_passes(gpu_chip(), cuda_toolkit_path()), "NVVM and PTX generation");
     runtime::GpuProgram out = plan();
     for (const runtime::GpuModule& m : out.modules) dump((m.name + ".ptx").c_str(), m.ptx);
@@ -129,6 +130,7 @@ class CudaPipeline : PipelineState {
     if (!module_) fail("parsing the hand-written kernels");
     std::vector<EmulationSource> kernels;
     if (runtime::cuda::emulating()) kernels = copy_gpu_modules(*module_);
+    record_signatures();
     run(to_ptx_passes(gpu_chip(), cuda_toolkit_path()), "NVVM and PTX generation");
     runtime::GpuProgram out;
     out.target = gpu_chip();
@@ -177,6 +179,21 @@ class CudaPipeline : PipelineState {
                        "grid 2^31-1 x 65535 x 65535), for the program\n" + program_.str());
   }
 
+  // Each gpu.module's kernel type, by module name, before the NVVM conversion erases its memref
+  // types: read_modules writes it into the PTX as a comment. The emulated GPU finds a module's host
+  // code by its PTX, and two kernels differing only in their buffers' static shapes can compile to
+  // the same PTX (a fill of 512 floats in 2 blocks and one of 1024 in 4: the extent is the launch's,
+  // not the code's) -- then one ran with the other's shapes and bounds checks.
+  void record_signatures() {
+    module_->walk([&](gpu::GPUFuncOp f) {
+      if (!f.isKernel()) return;
+      std::string type;
+      llvm::raw_string_ostream os(type);
+      os << f.getFunctionType();
+      signatures_[f->getParentOfType<gpu::GPUModuleOp>().getName().str()] = os.str();
+    });
+  }
+
   // The PTX of each gpu.binary, by module name.
   std::map<std::string, int> read_modules(runtime::GpuProgram& out) {
     std::map<std::string, int> module_index;
@@ -184,12 +201,17 @@ class CudaPipeline : PipelineState {
       for (Attribute a : bin.getObjectsAttr()) {  // one object: the one target attached
         StringRef bytes = cast<gpu::ObjectAttr>(a).getObject().getValue();
         if (!bytes.empty() && bytes.back() == '\0') bytes = bytes.drop_back();  // ptxas rejects the NUL
+        std::string ptx = bytes.str();
+        if (auto s = signatures_.find(bin.getSymName().str()); s != signatures_.end())
+          ptx += "\n// the kernel before NVVM: " + s->second + "\n";
         module_index[bin.getSymName().str()] = int(out.modules.size());
-        out.modules.push_back({bin.getSymName().str(), bytes.str(), nullptr});
+        out.modules.push_back({bin.getSymName().str(), std::move(ptx), nullptr});
       }
     });
     return module_index;
   }
+
+  std::map<std::string, std::string> signatures_;
 
   // A library call's wrapper (lower_library.cpp: it stores the call's integers and its operands'
   // addresses into an array and calls the runtime's function with it) as a library step: the

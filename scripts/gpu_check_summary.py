@@ -9,6 +9,7 @@ beside each peer's time on the same card; a workload the GPU pipeline does not l
 """
 import json
 import math
+import re
 import os
 import sys
 
@@ -43,6 +44,14 @@ def main():
             ratio = f"{p['ms'] / r['ms']:12.2f}" if p and r["ms"] > 0 else f"{'':12}"
             peer_ms = f"{p['ms']:8.3f}" if p else f"{'':8}"
             print(f"{name:30} {r['ms']:10.3f} {r.get('GB/s', math.nan):6.0f} {host} {p.get('peer', '-'):>32} {peer_ms} {ratio}")
+    # A workload the runner started but did not finish (stopped by the benchmarks' time budget, or
+    # a crash): its line in bench.txt has no row in the JSON. Shown, never left out.
+    done = {r.get("name") for r in flux}
+    bench_txt = os.path.join(out, "bench.txt")
+    started = re.findall(r"^fluxion (\S+):", open(bench_txt).read(), re.M) if os.path.exists(bench_txt) else []
+    for name in started:
+        if name not in done:
+            print(f"{name:30} no result: the runner stopped during it (the benchmarks' time budget, or a crash)")
     for p in peers:
         if "error" in p:
             print(f"peer {p.get('peer')} {p.get('name', '')}: {p['error'][:200]}")
