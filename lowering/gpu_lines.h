@@ -7,6 +7,8 @@
 #pragma once
 
 #include <functional>
+#include <span>
+#include <vector>
 
 #include "lowering/lower.h"
 
@@ -26,5 +28,10 @@ using LineBody = std::function<mlir::Value(mlir::OpBuilder&, mlir::Location, mli
 /// of the result), then a parallel loop that the GPU mapping makes blocks and threads of
 /// (scf-forall-to-parallel in pipeline_cuda.cpp's kMapToGpu).
 mlir::Value lines_in_parallel(LowerCtx& c, mlir::Value init, const LineBody& body);
+
+/// sort's GPU form (gpu_sort.cpp): a thread per line merge-sorts the line's positions, then every
+/// operand is gathered by them.
+std::vector<mlir::Value> gpu_sort(LowerCtx& c, const Eqn& e, std::span<const Operand> in,
+                                  std::span<const AbstractArray> out);
 
 }  // namespace fluxion::lowering

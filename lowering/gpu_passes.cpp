@@ -23,6 +23,7 @@
 #include <mlir/Dialect/Func/IR/FuncOps.h>
 #include <mlir/Dialect/Linalg/IR/Linalg.h>
 #include <mlir/Dialect/GPU/IR/GPUDialect.h>
+#include <mlir/Dialect/GPU/Transforms/Utils.h>
 #include <mlir/Dialect/Math/IR/Math.h>
 #include <mlir/Dialect/Math/Transforms/Passes.h>
 #include <mlir/Dialect/MemRef/IR/MemRef.h>
@@ -332,9 +333,30 @@ struct GpuMathPass : public PassWrapper<GpuMathPass, OperationPass<gpu::GPUModul
   }
 };
 
+// MLIR's gpu-launch-sink-index-computations, for every pure scalar computation: a value a launch
+// uses that the host computed from constants (a percentile's interpolation weight rounded to
+// float16: arith.truncf of an inexact constant does not fold) is computed in the kernel instead,
+// since the launch plan passes buffers only. What MLIR's pass sinks (constants, index
+// arithmetic) is included.
+struct GpuSinkScalarsPass : public PassWrapper<GpuSinkScalarsPass, OperationPass<func::FuncOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(GpuSinkScalarsPass)
+  StringRef getArgument() const final { return "fx-gpu-sink-scalars"; }
+  StringRef getDescription() const final { return "pure scalar computations a launch uses -> into the launch"; }
+  void runOnOperation() override {
+    auto scalar = [](Operation* op) {
+      if (op->getNumRegions() != 0 || !isPure(op)) return false;
+      return llvm::all_of(op->getResultTypes(), [](Type t) { return t.isIntOrIndexOrFloat(); });
+    };
+    getOperation().walk([&](gpu::LaunchOp launch) {
+      if (failed(sinkOperationsIntoLaunchOp(launch, scalar))) signalPassFailure();
+    });
+  }
+};
+
 }  // namespace
 
 void register_gpu_passes() {
+  PassRegistration<GpuSinkScalarsPass>();
   PassRegistration<GpuCopiesPass>();
   PassRegistration<GpuConstantsPass>();
   PassRegistration<GpuParallelPass>();

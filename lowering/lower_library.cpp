@@ -15,6 +15,7 @@
 
 #include "ir/error.h"
 #include "lowering/library_arrays.h"
+#include "lowering/gpu_lines.h"
 #include "lowering/lower.h"
 #include "kernels/library_calls.h"
 
@@ -179,10 +180,24 @@ std::vector<Value> call_reference_kernel(LowerCtx& c, const Eqn& e, std::span<co
 
 }  // namespace
 
-bool is_library_call(const Eqn& e) { return lower_table()[size_t(e.prim)] == &call_reference_kernel; }
+namespace {
+
+// sort: the reference kernel on the CPU; on a GPU, whose code cannot call the host, a thread per
+// line (gpu_sort.cpp).
+std::vector<Value> sort_rule(LowerCtx& c, const Eqn& e, std::span<const Operand> in, std::span<const AbstractArray> out) {
+  if (lowering_for_gpu(c)) return gpu_sort(c, e, in, out);
+  return call_reference_kernel(c, e, in, out);
+}
+
+}  // namespace
+
+bool is_library_call(const Eqn& e) {
+  const LowerRule r = lower_table()[size_t(e.prim)];
+  return r == &call_reference_kernel || r == &sort_rule;  // (only the CPU pipeline asks)
+}
 
 void add_library_lowerings(LowerTable& t) {
-  t[size_t(Prim::sort)] = &call_reference_kernel;
+  t[size_t(Prim::sort)] = &sort_rule;
   t[size_t(Prim::polygamma)] = &call_reference_kernel;
   t[size_t(Prim::debug_callback)] = &call_reference_kernel;  // calls back into the process (prims/debug.h)
   // Collectives (prims/collectives.cpp): their kernels meet the other devices' through ir/spmd.h.

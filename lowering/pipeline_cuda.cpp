@@ -16,8 +16,9 @@
 //              after `map` (before NVVM), as host code registered under its PTX   .<module>.emu.mlir
 //              (gpu_emulation.h)
 //
-// What this does not do yet (docs/gpu.md): vectorized loads, control flow inside a program, sort,
-// the decompositions, fft; convolutions are a thread per output element (no tensor cores yet).
+// What this does not do yet (docs/gpu.md): vectorized loads, control flow inside a program, the
+// decompositions, fft; convolutions are a thread per output element (no tensor cores yet), a sort
+// a thread per line.
 #include <mlir/Dialect/Arith/IR/Arith.h>
 #include <mlir/Dialect/GPU/IR/GPUDialect.h>
 #include <mlir/Dialect/MemRef/IR/MemRef.h>
@@ -76,7 +77,7 @@ const char* kMapToGpu =
     "func.func(gpu-map-parallel-loops),"
     "func.func(convert-parallel-loops-to-gpu),"
     "canonicalize,cse,"
-    "func.func(gpu-launch-sink-index-computations),"
+    "func.func(fx-gpu-sink-scalars),"
     "gpu-kernel-outlining,"
     "gpu.module(expand-strided-metadata),"  // a view made in a kernel (a line: gpu_lines.h)
     "lower-affine,canonicalize,cse";

@@ -184,6 +184,7 @@ const Registration sort_registration = PrimitiveRules{
     .transpose = &sort_transpose,
     .linear = kLinearByParams,  // in the operands after the keys
     .batch = &sort_batch,
+    .gpu = GpuLowering::generic,
 };
 
 }  // namespace

@@ -197,3 +197,44 @@ TEST_CASE("gpu models: the Fashion-MNIST convnet's and a small ResNet's training
   CHECK(tree_diff(m2, m1) < 1e-4);
   CHECK(tree_diff(s2, s1) < 1e-4);
 }
+
+TEST_CASE("gpu sort: a thread per line sorts as the CPU does -- stable, NaN last, several keys" * doctest::skip(no_gpu())) {
+  // Few distinct values (ties everywhere), NaN, -0.0 and 0.0, lines of 1, 2, 37 and 50 elements.
+  fx::Array x = fx::round(fx::sin(values({37, 50}, -20.f, 20.f)) * 3.f) / 2.f;
+  x = fx::where(fx::remainder(fx::iota(fx::int32, {37, 50}, 1) * 7 + fx::iota(fx::int32, {37, 50}, 0), 11) == 0,
+                fx::array(NAN), x);
+  x = fx::where(fx::remainder(fx::iota(fx::int32, {37, 50}, 1), 13) == 5, fx::array(-0.f), x);
+  for (int axis : {0, 1}) {
+    CAPTURE(axis);
+    auto sorts = [axis](const fx::Array& a) { return std::tuple{fx::sort(a, axis), fx::argsort(a, axis)}; };
+    const auto [s, i] = fx::jit(sorts)(x);
+    const auto [s_gpu, i_gpu] = fx::jit(sorts)(on_gpu(x));
+    CHECK(s_gpu.device() == gpu());
+    CHECK(same_bits(s_gpu, s));
+    CHECK(same_bits(i_gpu, i));  // stable: ties keep their order
+  }
+  for (const fx::Shape& s : {fx::Shape{5, 1}, fx::Shape{5, 2}}) {
+    const fx::Array y = values(s, 3.f, -1.f);
+    CHECK(same_bits(fx::jit([](const fx::Array& a) { return fx::sort(a, 1); })(on_gpu(y)), fx::sort(y, 1)));
+  }
+  // Two keys (integers, then floats) carrying a third operand; top_k over rows.
+  const fx::Array k1 = fx::astype(fx::remainder(fx::iota(fx::int32, {6, 40}, 1) * 5, 3), fx::int32);
+  const fx::Array k2 = fx::cos(values({6, 40}, 0.f, 30.f));
+  const fx::Array payload = fx::iota(fx::int32, {6, 40}, 1);
+  auto two_keys = [](const fx::Array& a, const fx::Array& b, const fx::Array& p) {
+    const std::vector<fx::Array> r = fx::bind(fx::Prim::sort, {a, b, p},
+                                              fx::Params{{"dimension", int64_t(1)}, {"is_stable", true}, {"num_keys", int64_t(2)}},
+                                              std::source_location::current());
+    return std::tuple{r[0], r[1], r[2]};
+  };
+  const auto [a1, b1, p1] = fx::jit(two_keys)(k1, k2, payload);
+  const auto [a2, b2, p2] = fx::jit(two_keys)(on_gpu(k1), on_gpu(k2), on_gpu(payload));
+  CHECK(same_bits(a2, a1));
+  CHECK(same_bits(b2, b1));
+  CHECK(same_bits(p2, p1));
+  auto top = [](const fx::Array& a) { return fx::top_k(a, 5); };
+  const auto [tv, ti] = fx::jit(top)(k2);
+  const auto [tv_gpu, ti_gpu] = fx::jit(top)(on_gpu(k2));
+  CHECK(same_bits(tv_gpu, tv));
+  CHECK(same_bits(ti_gpu, ti));
+}
