@@ -120,12 +120,14 @@ namespace {
 using BuildFn = void (*)(LinalgBlock&);
 // The Eigen builds of one family of ops, indexed by x86-64 level (kernels/meson.build); a level
 // without its own build runs the nearest one below it: only the baseline exists off x86-64; level
-// 2 (SSE4.2) runs level 1's, and eigh and svd at level 4 run level 3's (docs/architecture.md, "How
-// long a fresh build takes").
+// 2 (SSE4.2) runs level 1's, and eigh and svd at level 4 run level 3's. eigh and svd have no
+// baseline build on x86-64: CPUs below AVX2 (made before 2013-2015) run them on OpenBLAS's LAPACK
+// at every size -- their Eigen solvers were the largest object of a fresh build (docs/linalg.md,
+// docs/architecture.md "How long a fresh build takes").
 #if defined(__x86_64__)
 constexpr int kTopLevel = 4;
 constexpr BuildFn kFactorizations[] = {nullptr, &linalg_eigen_level1, nullptr, &linalg_eigen_level3, &linalg_eigen_level4};
-constexpr BuildFn kSpectral[] = {nullptr, &linalg_spectral_level1, nullptr, &linalg_spectral_level3, nullptr};
+constexpr BuildFn kSpectral[] = {nullptr, nullptr, nullptr, &linalg_spectral_level3, nullptr};
 #else
 constexpr int kTopLevel = 1;
 constexpr BuildFn kFactorizations[] = {nullptr, &linalg_eigen_level1};
@@ -172,6 +174,7 @@ LinalgKernels linalg_kernels() { return kernels_setting().load(); }
 
 bool uses_lapack(const LinalgBlock& b) {
   if (!has_lapack_kernel(b.op)) return false;
+  if (linalg_eigen_build(b.op, kernel_isa_level()) == 0) return true;  // no Eigen build at this level
   switch (linalg_kernels()) {
     case LinalgKernels::eigen: return false;
     case LinalgKernels::lapack: return true;
@@ -237,7 +240,7 @@ void run_each_matrix(LinalgBlock& blk, int64_t count, std::span<const View> in, 
 int linalg_eigen_build(LinalgOp op, int level) {
   const BuildFn* builds = builds_of(op);
   int l = std::clamp(level, 1, kTopLevel);
-  while (!builds[l]) --l;  // level 1 always has a build
+  while (l > 0 && !builds[l]) --l;  // 0: none (eigh and svd below level 3 on x86-64)
   return l;
 }
 

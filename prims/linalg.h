@@ -49,8 +49,8 @@ void run_linalg(LinalgBlock& b);
 void run_each_matrix(LinalgBlock& blk, int64_t count, std::span<const View> in, std::initializer_list<int64_t> in_elements,
                      std::span<const View> out, std::initializer_list<int64_t> out_elements);
 /// The level of the Eigen build that runs `op` at x86-64 `level` (prims/linalg_block.h): the level
-/// itself, but level 1's at level 2 (no SSE4.2 build), level 3's for eigh and svd at level 4, and
-/// 1 off x86-64.
+/// itself, but level 1's at level 2 (no SSE4.2 build), level 3's for eigh and svd at level 4, 0
+/// (none: LAPACK runs them) for eigh and svd below level 3, and 1 off x86-64.
 int linalg_eigen_build(LinalgOp op, int level);
 /// How many matrices the Eigen build of `level` (1, 3 or 4), or LAPACK, has computed in this
 /// process (for tests).

@@ -41,7 +41,8 @@ struct LinalgBlock {
 /// The kernels built for one x86-64 level (level 1 is the library's baseline build and the only
 /// one on other architectures; kernels/meson.build): linalg_eigen_level for every op but eigh and
 /// svd, built for levels 1, 3 and 4 (level 2 runs level 1's); linalg_spectral_level for eigh and
-/// svd, built for levels 1 and 3 (level 4 runs level 3's). linalg_eigen_build says which runs.
+/// svd, built for level 3 on x86-64 (level 4 runs it, levels 1 and 2 run LAPACK) and for level 1
+/// elsewhere. linalg_eigen_build says which runs.
 void linalg_eigen_level1(LinalgBlock& b);
 void linalg_spectral_level1(LinalgBlock& b);
 #if defined(__x86_64__)

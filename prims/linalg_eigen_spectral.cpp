@@ -1,8 +1,9 @@
 // eigh and svd of one matrix for one x86-64 level (prims/linalg_block.h): Eigen's
 // SelfAdjointEigenSolver and BDCSVD. Apart from the other Eigen kernels (prims/linalg_eigen.cpp)
 // because they are three quarters of that file's compile time and gain nothing from AVX-512:
-// kernels/meson.build builds this file for levels 1 and 3 only, and level 4 runs level 3's
-// (docs/architecture.md, "How long a fresh build takes", has the measurements).
+// kernels/meson.build builds this file once, for level 3 on x86-64 (level 4 runs it; CPUs below
+// AVX2 run LAPACK) and for the baseline elsewhere (docs/architecture.md, "How long a fresh build
+// takes", has the measurements).
 #include "prims/eigen_level.h"
 
 #include <Eigen/Dense>

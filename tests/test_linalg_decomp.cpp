@@ -136,8 +136,8 @@ TEST_CASE("norm, lstsq, matrix_power against direct formulas") {
 
 // The kernels run Eigen built for kernel_isa_level() (prims/linalg_block.h), eagerly and under jit;
 // meson runs this file's cases also with FLUXION_CPU=x86-64-v2 and -v3, so an AVX-512 host checks
-// the builds that AVX2 and SSE4 machines run (SSE4 machines run the baseline build; the op table
-// checks their values).
+// the builds that AVX2 and SSE4 machines run (SSE4 machines run the baseline build, and LAPACK for
+// eigh and svd; the op table checks their values).
 TEST_CASE("linalg levels: every small matrix runs the Eigen build for kernel_isa_level()") {
   namespace rules = fx::linalg_rules;
   const int level = fx::kernel_isa_level();
@@ -164,15 +164,22 @@ TEST_CASE("linalg levels: every small matrix runs the Eigen build for kernel_isa
     CHECK(rules::linalg_blocks_computed(l) - before[l] == (l == build && !lapack ? 6u : 0u));
   CHECK(rules::linalg_lapack_blocks_computed() - lapack_before == (lapack ? 6u : 0u));
 
-  // eigh and svd have builds for levels 1 and 3 only (kernels/meson.build): level 4 runs level 3's.
+  // eigh and svd have one build on x86-64, level 3's (kernels/meson.build): level 4 runs it, and
+  // levels 1 and 2 run LAPACK (0: no build).
   const int spectral = rules::linalg_eigen_build(rules::LinalgOp::eigh, level);
-  CHECK(spectral == (level == 2 ? 1 : level == 4 ? 3 : level));
+#if defined(__x86_64__)
+  CHECK(spectral == (level >= 3 ? 3 : 0));
+#else
+  CHECK(spectral == 1);
+#endif
   CHECK(rules::linalg_eigen_build(rules::LinalgOp::svd, level) == spectral);
   for (int l = 1; l <= 4; ++l) before[l] = rules::linalg_blocks_computed(l);
+  const uint64_t lapack_spectral_before = rules::linalg_lapack_blocks_computed();
   auto [w, v] = la::eigh(spd);
   auto [u, s, vt] = la::svd(x);
   CHECK(max_abs_diff(fx::matmul(v * fx::expand_dims(w, -2), fx::swapaxes(v, -1, -2)), spd) < 1e-11);
   CHECK(max_abs_diff(fx::matmul(u * fx::expand_dims(s, -2), vt), x) < 1e-12);
   for (int l = 1; l <= 4; ++l)
     CHECK(rules::linalg_blocks_computed(l) - before[l] == (l == spectral && !lapack ? 6u : 0u));
+  CHECK(rules::linalg_lapack_blocks_computed() - lapack_spectral_before == (lapack || spectral == 0 ? 6u : 0u));
 }
