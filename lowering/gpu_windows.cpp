@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <limits>
+#include <utility>
 
 #include "ir/error.h"
 #include "lowering/lower_complex.h"
@@ -169,23 +170,34 @@ Value window_read(Ix& ix, const Window& w, const Shape& x, SmallVector<Value>& w
   return valid;
 }
 
+// What one window offset adds to its output element: a value (compute type of the sum's dtype)
+// and whether it counts.
+using WindowTerm = std::function<std::pair<Value, Value>(OpBuilder&, Location, Ix&)>;
+
+// Per output element of `out`, the sum over the window's offsets of the terms that count, in
+// acc_d, as dtype d: reduce_window_sum and the max-pool gradient's gather.
+Value window_masked_sum(LowerCtx& c, const Shape& out, const Shape& window, DType d, DType acc_d, const WindowTerm& term) {
+  const unsigned rank = unsigned(out.size());
+  Value init = filled(c, AbstractArray{out, acc_d, false}, zero_of(c.b, c.loc, acc_d));
+  auto r = window_generic(c, 2 * rank, rank, {}, {}, ValueRange{init},
+                          [&](OpBuilder& b, Location l, ValueRange args) -> SmallVector<Value> {
+    Ix ix{b, l};
+    auto [v, counts] = term(b, l, ix);
+    return {b.create<arith::SelectOp>(l, counts, add_scalars(b, l, args[0], v, acc_d), args[0])};
+  }, &window);
+  return converted(c, r[0], out, acc_d, d);
+}
+
 // Sums in double for floats, in the operand's width for integers (the reference: uint64, wrapping).
 Value window_sum(LowerCtx& c, const Window& w, const Operand& in, const AbstractArray& out) {
   const DType d = in.aval.dtype;
   const DType acc_d = is_float(d) && !is_complex(d) ? DType::float64 : d;
-  const unsigned rank = unsigned(out.ndim());
   Value x = as_tensor(c, in);
-  const Shape window(w.dims);
-  Value init = filled(c, AbstractArray{out.shape, acc_d, false}, zero_of(c.b, c.loc, acc_d));
-  auto r = window_generic(c, 2 * rank, rank, {}, {}, ValueRange{init},
-                          [&](OpBuilder& b, Location l, ValueRange args) -> SmallVector<Value> {
-    Ix ix{b, l};
+  return window_masked_sum(c, out.shape, Shape(w.dims), d, acc_d, [&](OpBuilder& b, Location l, Ix& ix) {
     SmallVector<Value> where;
     Value valid = window_read(ix, w, in.aval.shape, where);
-    Value v = convert_scalar(b, l, to_compute(b, l, b.create<tensor::ExtractOp>(l, x, where), d), d, acc_d);
-    return {b.create<arith::SelectOp>(l, valid, add_scalars(b, l, args[0], v, acc_d), args[0])};
-  }, &window);
-  return converted(c, r[0], out.shape, acc_d, d);
+    return std::pair{convert_scalar(b, l, to_compute(b, l, b.create<tensor::ExtractOp>(l, x, where), d), d, acc_d), valid};
+  });
 }
 
 // The identity of max (or min) in d's storage type: what a window that reads nothing gives.
@@ -268,11 +280,7 @@ Value gather_selected(LowerCtx& c, const Window& w, const Operand& s_in, Value c
   const unsigned rank = unsigned(x.ndim());
   const IntList strides = strides_of(x.shape);
   Value s = as_tensor(c, s_in);
-  const Shape window(w.dims);
-  Value init = filled(c, AbstractArray{x.shape, acc_d, false}, zero_of(c.b, c.loc, acc_d));
-  auto r = window_generic(c, 2 * rank, rank, {}, {}, ValueRange{init},
-                          [&](OpBuilder& b, Location l, ValueRange args) -> SmallVector<Value> {
-    Ix ix{b, l};
+  return window_masked_sum(c, x.shape, Shape(w.dims), d, acc_d, [&](OpBuilder& b, Location l, Ix& ix) {
     SmallVector<Value> at;
     Value valid = ix.yes(), self = ix.c(0);
     for (unsigned k = 0; k < rank; ++k) {
@@ -287,10 +295,8 @@ Value gather_selected(LowerCtx& c, const Window& w, const Operand& s_in, Value c
     Value sel = b.create<tensor::ExtractOp>(l, chosen, at);
     Value hit = ix.both(valid, b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, sel,
                                                        b.create<arith::IndexCastOp>(l, b.getI64Type(), self)));
-    Value v = convert_scalar(b, l, to_compute(b, l, b.create<tensor::ExtractOp>(l, s, at), d), d, acc_d);
-    return {b.create<arith::SelectOp>(l, hit, add_scalars(b, l, args[0], v, acc_d), args[0])};
-  }, &window);
-  return converted(c, r[0], x.shape, acc_d, d);
+    return std::pair{convert_scalar(b, l, to_compute(b, l, b.create<tensor::ExtractOp>(l, s, at), d), d, acc_d), hit};
+  });
 }
 
 }  // namespace
